@@ -1,0 +1,56 @@
+# The two commands of README.md, and the steps behind them.
+#   make test   installs what is missing (apt-get, pip), builds, runs ctest, the C++ example, pytest
+#   make demo   builds, then runs examples/demo.py
+# Everything Python lives in .venv; the build in build/ is incremental.
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+BUILD := build
+JOBS ?= 2
+APT_PKGS := g++ make libopenblas-openmp-dev libgtest-dev
+PIP_PKGS := "numpy>=1.26" "cython>=3.0" "pytest>=7" "scikit-build-core>=0.10" "tqdm>=4.60" "scikit-learn>=1.3"
+SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo)
+CMAKE := $(shell command -v cmake 2>/dev/null || echo $(CURDIR)/$(VENV)/bin/cmake)
+PYTEST_ARGS ?= -q
+
+.PHONY: test demo deps build ctest pytest example-cpp clean
+
+test: build ctest example-cpp pytest
+
+demo: build
+	$(VPY) examples/demo.py
+
+deps: $(VENV)/.deps-ok
+
+$(VENV)/.deps-ok: Makefile
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "== apt-get install$$missing"; \
+	  $(SUDO) apt-get install -y -q $$missing || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; }; \
+	fi
+	@$(PYTHON) -m venv --help >/dev/null 2>&1 || $(SUDO) apt-get install -y -q python3-venv
+	[ -x $(VPY) ] || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --disable-pip-version-check $(PIP_PKGS) $(if $(shell command -v cmake),,cmake)
+	@# `import singa` from anywhere with the venv's python: the source tree holds the built extension.
+	$(VPY) -c "import site,os; open(os.path.join(site.getsitepackages()[0],'singa-dev.pth'),'w').write(os.getcwd()+'\n')"
+	touch $@
+
+build: deps
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$(CURDIR)/$(VPY) >/dev/null
+	$(CMAKE) --build $(BUILD) -j$(JOBS)
+
+ctest: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The C++ example, built against an installed libsinga through find_package(singa).
+example-cpp: build
+	$(CMAKE) --install $(BUILD) --prefix $(CURDIR)/$(BUILD)/install >/dev/null
+	$(CMAKE) -S examples/cpp -B $(BUILD)/example-cpp -DCMAKE_PREFIX_PATH=$(CURDIR)/$(BUILD)/install >/dev/null
+	$(CMAKE) --build $(BUILD)/example-cpp -j$(JOBS)
+	$(BUILD)/example-cpp/tensor_example
+
+pytest: build
+	$(VPY) -m pytest $(PYTEST_ARGS) tests/python
+
+clean:
+	rm -rf $(BUILD) singa/*.so

@@ -1,0 +1,63 @@
+// singa/core/block.h: a chunk of device memory, allocated lazily on first access.
+//
+//   auto dev = singa::defaultDevice();
+//   std::shared_ptr<singa::Block> b = dev->NewBlock(1024);   // no memory yet
+//   float* p = static_cast<float*>(b->mutable_data());       // allocated now, from dev's pool
+//
+// Why lazy: with the graph on, operations are recorded long before they run; a block created while
+// recording takes memory only when the first operation that touches it runs (and may give it back
+// after its last reader: automatic recycling), so memory follows the execution, not the program.
+//
+// Ownership: tensors share a block through std::shared_ptr. Kernels never cache data pointers: they
+// call data()/mutable_data() when they run, so a replayed graph may move a block's memory (to a
+// recycled piece or a planned arena offset) between iterations.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+namespace singa {
+
+class Device;
+
+class Block {
+ public:
+  Block(Device* device, size_t size) : device_(device), size_(size) {}
+  ~Block();
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+
+  /// Read access; allocates (contents undefined) if the block has no memory yet.
+  const void* data();
+  /// Write access; allocates if needed and marks the block initialized.
+  void* mutable_data();
+  size_t size() const { return size_; }
+  Device* device() const { return device_; }
+  /// True once memory is attached.
+  bool allocated() const { return ptr_ != nullptr; }
+  /// True once something has been written.
+  bool initialized() const { return initialized_; }
+
+  /// Gives the memory back to the device's pool (recycling); the next access allocates again.
+  void Release();
+  /// Attaches memory owned by someone else (a planned arena); Release() then only detaches it.
+  void SetExternal(void* ptr);
+
+  /// Python-side handles on this block (see cython/): a block that the user still holds is never
+  /// recycled by the graph. C++ users who keep tensors across graph replays call these too.
+  void AddExternalRef() { external_refs_.fetch_add(1, std::memory_order_relaxed); }
+  void RemoveExternalRef() { external_refs_.fetch_sub(1, std::memory_order_relaxed); }
+  int external_refs() const { return external_refs_.load(std::memory_order_relaxed); }
+
+ private:
+  void Allocate();
+
+  Device* device_;
+  size_t size_;
+  void* ptr_ = nullptr;
+  bool owned_ = false;
+  bool initialized_ = false;
+  std::atomic<int> external_refs_{0};
+};
+
+}  // namespace singa

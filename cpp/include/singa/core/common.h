@@ -1,0 +1,65 @@
+// singa/core/common.h: the small vocabulary types shared by every part of the core.
+//
+//   singa::Shape s{2, 3};
+//   std::cout << s;                 // prints (2, 3)
+//   size_t n = singa::Product(s);   // 6
+//   size_t b = singa::SizeOf(singa::kFloat32) * n;
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace singa {
+
+/// Element types. The numbers match Apache SINGA's core.proto so saved files and Python code agree.
+enum DataType { kFloat32 = 0, kFloat16 = 1, kInt = 2, kChar = 3, kDouble = 4, kUChar = 5 };
+/// Where a device computes.
+enum LangType { kCpp = 0, kCuda = 1, kOpencl = 2 };
+/// Direction of a copy between host and device memory.
+enum CopyDirection { kHostToHost = 0, kHostToDevice = 1, kDeviceToHost = 2, kDeviceToDevice = 3 };
+
+using Shape = std::vector<size_t>;
+/// Strides are in elements, not bytes; 0 marks a broadcast axis.
+using Strides = std::vector<std::ptrdiff_t>;
+
+/// IEEE half precision, storage only: math converts to float first.
+struct Half {
+  uint16_t bits = 0;
+};
+float HalfToFloat(Half h);
+Half FloatToHalf(float f);
+
+/// The DataType of a C++ element type: DataTypeOf<float>() == kFloat32.
+template <typename T>
+constexpr DataType DataTypeOf();
+template <>
+constexpr DataType DataTypeOf<float>() { return kFloat32; }
+template <>
+constexpr DataType DataTypeOf<Half>() { return kFloat16; }
+template <>
+constexpr DataType DataTypeOf<int32_t>() { return kInt; }
+template <>
+constexpr DataType DataTypeOf<double>() { return kDouble; }
+template <>
+constexpr DataType DataTypeOf<int8_t>() { return kChar; }
+template <>
+constexpr DataType DataTypeOf<uint8_t>() { return kUChar; }
+
+size_t SizeOf(DataType t);
+std::string DataTypeName(DataType t);
+size_t Product(const Shape& shape, size_t begin = 0, size_t end = SIZE_MAX);
+/// Row-major strides of a contiguous tensor of this shape.
+Strides ContiguousStrides(const Shape& shape);
+/// numpy's broadcasting rule; throws ShapeError naming `op` when the shapes do not fit.
+Shape BroadcastShapes(const Shape& a, const Shape& b, const char* op);
+/// Turns a possibly negative axis into [0, ndim); throws AxisError naming `op` when out of range.
+size_t NormalizeAxis(int axis, size_t ndim, const char* op);
+
+std::ostream& operator<<(std::ostream& os, const Shape& shape);
+std::ostream& operator<<(std::ostream& os, const Strides& strides);
+std::ostream& operator<<(std::ostream& os, DataType t);
+
+}  // namespace singa

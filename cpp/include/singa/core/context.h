@@ -1,0 +1,27 @@
+// singa/core/context.h: per-device state that kernels need when they run.
+//
+//   dev->Exec([=](singa::Context* ctx) {
+//     std::normal_distribution<float> d(0.f, 1.f);
+//     float v = d(ctx->random_generator);
+//   }, {}, {out.block()}, "Gaussian");
+//
+// A Context belongs to one Device and is passed to every operation it executes, so kernels reach
+// the random generator (seedable through Device::SetRandSeed) and, on CUDA builds, the cuBLAS /
+// cuDNN handles and stream, without global state.
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+namespace singa {
+
+struct Context {
+  std::mt19937 random_generator{0};
+  uint64_t seed = 0;
+  // CUDA builds add the stream and the cuBLAS / cuDNN handles in cuda_context.h.
+  void* stream = nullptr;
+  void* cublas_handle = nullptr;
+  void* cudnn_handle = nullptr;
+};
+
+}  // namespace singa

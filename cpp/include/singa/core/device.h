@@ -1,0 +1,124 @@
+// singa/core/device.h: where memory lives and operations run.
+//
+//   std::shared_ptr<singa::Device> cpu = singa::defaultDevice();   // or std::make_shared<CppCPU>()
+//   cpu->SetRandSeed(42);
+//   cpu->Exec([=](singa::Context* ctx) { /* kernel: reads a, writes c */ },
+//             {a.block()}, {c.block()}, "MyOp");
+//   singa::PoolStats s = cpu->mem_stats();    // bytes in use, peak, reserved
+//
+// Every operation of the library goes through Exec(fn, read_blocks, write_blocks, name). Today Exec
+// runs fn at once; with the graph on it records (fn, reads, writes) instead, and the recorded
+// operations replay later. That is why an op must (1) declare every block it reads and writes,
+// (2) capture tensors by value so that what it touches outlives the call (Apache SINGA's replay
+// crashed on a captured reference to a temporary), and (3) fetch data pointers inside fn.
+// Reading values on the host (CopyDataToHostPtr) while buffering throws: nothing has run yet.
+// A graph holds the tensors its operations captured, and they hold the device: call ResetGraph()
+// before dropping a device that recorded a graph.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "singa/core/block.h"
+#include "singa/core/common.h"
+#include "singa/core/context.h"
+#include "singa/memory/pool.h"
+
+namespace singa {
+
+class Graph;
+using OpFunc = std::function<void(Context*)>;
+
+class Device {
+ public:
+  Device(int id, LangType lang, std::unique_ptr<MemPool> pool);
+  virtual ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  int id() const { return id_; }
+  LangType lang() const { return lang_; }
+  bool is_host() const { return lang_ == kCpp; }
+  Context* context() { return &ctx_; }
+
+  /// Submits an operation. See the file comment for the contract.
+  void Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
+            const std::vector<Block*>& write_blocks, const std::string& op_name = "",
+            bool use_rand_generator = false);
+
+  /// A block of `size` bytes with no memory yet.
+  std::shared_ptr<Block> NewBlock(size_t size);
+
+  /// Copies between blocks of this device (or host and this device), as a recorded operation.
+  void CopyDataToFrom(Block* dst, Block* src, size_t nbytes, CopyDirection direction,
+                      size_t dst_offset = 0, size_t src_offset = 0);
+  /// Copies host memory into a block now (not recorded): how new data reaches a graph's inputs.
+  void CopyDataFromHostPtr(Block* dst, const void* src, size_t nbytes, size_t dst_offset = 0);
+  /// Copies a block into host memory now, after waiting for pending work.
+  void CopyDataToHostPtr(Block* src, void* dst, size_t nbytes, size_t src_offset = 0);
+
+  /// Waits for submitted work (a no-op on the CPU device, which runs synchronously).
+  virtual void Sync() {}
+  void SetRandSeed(uint64_t seed);
+
+  // Memory, through this device's pool.
+  void* Malloc(size_t bytes);
+  void Free(void* ptr) noexcept;
+  PoolStats mem_stats() const { return pool_->stats(); }
+  void ResetPeak() { pool_->ResetPeak(); }
+  MemPool* pool() { return pool_.get(); }
+
+  // The computational graph (singa/graph/graph.h). While buffering, Exec records operations
+  // instead of running them; RunGraph builds the graph once and replays it.
+  /// Turns buffering on or off (Apache SINGA's name).
+  void EnableGraph(bool enable) { buffering_ = enable; }
+  bool graph_enabled() const { return buffering_; }
+  Graph* graph() { return graph_.get(); }
+  void RunGraph(bool sequential = false);
+  void ResetGraph();
+  /// 0: quiet; 1 or more: profile each operation's time during RunGraph.
+  void SetVerbosity(int verbosity);
+  int verbosity() const { return verbosity_; }
+  /// Iterations of RunGraph ignored by the profiler (warm-up).
+  void SetSkipIteration(int n) { skip_iteration_ = n; }
+  int skip_iteration() const { return skip_iteration_; }
+  void PrintTimeProfiling();
+
+
+ protected:
+  /// Copies raw memory of this device kind; runs inside an operation.
+  virtual void CopyRaw(void* dst, const void* src, size_t nbytes, CopyDirection direction,
+                       Context* ctx) = 0;
+
+ private:
+  int id_;
+  LangType lang_;
+  std::unique_ptr<MemPool> pool_;
+  Context ctx_;
+  std::unique_ptr<Graph> graph_;
+  bool buffering_ = false;
+  int verbosity_ = 0;
+  int skip_iteration_ = 5;
+};
+
+/// The host device: OpenBLAS and our own OpenMP kernels, memory from a CnMemPool over malloc.
+class CppCPU : public Device {
+ public:
+  explicit CppCPU(int id = -1, std::unique_ptr<MemPool> pool = nullptr);
+
+ protected:
+  void CopyRaw(void* dst, const void* src, size_t nbytes, CopyDirection direction,
+               Context* ctx) override;
+};
+
+/// The process-wide host device, created on first use.
+std::shared_ptr<Device> defaultDevice();
+
+/// Threads used by OpenMP kernels and OpenBLAS (one runtime, one knob). 0 = the OpenMP default.
+void SetNumThreads(int n);
+int GetNumThreads();
+
+}  // namespace singa

@@ -1,0 +1,124 @@
+// singa/graph/graph.h: the computational graph: buffered operations replayed from C++.
+//
+//   dev->EnableGraph(true);             // Exec now records (fn, reads, writes) instead of running
+//   ... submit the ops of one training step (forward, backward, update) ...
+//   dev->RunGraph(/*sequential=*/false);  // builds the graph once, then runs it (BFS order)
+//   dev->RunGraph(false);               // later iterations replay it: no Python, no allocation
+//   dev->graph()->ToDot();              // Graphviz: nodes = operations, edges = blocks
+//
+// Analysis (Build): an edge for every read-after-write, write-after-read and write-after-write on
+// the same block; operations that draw random numbers are chained in submission order so that
+// the generator is used in the same order as in eager mode. Blocks fall into kinds:
+//   input        first accessed by a read (data placeholders, constants, parameters before update)
+//   intermediate first accessed by a write and read later
+//   end          written and never read
+// A block is *recyclable* when it is an intermediate or end block that no user handle holds
+// (Block::external_refs() == 0 when the graph is built): it lives from its first access to its
+// last, in execution order.
+//
+// Memory (the invariant of this file): two recyclable blocks whose lifetimes overlap never share
+// bytes. Two strategies keep it, chosen by SetPlanning():
+//   - planned (default): offsets in one arena, assigned once by greedy-by-size placement over the
+//     lifetimes of the chosen order; replay then allocates nothing;
+//   - dynamic (Apache SINGA's way): allocate from the pool at first access, free after the last
+//     read (automatic recycling); the pool shares the memory.
+// Non-recyclable blocks (inputs, parameters, optimizer state, tensors Python holds) keep their own
+// memory and are never freed by the graph.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "singa/core/device.h"
+
+namespace singa {
+
+/// What the planner decided, for tests, benchmarks and PrintTimeProfiling.
+struct GraphMemoryPlan {
+  size_t arena_bytes = 0;        ///< bytes of the planned arena (0 when planning is off)
+  size_t lower_bound_bytes = 0;  ///< max over time of the bytes of live recyclable blocks
+  size_t recyclable_bytes = 0;   ///< sum of the sizes of all recyclable blocks
+  size_t persistent_bytes = 0;   ///< bytes of blocks the graph never frees
+  size_t num_recyclable = 0;
+};
+
+class Graph {
+ public:
+  enum BlockKind { kInput = 0, kIntermediate = 1, kEnd = 2 };
+
+  struct Node {
+    OpFunc fn;
+    std::vector<Block*> reads, writes;
+    std::string name;
+    bool use_rand = false;
+    std::vector<size_t> succ;  ///< nodes that depend on this one
+    size_t num_pred = 0;
+    double total_ms = 0;       ///< accumulated run time, when profiling
+  };
+
+  struct BlockInfo {
+    Block* block = nullptr;
+    BlockKind kind = kInput;
+    bool recyclable = false;
+    size_t first = 0, last = 0;  ///< positions in the execution order
+    size_t offset = 0;           ///< in the arena, when planned
+    size_t readers = 0;          ///< nodes reading it (automatic recycling counts them down)
+  };
+
+  explicit Graph(Device* device);
+  ~Graph();
+
+  /// Records one operation (called by Device::Exec while buffering).
+  void AddOperation(OpFunc fn, const std::vector<Block*>& reads,
+                    const std::vector<Block*>& writes, const std::string& name, bool use_rand);
+  /// Runs every recorded operation; builds the graph first if it changed.
+  void Run(bool sequential);
+  /// Drops every recorded operation and releases planned memory.
+  void Reset();
+
+  /// Planned arena (true, default) or dynamic recycling through the pool (false).
+  void SetPlanning(bool planned);
+  bool planning() const { return planned_; }
+
+  size_t num_nodes() const { return nodes_.size(); }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  /// The execution order used by the last Run (BFS or serial).
+  const std::vector<size_t>& order() const { return order_; }
+  const std::unordered_map<Block*, BlockInfo>& blocks() const { return blocks_; }
+  const GraphMemoryPlan& memory_plan() const { return plan_; }
+
+  /// Graphviz source: operations as boxes, blocks as labelled edges (and input/end blocks as
+  /// ellipses).
+  std::string ToDot() const;
+  /// Per-operation times, averaged over the iterations after `skip` warm-up runs.
+  std::string TimeProfile(int skip) const;
+  void EnableProfiling(bool on) { profiling_ = on; }
+  int iterations() const { return iterations_; }
+
+ private:
+  void Build(bool sequential);
+  void ComputeOrder(bool sequential);
+  void AnalyseBlocks();
+  void PlanArena();
+  void ReleaseArena();
+  void RunNode(size_t i);
+
+  Device* device_;
+  std::vector<Node> nodes_;
+  std::vector<size_t> order_;
+  std::unordered_map<Block*, BlockInfo> blocks_;
+  GraphMemoryPlan plan_;
+  bool built_ = false;
+  bool built_sequential_ = false;
+  bool planned_ = true;
+  bool built_planned_ = true;
+  bool profiling_ = false;
+  int iterations_ = 0;
+  void* arena_ = nullptr;
+};
+
+}  // namespace singa

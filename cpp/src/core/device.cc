@@ -1,0 +1,130 @@
+// Device and the host device CppCPU (see singa/core/device.h).
+#include "singa/core/device.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "singa/core/error.h"
+#include "singa/graph/graph.h"
+
+namespace singa {
+
+Device::Device(int id, LangType lang, std::unique_ptr<MemPool> pool)
+    : id_(id), lang_(lang), pool_(std::move(pool)), graph_(std::make_unique<Graph>(this)) {}
+
+Device::~Device() { graph_.reset(); }
+
+void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
+                  const std::vector<Block*>& write_blocks, const std::string& op_name,
+                  bool use_rand_generator) {
+  if (buffering_) {
+    graph_->AddOperation(std::move(fn), read_blocks, write_blocks, op_name, use_rand_generator);
+  } else {
+    fn(&ctx_);
+  }
+}
+
+void Device::RunGraph(bool sequential) {
+  SINGA_CHECK(!buffering_, Error,
+              "RunGraph: buffering is still on; call EnableGraph(false) before running the graph");
+  graph_->Run(sequential);
+}
+
+void Device::ResetGraph() { graph_->Reset(); }
+
+void Device::SetVerbosity(int verbosity) {
+  verbosity_ = verbosity;
+  graph_->EnableProfiling(verbosity > 0);
+}
+
+void Device::PrintTimeProfiling() {
+  std::fputs(graph_->TimeProfile(skip_iteration_).c_str(), stdout);
+  std::fflush(stdout);
+}
+
+std::shared_ptr<Block> Device::NewBlock(size_t size) {
+  return std::make_shared<Block>(this, size);
+}
+
+void Device::CopyDataToFrom(Block* dst, Block* src, size_t nbytes, CopyDirection direction,
+                            size_t dst_offset, size_t src_offset) {
+  SINGA_CHECK_VALUE(dst_offset + nbytes <= dst->size() && src_offset + nbytes <= src->size(),
+                    "CopyDataToFrom: copying " << nbytes << " bytes from offset " << src_offset
+                                               << " of a " << src->size()
+                                               << "-byte block to offset " << dst_offset
+                                               << " of a " << dst->size() << "-byte block");
+  Exec(
+      [this, dst, src, nbytes, direction, dst_offset, src_offset](Context* ctx) {
+        const char* s = static_cast<const char*>(src->data()) + src_offset;
+        char* d = static_cast<char*>(dst->mutable_data()) + dst_offset;
+        CopyRaw(d, s, nbytes, direction, ctx);
+      },
+      {src}, {dst}, "CopyDataToFrom");
+}
+
+void Device::CopyDataFromHostPtr(Block* dst, const void* src, size_t nbytes, size_t dst_offset) {
+  SINGA_CHECK_VALUE(dst_offset + nbytes <= dst->size(),
+                    "CopyDataFromHostPtr: " << nbytes << " bytes at offset " << dst_offset
+                                            << " do not fit a block of " << dst->size()
+                                            << " bytes");
+  if (nbytes == 0) return;
+  char* d = static_cast<char*>(dst->mutable_data()) + dst_offset;
+  CopyRaw(d, src, nbytes, is_host() ? kHostToHost : kHostToDevice, &ctx_);
+}
+
+void Device::CopyDataToHostPtr(Block* src, void* dst, size_t nbytes, size_t src_offset) {
+  SINGA_CHECK_VALUE(src_offset + nbytes <= src->size(),
+                    "CopyDataToHostPtr: " << nbytes << " bytes at offset " << src_offset
+                                          << " exceed a block of " << src->size() << " bytes");
+  SINGA_CHECK(!buffering_, Error,
+              "reading tensor values while operations are buffered into a graph: nothing has run "
+              "yet (read them after the training step, or outside Model.train_one_batch)");
+  Sync();
+  if (nbytes == 0) return;
+  const char* s = static_cast<const char*>(src->data()) + src_offset;
+  CopyRaw(dst, s, nbytes, is_host() ? kHostToHost : kDeviceToHost, &ctx_);
+}
+
+void Device::SetRandSeed(uint64_t seed) {
+  ctx_.seed = seed;
+  ctx_.random_generator.seed(static_cast<std::mt19937::result_type>(seed));
+}
+
+void* Device::Malloc(size_t bytes) { return pool_->Malloc(bytes); }
+
+void Device::Free(void* ptr) noexcept {
+  try {
+    pool_->Free(ptr);
+  } catch (...) {
+    // Free must never throw (it runs in destructors); a bad pointer here is a library bug, and
+    // leaking it is the safest outcome.
+  }
+}
+
+CppCPU::CppCPU(int id, std::unique_ptr<MemPool> pool)
+    : Device(id, kCpp,
+             pool ? std::move(pool)
+                  : std::make_unique<CnMemPool>(std::make_unique<HostAllocator>())) {}
+
+void CppCPU::CopyRaw(void* dst, const void* src, size_t nbytes, CopyDirection, Context*) {
+  if (dst != src) std::memmove(dst, src, nbytes);
+}
+
+std::shared_ptr<Device> defaultDevice() {
+  static std::shared_ptr<Device> dev = std::make_shared<CppCPU>(-1);
+  return dev;
+}
+
+void SetNumThreads(int n) {
+  if (n <= 0) n = omp_get_num_procs();
+  omp_set_num_threads(n);
+  openblas_set_num_threads(n);
+}
+
+int GetNumThreads() { return omp_get_max_threads(); }
+
+}  // namespace singa

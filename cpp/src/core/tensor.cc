@@ -1,0 +1,273 @@
+// Tensor: construction, layout, copies and conversions (see singa/core/tensor.h). Math lives in
+// cpp/src/ops/.
+#include "singa/core/tensor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "convert.h"
+#include "dispatch.h"
+#include "singa/ops/elementwise.h"
+
+namespace singa {
+
+Tensor::Tensor() : device_(defaultDevice()) {}
+
+Tensor::Tensor(const Shape& shape, DataType dtype) : Tensor(shape, defaultDevice(), dtype) {}
+
+Tensor::Tensor(const Shape& shape, std::shared_ptr<Device> device, DataType dtype)
+    : shape_(shape),
+      strides_(ContiguousStrides(shape)),
+      dtype_(dtype),
+      device_(device ? std::move(device) : defaultDevice()) {
+  SizeOf(dtype);  // validates the dtype
+  block_ = device_->NewBlock(Product(shape_) * SizeOf(dtype_));
+}
+
+Tensor::Tensor(std::shared_ptr<Block> block, const Shape& shape, const Strides& strides,
+               std::shared_ptr<Device> device, DataType dtype)
+    : shape_(shape),
+      strides_(strides),
+      dtype_(dtype),
+      device_(std::move(device)),
+      block_(std::move(block)) {
+  SINGA_CHECK_SHAPE(shape_.size() == strides_.size(),
+                    "Tensor: shape " << shape_ << " and strides " << strides_
+                                     << " have different ranks");
+}
+
+size_t Tensor::shape(size_t idx) const {
+  SINGA_CHECK_AXIS(idx < shape_.size(), "Tensor::shape: axis " << idx
+                                            << " is out of range for shape " << shape_);
+  return shape_[idx];
+}
+
+bool Tensor::IsContiguous() const {
+  std::ptrdiff_t expect = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] == 1) continue;
+    if (strides_[i] != expect) return false;
+    expect *= static_cast<std::ptrdiff_t>(shape_[i]);
+  }
+  return true;
+}
+
+void Tensor::CheckHostAccess(const char* what) const {
+  SINGA_CHECK(block_ != nullptr, ValueError, what << ": the tensor is empty (no memory)");
+  SINGA_CHECK_DEVICE(device_->is_host(), what << ": direct memory access needs a host tensor; "
+                                                 "call ToHost() first");
+  SINGA_CHECK(!device_->graph_enabled(), Error,
+              what << ": reading tensor memory while operations are buffered into a graph");
+}
+
+template <typename SType>
+const SType* Tensor::data() const {
+  CheckHostAccess("Tensor::data");
+  SINGA_CHECK_DTYPE(DataTypeOf<SType>() == dtype_, "Tensor::data: asked for "
+                                                   << DataTypeName(DataTypeOf<SType>())
+                                                   << " but the tensor holds " << dtype_);
+  return static_cast<const SType*>(block_->data());
+}
+
+template <typename SType>
+SType* Tensor::mutable_data() {
+  CheckHostAccess("Tensor::mutable_data");
+  SINGA_CHECK_DTYPE(DataTypeOf<SType>() == dtype_, "Tensor::mutable_data: asked for "
+                                                   << DataTypeName(DataTypeOf<SType>())
+                                                   << " but the tensor holds " << dtype_);
+  return static_cast<SType*>(block_->mutable_data());
+}
+
+template <typename SType>
+void Tensor::CopyDataFromHostPtr(const SType* src, size_t num, size_t offset) {
+  SINGA_CHECK_DTYPE(DataTypeOf<SType>() == dtype_, "CopyDataFromHostPtr: source is "
+                                                   << DataTypeName(DataTypeOf<SType>())
+                                                   << " but the tensor holds " << dtype_);
+  SINGA_CHECK_SHAPE(offset + num <= Size(), "CopyDataFromHostPtr: " << num << " elements at offset "
+                                                << offset << " do not fit a tensor of shape "
+                                                << shape_);
+  SINGA_CHECK_SHAPE(IsContiguous(), "CopyDataFromHostPtr: the tensor is a non-contiguous view");
+  device_->CopyDataFromHostPtr(block_.get(), src, num * sizeof(SType), offset * sizeof(SType));
+}
+
+void Tensor::CopyData(const Tensor& src) {
+  SINGA_CHECK_SHAPE(src.Size() == Size(), "CopyData: source has " << src.Size() << " elements "
+                                              << src.shape() << ", destination " << Size() << " "
+                                              << shape_);
+  SINGA_CHECK_DTYPE(src.data_type() == dtype_, "CopyData: source dtype " << src.data_type()
+                                                   << " differs from destination " << dtype_);
+  SINGA_CHECK_SHAPE(IsContiguous(), "CopyData: the destination is a non-contiguous view");
+  Tensor from = src.Contiguous();
+  if (from.block() == block_.get()) return;
+  if (from.device() != device_) from.ToDevice(device_);
+  Tensor to = *this;
+  device_->Exec(
+      [from, to](Context*) mutable {
+        std::memcpy(to.block()->mutable_data(), from.block()->data(), from.MemSize());
+      },
+      {from.block()}, {to.block()}, "CopyData");
+}
+
+template <typename SType>
+std::vector<SType> Tensor::ToVector() const {
+  SINGA_CHECK_DTYPE(DataTypeOf<SType>() == dtype_, "ToVector: asked for "
+                                                   << DataTypeName(DataTypeOf<SType>())
+                                                   << " but the tensor holds " << dtype_);
+  std::vector<SType> out(Size());
+  if (out.empty()) return out;
+  Tensor c = Contiguous();
+  c.device()->CopyDataToHostPtr(c.block(), out.data(), out.size() * sizeof(SType));
+  return out;
+}
+
+template <typename SType>
+void Tensor::SetValue(SType x) {
+  SINGA_CHECK_SHAPE(IsContiguous(), "SetValue: the tensor is a non-contiguous view");
+  Tensor t = *this;
+  SINGA_DISPATCH_STORAGE(dtype_, "SetValue", D, {
+    D v = ConvertElement<D>(x);
+    device_->Exec(
+        [t, v](Context*) mutable {
+          D* p = static_cast<D*>(t.block()->mutable_data());
+          std::fill(p, p + t.Size(), v);
+        },
+        {}, {block_.get()}, "SetValue");
+  });
+}
+
+Tensor Tensor::Clone(std::shared_ptr<Device> device) const {
+  Tensor out(shape_, device_, dtype_);
+  if (block_ != nullptr && Size() > 0) {
+    const Tensor in = *this;
+    SINGA_DISPATCH_STORAGE(dtype_, "Clone", E, {
+      device_->Exec(
+          [in, out](Context*) mutable {
+            StridedConvert<E, E>(static_cast<const E*>(in.block()->data()), in.stride(),
+                                 static_cast<E*>(out.block()->mutable_data()), out.stride(),
+                                 in.shape());
+          },
+          {in.block()}, {out.block()}, "Clone");
+    });
+  }
+  if (device && device != device_) out.ToDevice(device);
+  return out;
+}
+
+Tensor Tensor::Contiguous() const {
+  if (block_ == nullptr || IsContiguous()) return *this;
+  return Clone();
+}
+
+Tensor& Tensor::ToDevice(std::shared_ptr<Device> device) {
+  if (!device || device == device_) return *this;
+  Tensor c = Contiguous();
+  auto nb = device->NewBlock(c.MemSize());
+  if (c.MemSize() > 0) {
+    // Through host memory: correct for every pair of devices, and only used at boundaries.
+    std::vector<char> host(c.MemSize());
+    c.device()->CopyDataToHostPtr(c.block(), host.data(), host.size());
+    device->CopyDataFromHostPtr(nb.get(), host.data(), host.size());
+  }
+  block_ = nb;
+  strides_ = ContiguousStrides(shape_);
+  device_ = std::move(device);
+  return *this;
+}
+
+Tensor& Tensor::ToHost() {
+  if (!device_->is_host()) ToDevice(defaultDevice());
+  return *this;
+}
+
+Tensor Tensor::AsType(DataType dtype) const {
+  Tensor out(shape_, device_, dtype);
+  if (empty()) return out;
+  const Tensor in = *this;
+  SINGA_DISPATCH_STORAGE(dtype_, "AsType", S, {
+    SINGA_DISPATCH_STORAGE(dtype, "AsType", D, {
+      device_->Exec(
+          [in, out](Context*) mutable {
+            StridedConvert<D, S>(static_cast<const S*>(in.block()->data()), in.stride(),
+                                 static_cast<D*>(out.block()->mutable_data()), out.stride(),
+                                 in.shape());
+          },
+          {in.block()}, {out.block()}, "AsType");
+    });
+  });
+  return out;
+}
+
+Tensor& Tensor::Reshape(const Shape& shape) {
+  SINGA_CHECK_SHAPE(Product(shape) == Size(), "Reshape: cannot reshape a tensor of shape "
+                                                  << shape_ << " (" << Size()
+                                                  << " elements) into shape " << shape << " ("
+                                                  << Product(shape) << " elements)");
+  if (!IsContiguous()) *this = Contiguous();
+  shape_ = shape;
+  strides_ = ContiguousStrides(shape_);
+  return *this;
+}
+
+Tensor& Tensor::ResetLike(const Tensor& t) {
+  device_ = t.device();
+  dtype_ = t.data_type();
+  shape_ = t.shape();
+  strides_ = ContiguousStrides(shape_);
+  block_ = device_->NewBlock(MemSize());
+  return *this;
+}
+
+Tensor& Tensor::Resize(const Shape& shape) {
+  if (Product(shape) != Size() || block_ == nullptr) {
+    block_ = device_->NewBlock(Product(shape) * SizeOf(dtype_));
+  }
+  shape_ = shape;
+  strides_ = ContiguousStrides(shape_);
+  return *this;
+}
+
+Tensor& Tensor::T() {
+  std::reverse(shape_.begin(), shape_.end());
+  std::reverse(strides_.begin(), strides_.end());
+  return *this;
+}
+
+// In-place operators: the result must keep this tensor's shape.
+#define SINGA_INPLACE_OP(OP, Fn)                   \
+  Tensor& Tensor::operator OP(const Tensor& t) {   \
+    Fn(*this, t, this);                            \
+    return *this;                                  \
+  }                                                \
+  Tensor& Tensor::operator OP(float x) {           \
+    Fn(*this, x, this);                            \
+    return *this;                                  \
+  }
+SINGA_INPLACE_OP(+=, Add)
+SINGA_INPLACE_OP(-=, Sub)
+SINGA_INPLACE_OP(*=, EltwiseMult)
+SINGA_INPLACE_OP(/=, Div)
+#undef SINGA_INPLACE_OP
+
+void CheckSameDevice(const char* op, const std::vector<const Tensor*>& tensors) {
+  for (const Tensor* t : tensors) {
+    SINGA_CHECK_DEVICE(t->device() == tensors[0]->device(),
+                       op << ": operands live on different devices (" << tensors[0]->device()->lang()
+                          << ":" << tensors[0]->device()->id() << " and " << t->device()->lang()
+                          << ":" << t->device()->id() << ")");
+  }
+}
+
+#define SINGA_INSTANTIATE(T)                                                    \
+  template const T* Tensor::data<T>() const;                              \
+  template T* Tensor::mutable_data<T>();                                  \
+  template void Tensor::CopyDataFromHostPtr<T>(const T*, size_t, size_t); \
+  template std::vector<T> Tensor::ToVector<T>() const;
+SINGA_INSTANTIATE(float)
+SINGA_INSTANTIATE(int32_t)
+SINGA_INSTANTIATE(Half)
+#undef SINGA_INSTANTIATE
+template void Tensor::SetValue<float>(float);
+template void Tensor::SetValue<int32_t>(int32_t);
+template void Tensor::SetValue<double>(double);
+
+}  // namespace singa

@@ -1,0 +1,311 @@
+// The computational graph (see singa/graph/graph.h for the model and its invariant).
+#include "singa/graph/graph.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <unordered_set>
+
+#include "singa/core/error.h"
+
+namespace singa {
+
+namespace {
+constexpr size_t kArenaAlign = 64;
+size_t AlignUp(size_t n) { return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+}  // namespace
+
+Graph::Graph(Device* device) : device_(device) {}
+
+Graph::~Graph() {
+  // Nodes hold the tensors (and so the blocks) they captured; detach planned memory first so that
+  // no block outlives the arena while pointing into it.
+  ReleaseArena();
+}
+
+void Graph::AddOperation(OpFunc fn, const std::vector<Block*>& reads,
+                         const std::vector<Block*>& writes, const std::string& name,
+                         bool use_rand) {
+  Node n;
+  n.fn = std::move(fn);
+  n.reads = reads;
+  n.writes = writes;
+  n.name = name.empty() ? "op" : name;
+  n.use_rand = use_rand;
+  nodes_.push_back(std::move(n));
+  built_ = false;
+}
+
+void Graph::Reset() {
+  ReleaseArena();
+  nodes_.clear();
+  order_.clear();
+  blocks_.clear();
+  plan_ = GraphMemoryPlan{};
+  built_ = false;
+  iterations_ = 0;
+}
+
+void Graph::SetPlanning(bool planned) {
+  if (planned != planned_) {
+    planned_ = planned;
+    built_ = false;
+  }
+}
+
+void Graph::Build(bool sequential) {
+  ReleaseArena();
+  // Dependencies, in submission order.
+  for (auto& n : nodes_) {
+    n.succ.clear();
+    n.num_pred = 0;
+  }
+  std::unordered_map<Block*, size_t> last_writer;
+  std::unordered_map<Block*, std::vector<size_t>> readers_since_write;
+  std::vector<std::unordered_set<size_t>> preds(nodes_.size());
+  size_t last_rand = SIZE_MAX;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    auto add_edge = [&](size_t from) {
+      if (from != i) preds[i].insert(from);
+    };
+    for (Block* b : nodes_[i].reads) {
+      auto w = last_writer.find(b);
+      if (w != last_writer.end()) add_edge(w->second);  // read after write
+    }
+    for (Block* b : nodes_[i].writes) {
+      auto& rs = readers_since_write[b];
+      for (size_t r : rs) add_edge(r);                   // write after read
+      auto w = last_writer.find(b);
+      if (w != last_writer.end()) add_edge(w->second);  // write after write
+    }
+    if (nodes_[i].use_rand) {
+      if (last_rand != SIZE_MAX) add_edge(last_rand);    // same generator order as eager
+      last_rand = i;
+    }
+    for (Block* b : nodes_[i].reads) readers_since_write[b].push_back(i);
+    for (Block* b : nodes_[i].writes) {
+      last_writer[b] = i;
+      readers_since_write[b].clear();
+    }
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    std::vector<size_t> p(preds[i].begin(), preds[i].end());
+    std::sort(p.begin(), p.end());
+    for (size_t from : p) nodes_[from].succ.push_back(i);
+    nodes_[i].num_pred = p.size();
+  }
+  ComputeOrder(sequential);
+  AnalyseBlocks();
+  if (planned_) PlanArena();
+  built_ = true;
+  built_sequential_ = sequential;
+  built_planned_ = planned_;
+}
+
+void Graph::ComputeOrder(bool sequential) {
+  order_.clear();
+  order_.reserve(nodes_.size());
+  if (sequential) {
+    for (size_t i = 0; i < nodes_.size(); ++i) order_.push_back(i);
+    return;
+  }
+  // Kahn's algorithm with a FIFO queue: a breadth-first topological order.
+  std::vector<size_t> pending(nodes_.size());
+  std::deque<size_t> ready;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    pending[i] = nodes_[i].num_pred;
+    if (pending[i] == 0) ready.push_back(i);
+  }
+  while (!ready.empty()) {
+    size_t i = ready.front();
+    ready.pop_front();
+    order_.push_back(i);
+    for (size_t s : nodes_[i].succ)
+      if (--pending[s] == 0) ready.push_back(s);
+  }
+  SINGA_CHECK(order_.size() == nodes_.size(), Error,
+              "Graph: the dependencies form a cycle (" << nodes_.size() - order_.size()
+                                                       << " operations unreachable)");
+}
+
+void Graph::AnalyseBlocks() {
+  blocks_.clear();
+  std::unordered_map<Block*, bool> read_after_first;
+  for (size_t pos = 0; pos < order_.size(); ++pos) {
+    const Node& n = nodes_[order_[pos]];
+    auto touch = [&](Block* b, bool is_read) {
+      auto it = blocks_.find(b);
+      if (it == blocks_.end()) {
+        BlockInfo info;
+        info.block = b;
+        info.first = info.last = pos;
+        info.kind = is_read ? kInput : kEnd;
+        blocks_.emplace(b, info);
+        return;
+      }
+      it->second.last = pos;
+      if (is_read && it->second.kind == kEnd) it->second.kind = kIntermediate;
+    };
+    for (Block* b : n.reads) touch(b, true);
+    for (Block* b : n.writes) touch(b, false);
+    for (Block* b : n.reads) blocks_[b].readers++;
+  }
+  plan_ = GraphMemoryPlan{};
+  // Lower bound: the largest total of recyclable blocks alive at one position.
+  std::vector<long long> delta(order_.size() + 1, 0);
+  for (auto& [b, info] : blocks_) {
+    info.recyclable = info.kind != kInput && b->external_refs() == 0;
+    if (info.recyclable) {
+      size_t sz = AlignUp(b->size());
+      plan_.recyclable_bytes += sz;
+      plan_.num_recyclable++;
+      delta[info.first] += static_cast<long long>(sz);
+      delta[info.last + 1] -= static_cast<long long>(sz);
+    } else {
+      plan_.persistent_bytes += b->size();
+    }
+  }
+  long long live = 0;
+  for (long long d : delta) {
+    live += d;
+    plan_.lower_bound_bytes = std::max(plan_.lower_bound_bytes, static_cast<size_t>(live));
+  }
+}
+
+// Greedy by size: the largest blocks are placed first, each at the lowest offset where it does
+// not overlap (in bytes) any already placed block whose lifetime overlaps its own.
+void Graph::PlanArena() {
+  std::vector<BlockInfo*> rec;
+  for (auto& [b, info] : blocks_)
+    if (info.recyclable) rec.push_back(&info);
+  std::sort(rec.begin(), rec.end(), [](const BlockInfo* a, const BlockInfo* b) {
+    if (a->block->size() != b->block->size()) return a->block->size() > b->block->size();
+    return a->first < b->first;
+  });
+  std::vector<BlockInfo*> placed;
+  size_t arena = 0;
+  for (BlockInfo* info : rec) {
+    const size_t sz = AlignUp(info->block->size());
+    std::vector<std::pair<size_t, size_t>> busy;  // byte ranges of lifetime-overlapping blocks
+    for (BlockInfo* p : placed)
+      if (p->first <= info->last && info->first <= p->last)
+        busy.emplace_back(p->offset, p->offset + AlignUp(p->block->size()));
+    std::sort(busy.begin(), busy.end());
+    size_t offset = 0;
+    for (auto& [lo, hi] : busy) {
+      if (offset + sz <= lo) break;
+      offset = std::max(offset, hi);
+    }
+    info->offset = offset;
+    arena = std::max(arena, offset + sz);
+    placed.push_back(info);
+  }
+  plan_.arena_bytes = arena;
+  if (arena == 0) return;
+  arena_ = device_->Malloc(arena);
+  char* base = static_cast<char*>(arena_);
+  for (BlockInfo* info : rec) info->block->SetExternal(base + info->offset);
+}
+
+void Graph::ReleaseArena() {
+  if (arena_ == nullptr) return;
+  for (auto& [b, info] : blocks_)
+    if (info.recyclable) b->SetExternal(nullptr);
+  device_->Free(arena_);
+  arena_ = nullptr;
+}
+
+void Graph::RunNode(size_t i) {
+  Node& n = nodes_[i];
+  if (!profiling_) {
+    n.fn(device_->context());
+    return;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  n.fn(device_->context());
+  device_->Sync();
+  auto t1 = std::chrono::steady_clock::now();
+  if (iterations_ >= device_->skip_iteration())
+    n.total_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
+
+void Graph::Run(bool sequential) {
+  if (!built_ || sequential != built_sequential_ || planned_ != built_planned_) Build(sequential);
+  const bool recycle = !planned_;
+  for (size_t pos = 0; pos < order_.size(); ++pos) {
+    const size_t i = order_[pos];
+    RunNode(i);
+    if (!recycle) continue;
+    // Automatic recycling: a block goes back to the pool after its last access.
+    auto release = [&](Block* b) {
+      const BlockInfo& info = blocks_[b];
+      if (info.recyclable && info.last == pos) b->Release();
+    };
+    for (Block* b : nodes_[i].reads) release(b);
+    for (Block* b : nodes_[i].writes) release(b);
+  }
+  ++iterations_;
+}
+
+std::string Graph::ToDot() const {
+  std::ostringstream os;
+  os << "digraph singa {\n  rankdir=TB;\n  node [shape=box, fontname=\"Helvetica\"];\n";
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    os << "  op" << i << " [label=\"" << i << ": " << nodes_[i].name << "\"];\n";
+  // Producer -> consumer edges labelled with the block (short id and size).
+  std::unordered_map<const Block*, std::string> ids;
+  auto id_of = [&](const Block* b) {
+    auto it = ids.find(b);
+    if (it != ids.end()) return it->second;
+    std::string s = "b" + std::to_string(ids.size());
+    ids.emplace(b, s);
+    return s;
+  };
+  std::unordered_map<const Block*, size_t> writer;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (const Block* b : nodes_[i].reads) {
+      auto w = writer.find(b);
+      std::string label = id_of(b) + " (" + std::to_string(b->size()) + " B)";
+      if (w != writer.end()) {
+        os << "  op" << w->second << " -> op" << i << " [label=\"" << label << "\"];\n";
+      } else {
+        os << "  " << id_of(b) << " [shape=ellipse, label=\"" << label << "\"];\n";
+        os << "  " << id_of(b) << " -> op" << i << ";\n";
+      }
+    }
+    for (const Block* b : nodes_[i].writes) writer[b] = i;
+  }
+  os << "}\n";
+  return os.str();
+}
+
+std::string Graph::TimeProfile(int skip) const {
+  std::ostringstream os;
+  const int runs = std::max(0, iterations_ - skip);
+  os << "Time profiling: " << nodes_.size() << " operations, " << runs
+     << " iterations measured (after skipping " << skip << ")\n";
+  if (runs == 0) return os.str();
+  std::map<std::string, std::pair<double, int>> by_name;
+  double total = 0;
+  for (const Node& n : nodes_) {
+    by_name[n.name].first += n.total_ms / runs;
+    by_name[n.name].second += 1;
+    total += n.total_ms / runs;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> rows(by_name.begin(), by_name.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  os << std::left << std::setw(28) << "operation" << std::right << std::setw(8) << "count"
+     << std::setw(14) << "ms/iter" << std::setw(9) << "share\n";
+  for (auto& [name, v] : rows)
+    os << std::left << std::setw(28) << name << std::right << std::setw(8) << v.second
+       << std::setw(14) << std::fixed << std::setprecision(3) << v.first << std::setw(8)
+       << std::setprecision(1) << (total > 0 ? 100.0 * v.first / total : 0) << "%\n";
+  os << "total " << std::fixed << std::setprecision(3) << total << " ms/iter\n";
+  return os.str();
+}
+
+}  // namespace singa

@@ -1,0 +1,181 @@
+# csinga.pxd: the thin layer, C++ declarations of libsinga for Cython (no Python objects here).
+#
+#   from csinga cimport CTensor, CDevice, c_Mult
+#
+# Every call that can fail is declared `except +raise_py_error`, which turns singa::Error and its
+# subclasses into the matching Python exception (cython/error_translate.h). Elementwise operators
+# are declared by the generated elementwise_ops.pxi instead (from cpp/include/singa/ops/elementwise.def).
+from libc.stdint cimport uint64_t, int32_t
+from libcpp cimport bool
+from libcpp.memory cimport shared_ptr
+from libcpp.string cimport string
+from libcpp.vector cimport vector
+
+cdef extern from "error_translate.h":
+    void raise_py_error "singa_raise_py_error"()
+    void register_exception "singa_register_exception"(int kind, object type)
+
+cdef extern from "singa/core/common.h" namespace "singa":
+    ctypedef enum DataType "singa::DataType":
+        kFloat32 "singa::kFloat32"
+        kFloat16 "singa::kFloat16"
+        kInt "singa::kInt"
+        kChar "singa::kChar"
+        kDouble "singa::kDouble"
+        kUChar "singa::kUChar"
+    ctypedef enum LangType "singa::LangType":
+        kCpp "singa::kCpp"
+        kCuda "singa::kCuda"
+        kOpencl "singa::kOpencl"
+    size_t SizeOf(DataType t) except +raise_py_error
+
+cdef extern from "singa/memory/pool.h" namespace "singa":
+    cdef cppclass PoolStats:
+        size_t in_use
+        size_t peak_in_use
+        size_t reserved
+        size_t peak_reserved
+        size_t num_mallocs
+        size_t num_chunks
+
+cdef extern from "singa/core/block.h" namespace "singa":
+    cdef cppclass CBlock "singa::Block":
+        size_t size()
+        bool allocated()
+        bool initialized()
+        void AddExternalRef()
+        void RemoveExternalRef()
+        int external_refs()
+
+cdef extern from "singa/graph/graph.h" namespace "singa":
+    cdef cppclass GraphMemoryPlan:
+        size_t arena_bytes
+        size_t lower_bound_bytes
+        size_t recyclable_bytes
+        size_t persistent_bytes
+        size_t num_recyclable
+    cdef cppclass CGraph "singa::Graph":
+        void SetPlanning(bool planned)
+        bool planning()
+        size_t num_nodes()
+        const GraphMemoryPlan& memory_plan()
+        string ToDot() except +raise_py_error
+        string TimeProfile(int skip) except +raise_py_error
+        int iterations()
+
+cdef extern from "singa/core/device.h" namespace "singa":
+    cdef cppclass CDevice "singa::Device":
+        int id()
+        LangType lang()
+        bool is_host()
+        void SetRandSeed(uint64_t seed)
+        void Sync() except +raise_py_error
+        PoolStats mem_stats()
+        void ResetPeak()
+        void EnableGraph(bool enable)
+        bool graph_enabled()
+        CGraph* graph()
+        void RunGraph(bool sequential) except +raise_py_error
+        void ResetGraph() except +raise_py_error
+        void SetVerbosity(int verbosity)
+        int verbosity()
+        void SetSkipIteration(int n)
+        int skip_iteration()
+        void PrintTimeProfiling() except +raise_py_error
+        void CopyDataFromHostPtr(CBlock* dst, const void* src, size_t nbytes,
+                                 size_t dst_offset) except +raise_py_error
+        void CopyDataToHostPtr(CBlock* src, void* dst, size_t nbytes,
+                               size_t src_offset) except +raise_py_error
+    cdef cppclass CppCPU "singa::CppCPU"(CDevice):
+        CppCPU(int id) except +raise_py_error
+    shared_ptr[CDevice] defaultDevice() except +raise_py_error
+    void SetNumThreads(int n) except +raise_py_error
+    int GetNumThreads()
+
+cdef extern from "singa/core/tensor.h" namespace "singa":
+    cdef cppclass CTensor "singa::Tensor":
+        CTensor() except +raise_py_error
+        CTensor(const vector[size_t]& shape, shared_ptr[CDevice] device,
+                DataType dtype) except +raise_py_error
+        const vector[size_t]& shape()
+        size_t nDim()
+        size_t Size()
+        size_t MemSize()
+        const vector[long]& stride()
+        DataType data_type()
+        const shared_ptr[CDevice]& device()
+        CBlock* block()
+        const shared_ptr[CBlock]& block_ptr()
+        bool empty()
+        bool IsContiguous()
+        bool transpose()
+        void CopyData(const CTensor& src) except +raise_py_error
+        void SetValue[T](T x) except +raise_py_error
+        CTensor Clone(shared_ptr[CDevice] device) except +raise_py_error
+        CTensor Contiguous() except +raise_py_error
+        CTensor& ToDevice(shared_ptr[CDevice] device) except +raise_py_error
+        CTensor& ToHost() except +raise_py_error
+        CTensor AsType(DataType dtype) except +raise_py_error
+        CTensor& Reshape(const vector[size_t]& shape) except +raise_py_error
+        CTensor& ResetLike(const CTensor& t) except +raise_py_error
+        CTensor& T() except +raise_py_error
+        CTensor Repeat(const vector[size_t]& repeats, int axis) except +raise_py_error
+        float L1() except +raise_py_error
+        float L2() except +raise_py_error
+
+cdef extern from "singa/ops/elementwise.h" namespace "singa":
+    CTensor c_Clamp "singa::Clamp"(const CTensor& x, float low, float high) except +raise_py_error
+    CTensor c_LeakyReLU "singa::LeakyReLU"(const CTensor& x, float slope) except +raise_py_error
+
+cdef extern from "singa/ops/reduce.h" namespace "singa":
+    CTensor c_ReduceSum "singa::ReduceSum"(const CTensor&, const vector[int]&, bool) except +raise_py_error
+    CTensor c_ReduceMean "singa::ReduceMean"(const CTensor&, const vector[int]&, bool) except +raise_py_error
+    CTensor c_ReduceMax "singa::ReduceMax"(const CTensor&, const vector[int]&, bool) except +raise_py_error
+    CTensor c_ReduceMin "singa::ReduceMin"(const CTensor&, const vector[int]&, bool) except +raise_py_error
+    CTensor c_Argmax "singa::Argmax"(const CTensor&, int, bool) except +raise_py_error
+    CTensor c_Argmin "singa::Argmin"(const CTensor&, int, bool) except +raise_py_error
+    CTensor c_Sum "singa::Sum"(const CTensor&, int) except +raise_py_error
+    CTensor c_Average "singa::Average"(const CTensor&, int) except +raise_py_error
+    float c_SumAll "singa::SumAll"(const CTensor&) except +raise_py_error
+    CTensor c_SumRows "singa::SumRows"(const CTensor&) except +raise_py_error
+    CTensor c_SumColumns "singa::SumColumns"(const CTensor&) except +raise_py_error
+    CTensor c_RowMax "singa::RowMax"(const CTensor&) except +raise_py_error
+    CTensor c_SoftMax "singa::SoftMax"(const CTensor&, int) except +raise_py_error
+    CTensor c_SoftMaxBackward "singa::SoftMaxBackward"(const CTensor&, const CTensor&, int) except +raise_py_error
+    CTensor c_LogSoftMax "singa::LogSoftMax"(const CTensor&, int) except +raise_py_error
+
+cdef extern from "singa/ops/blas.h" namespace "singa":
+    CTensor c_Mult "singa::Mult"(const CTensor&, const CTensor&) except +raise_py_error
+    void c_MultWithScale "singa::Mult"(float, const CTensor&, const CTensor&, float, CTensor*) except +raise_py_error
+    void c_Axpy "singa::Axpy"(float, const CTensor&, CTensor*) except +raise_py_error
+    float c_Dot "singa::Dot"(const CTensor&, const CTensor&) except +raise_py_error
+    void c_AddColumn "singa::AddColumn"(const CTensor&, CTensor*) except +raise_py_error
+    void c_AddColumnWithScale "singa::AddColumn"(float, float, const CTensor&, CTensor*) except +raise_py_error
+    void c_AddRow "singa::AddRow"(const CTensor&, CTensor*) except +raise_py_error
+    void c_AddRowWithScale "singa::AddRow"(float, float, const CTensor&, CTensor*) except +raise_py_error
+    void c_SubColumn "singa::SubColumn"(const CTensor&, CTensor*) except +raise_py_error
+    void c_SubRow "singa::SubRow"(const CTensor&, CTensor*) except +raise_py_error
+    void c_MultColumn "singa::MultColumn"(const CTensor&, CTensor*) except +raise_py_error
+    void c_MultRow "singa::MultRow"(const CTensor&, CTensor*) except +raise_py_error
+    void c_DivColumn "singa::DivColumn"(const CTensor&, CTensor*) except +raise_py_error
+    void c_DivRow "singa::DivRow"(const CTensor&, CTensor*) except +raise_py_error
+
+cdef extern from "singa/ops/shape.h" namespace "singa":
+    CTensor c_Reshape "singa::Reshape"(const CTensor&, const vector[int]&) except +raise_py_error
+    CTensor c_Transpose "singa::Transpose"(const CTensor&) except +raise_py_error
+    CTensor c_TransposeAxes "singa::Transpose"(const CTensor&, const vector[size_t]&) except +raise_py_error
+    CTensor c_Broadcast "singa::Broadcast"(const CTensor&, const vector[size_t]&) except +raise_py_error
+    CTensor c_ConcatOn "singa::ConcatOn"(const vector[CTensor]&, int) except +raise_py_error
+    CTensor c_ConcatenateRows "singa::ConcatenateRows"(const vector[CTensor]&) except +raise_py_error
+    CTensor c_ConcatenateColumns "singa::ConcatenateColumns"(const vector[CTensor]&) except +raise_py_error
+    CTensor c_SliceOn "singa::SliceOn"(const CTensor&, size_t, size_t, int) except +raise_py_error
+    CTensor c_SliceRows "singa::SliceRows"(const CTensor&, size_t, size_t) except +raise_py_error
+    CTensor c_SliceColumns "singa::SliceColumns"(const CTensor&, size_t, size_t) except +raise_py_error
+    CTensor c_CopyRows "singa::CopyRows"(const CTensor&, size_t, size_t) except +raise_py_error
+    CTensor c_CopyColumns "singa::CopyColumns"(const CTensor&, size_t, size_t) except +raise_py_error
+    void c_CopyDataToFrom "singa::CopyDataToFrom"(CTensor*, const CTensor&, size_t, size_t, size_t) except +raise_py_error
+
+cdef extern from "singa/ops/random.h" namespace "singa":
+    void c_Uniform "singa::Uniform"(float, float, CTensor*) except +raise_py_error
+    void c_Gaussian "singa::Gaussian"(float, float, CTensor*) except +raise_py_error
+    void c_Bernoulli "singa::Bernoulli"(float, CTensor*) except +raise_py_error

@@ -1,0 +1,111 @@
+# device.pxi (included by singa_wrap.pyx): the Device class and device-level functions.
+
+cdef class Device:
+    """A device: where tensors live and operations run (wraps std::shared_ptr<singa::Device>)."""
+    cdef shared_ptr[CDevice] c
+
+    def id(self):
+        return self.c.get().id()
+
+    def lang(self):
+        return <int>self.c.get().lang()
+
+    def is_host(self):
+        return self.c.get().is_host()
+
+    def SetRandSeed(self, seed):
+        if seed < 0:
+            raise ValueError("SetRandSeed: the seed must be >= 0, got %r" % (seed,))
+        self.c.get().SetRandSeed(<uint64_t>seed)
+
+    def Sync(self):
+        self.c.get().Sync()
+
+    def mem_stats(self):
+        """Bytes in use, peak in use, reserved from the system, and counters, as a dict."""
+        cdef PoolStats s = self.c.get().mem_stats()
+        return dict(in_use=s.in_use, peak_in_use=s.peak_in_use, reserved=s.reserved,
+                    peak_reserved=s.peak_reserved, num_mallocs=s.num_mallocs,
+                    num_chunks=s.num_chunks)
+
+    def ResetPeak(self):
+        self.c.get().ResetPeak()
+
+    # ---- the computational graph (Apache SINGA's names) ----
+    def EnableGraph(self, bool enable):
+        """Buffering on: operations are recorded into the graph instead of running."""
+        self.c.get().EnableGraph(enable)
+
+    def graph_enabled(self):
+        return self.c.get().graph_enabled()
+
+    def RunGraph(self, bool sequential=False):
+        """Runs the recorded operations (BFS order, or submission order when sequential)."""
+        self.c.get().RunGraph(sequential)
+
+    def ResetGraph(self):
+        self.c.get().ResetGraph()
+
+    def SetVerbosity(self, int verbosity):
+        self.c.get().SetVerbosity(verbosity)
+
+    def SetSkipIteration(self, int n):
+        self.c.get().SetSkipIteration(n)
+
+    def PrintTimeProfiling(self):
+        self.c.get().PrintTimeProfiling()
+
+    def GetTimeProfiling(self):
+        return self.c.get().graph().TimeProfile(self.c.get().skip_iteration()).decode()
+
+    def SetGraphPlanning(self, bool planned):
+        """Static memory planning (True, default) or dynamic recycling through the pool."""
+        self.c.get().graph().SetPlanning(planned)
+
+    def graph_num_nodes(self):
+        return self.c.get().graph().num_nodes()
+
+    def graph_dot(self):
+        """The graph as Graphviz source (operations as nodes, blocks as edges)."""
+        return self.c.get().graph().ToDot().decode()
+
+    def graph_memory_plan(self):
+        cdef GraphMemoryPlan p = self.c.get().graph().memory_plan()
+        return dict(arena_bytes=p.arena_bytes, lower_bound_bytes=p.lower_bound_bytes,
+                    recyclable_bytes=p.recyclable_bytes, persistent_bytes=p.persistent_bytes,
+                    num_recyclable=p.num_recyclable)
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and (<Device>other).c.get() == self.c.get()
+
+    def __hash__(self):
+        return <size_t>self.c.get()
+
+    def __repr__(self):
+        return "<singa Device %s:%d>" % ("cpu" if self.is_host() else "cuda", self.id())
+
+
+cdef Device wrap_device(shared_ptr[CDevice] d):
+    cdef Device dev = Device.__new__(Device)
+    dev.c = d
+    return dev
+
+
+def get_default_device():
+    """The process-wide host device."""
+    return wrap_device(defaultDevice())
+
+
+def create_cpu_device(int id=-1):
+    """A new host device with its own memory pool and random generator."""
+    cdef shared_ptr[CDevice] d = <shared_ptr[CDevice]>make_shared[CppCPU](id)
+    return wrap_device(d)
+
+
+def set_num_threads(int n):
+    """Threads used by OpenMP kernels and OpenBLAS; 0 restores the default."""
+    SetNumThreads(n)
+
+
+def get_num_threads():
+    return GetNumThreads()

@@ -1,0 +1,61 @@
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+"""singa_wrap: the Python face of libsinga (the name Apache SINGA gave its SWIG module).
+
+    from singa import singa_wrap as sw
+    dev = sw.get_default_device()
+    t = sw.Tensor((2, 3), dev, sw.kFloat32)
+    sw.Gaussian(0.0, 1.0, t)
+    y = sw.ReLU(t)                 # every op of elementwise.def, reduce.h, blas.h, shape.h
+    arr = sw.to_numpy(y)
+
+Layout: csinga.pxd declares the C++ API; this module and the files it includes hold the Python
+classes (device.pxi, tensor.pxi), the hand-written op wrappers (ops.pxi) and the generated
+elementwise wrappers (elementwise_ops.pxi, from cpp/include/singa/ops/elementwise.def).
+"""
+cimport numpy as cnp
+import numpy as np
+from libc.stdint cimport uint64_t, int32_t
+from libc.string cimport memcpy
+from libcpp cimport bool
+from libcpp.memory cimport shared_ptr, make_shared
+from libcpp.vector cimport vector
+from cython.operator cimport dereference as deref
+
+from csinga cimport *
+
+cnp.import_array()
+
+# Build flags, as Apache SINGA exposes them.
+USE_CUDA = False
+USE_DIST = False
+USE_DNNL = False
+USE_PYTHON3 = True
+USE_OPENCL = False
+
+# Exceptions: each derives from the builtin a user would catch.
+class SingaError(RuntimeError):
+    """Base class of the errors raised by libsinga."""
+class ShapeError(SingaError, ValueError):
+    """Shapes do not fit the operation."""
+class AxisError(ShapeError, IndexError):
+    """An axis or index is out of range, or repeated."""
+class DTypeError(SingaError, TypeError):
+    """The dtype is not supported by the operation."""
+class ArgumentError(SingaError, ValueError):
+    """An argument has a bad value."""
+class DeviceError(SingaError, RuntimeError):
+    """Operands on different devices, or a device that cannot do this."""
+class OutOfMemoryError(SingaError, MemoryError):
+    """A device ran out of memory."""
+class SingaNotImplementedError(SingaError, NotImplementedError):
+    """Not available for this device, dtype or build."""
+
+for _kind, _cls in enumerate((SingaError, ShapeError, AxisError, DTypeError, ArgumentError,
+                              DeviceError, OutOfMemoryError, SingaNotImplementedError)):
+    register_exception(_kind, _cls)
+
+include "device.pxi"
+include "tensor.pxi"
+include "ops.pxi"
+include "elementwise_ops.pxi"

@@ -1,0 +1,242 @@
+# tensor.pxi (included by singa_wrap.pyx): the core Tensor class and numpy interop.
+
+_NP_OF = {kFloat32: np.float32, kInt: np.int32, kFloat16: np.float16}
+_DT_OF = {np.dtype(np.float32): kFloat32, np.dtype(np.int32): kInt,
+          np.dtype(np.float16): kFloat16}
+
+
+cdef vector[size_t] as_shape(str op, shape) except *:
+    cdef vector[size_t] out
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    for d in shape:
+        if not isinstance(d, (int, np.integer)):
+            raise TypeError("%s: shape entries must be integers, got %r" % (op, tuple(shape)))
+        if d < 0:
+            raise ValueError("%s: negative dimension in shape %r" % (op, tuple(shape)))
+        out.push_back(<size_t>d)
+    return out
+
+
+cdef float as_float(str op, x) except? -1:
+    if not isinstance(x, (int, float, np.number, np.bool_)) or isinstance(x, complex):
+        raise TypeError("%s: expected a Tensor or a real number, got %s" % (op, type(x).__name__))
+    return <float>float(x)
+
+
+cdef shared_ptr[CDevice] as_device(dev) except *:
+    if dev is None:
+        return defaultDevice()
+    if not isinstance(dev, Device):
+        raise TypeError("expected a singa_wrap.Device, got %s" % type(dev).__name__)
+    return (<Device>dev).c
+
+
+cdef DataType as_dtype(dtype) except *:
+    if isinstance(dtype, int) and dtype in (kFloat32, kFloat16, kInt):
+        return <DataType>dtype
+    try:
+        return _DT_OF[np.dtype(dtype)]
+    except (TypeError, KeyError):
+        raise TypeError("unsupported dtype %r (expected float32, float16 or int32)" % (dtype,))
+
+
+cdef class Tensor:
+    """A core tensor (singa::Tensor). Copies share memory; Clone() copies data.
+
+    Every Python handle marks its block as held (Block::AddExternalRef): a computational graph
+    never recycles the memory of a tensor that Python can still read.
+    """
+    cdef CTensor c
+    cdef shared_ptr[CBlock] held
+
+    def __init__(self, shape=(), Device device=None, dtype=kFloat32):
+        self.c = CTensor(as_shape("Tensor", shape), as_device(device), as_dtype(dtype))
+        self._hold()
+
+    cdef void _hold(self):
+        """Moves the external reference to the block self.c now uses."""
+        cdef shared_ptr[CBlock] b = self.c.block_ptr()
+        if b.get() == self.held.get():
+            return
+        if self.held.get() != NULL:
+            self.held.get().RemoveExternalRef()
+        self.held = b
+        if b.get() != NULL:
+            b.get().AddExternalRef()
+
+    def __dealloc__(self):
+        if self.held.get() != NULL:
+            self.held.get().RemoveExternalRef()
+        self.held.reset()
+
+    def shape(self):
+        return tuple(self.c.shape())
+
+    def nDim(self):
+        return self.c.nDim()
+
+    def Size(self):
+        return self.c.Size()
+
+    def MemSize(self):
+        return self.c.MemSize()
+
+    def stride(self):
+        return tuple(self.c.stride())
+
+    def data_type(self):
+        return <int>self.c.data_type()
+
+    def device(self):
+        return wrap_device(self.c.device())
+
+    def empty(self):
+        return self.c.empty()
+
+    def transpose(self):
+        """True when the layout is not row-major contiguous (Apache SINGA's name)."""
+        return self.c.transpose()
+
+    def IsContiguous(self):
+        return self.c.IsContiguous()
+
+    def initialized(self):
+        return self.c.block() != NULL and self.c.block().initialized()
+
+    def Reshape(self, shape):
+        self.c.Reshape(as_shape("Reshape", shape))
+        self._hold()
+        return self
+
+    def ResetLike(self, Tensor t not None):
+        self.c.ResetLike(t.c)
+        self._hold()
+        return self
+
+    def AsType(self, dtype):
+        return wrap(self.c.AsType(as_dtype(dtype)))
+
+    def ToDevice(self, Device dev not None):
+        self.c.ToDevice(dev.c)
+        self._hold()
+        return self
+
+    def ToHost(self):
+        self.c.ToHost()
+        self._hold()
+        return self
+
+    def Clone(self, Device dev=None):
+        cdef shared_ptr[CDevice] d
+        if dev is not None:
+            d = dev.c
+        return wrap(self.c.Clone(d))
+
+    def Contiguous(self):
+        return wrap(self.c.Contiguous())
+
+    def T(self):
+        """Transposes in place (reverses the axes) and returns self."""
+        self.c.T()
+        return self
+
+    def Repeat(self, repeats, int axis):
+        cdef vector[size_t] r = as_shape("Repeat", repeats)
+        return wrap(self.c.Repeat(r, axis))
+
+    def L1(self):
+        return self.c.L1()
+
+    def L2(self):
+        return self.c.L2()
+
+    def SetFloatValue(self, x):
+        self.c.SetValue[float](<float>x)
+
+    def SetIntValue(self, x):
+        self.c.SetValue[int32_t](<int32_t>x)
+
+    def SetValue(self, x):
+        if self.c.data_type() == kInt:
+            self.SetIntValue(int(x))
+        else:
+            self.SetFloatValue(float(x))
+
+    def CopyData(self, Tensor src not None):
+        self.c.CopyData(src.c)
+
+    def CopyFromNumpy(self, arr, size_t offset=0):
+        """Copies a numpy array's values (converted to this dtype) from element `offset` on."""
+        copy_from_numpy(self, arr, offset)
+
+    def GetValue(self):
+        """The values as a numpy array of this tensor's shape (Apache SINGA: GetFloatValue)."""
+        return to_numpy(self)
+
+    GetFloatValue = GetValue
+    GetIntValue = GetValue
+
+    def __array__(self, dtype=None, copy=None):
+        a = to_numpy(self)
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __repr__(self):
+        return "singa_wrap.Tensor(shape=%s, dtype=%s)" % (
+            self.shape(), np.dtype(_NP_OF.get(self.data_type(), np.float32)).name)
+
+
+cdef Tensor wrap(CTensor c):
+    cdef Tensor t = Tensor.__new__(Tensor)
+    t.c = c
+    t._hold()
+    return t
+
+
+def to_numpy(Tensor t not None):
+    """A numpy copy of t's values, with t's shape and dtype."""
+    dt = t.c.data_type()
+    if dt not in _NP_OF:
+        raise TypeError("to_numpy: unsupported dtype %d" % dt)
+    out = np.empty(tuple(t.c.shape()), dtype=_NP_OF[dt])
+    if out.size == 0:
+        return out
+    cdef CTensor c = t.c.Contiguous()
+    cdef cnp.ndarray arr = out
+    c.device().get().CopyDataToHostPtr(c.block(), cnp.PyArray_DATA(arr), c.MemSize(), 0)
+    return out
+
+
+def copy_from_numpy(Tensor t not None, arr, size_t offset=0):
+    """Copies numpy values into t from element `offset` (row-major), converting the dtype."""
+    if not t.c.IsContiguous():
+        raise ValueError("copy_from_numpy: the tensor is a non-contiguous view; call Contiguous()")
+    dt = t.c.data_type()
+    if dt not in _NP_OF:
+        raise TypeError("copy_from_numpy: unsupported tensor dtype %d" % dt)
+    a = np.asarray(arr)
+    if a.dtype.kind not in "biuf":
+        raise TypeError("copy_from_numpy: expected a numeric array, got dtype %s" % a.dtype)
+    cdef cnp.ndarray src = np.ascontiguousarray(a, dtype=_NP_OF[dt])
+    cdef size_t n = src.size
+    if offset + n > t.c.Size():
+        raise ValueError("copy_from_numpy: %d values at offset %d do not fit a tensor of shape %s"
+                         % (n, offset, tuple(t.c.shape())))
+    cdef size_t esize = SizeOf(t.c.data_type())
+    if n:
+        t.c.device().get().CopyDataFromHostPtr(t.c.block(), cnp.PyArray_DATA(src), n * esize,
+                                               offset * esize)
+
+
+def from_numpy(arr, Device dev=None):
+    """A new tensor holding a copy of a numpy array (float64 becomes float32, like SINGA)."""
+    a = np.asarray(arr)
+    if a.dtype == np.float64 or a.dtype.kind == "b":
+        a = a.astype(np.float32)
+    elif a.dtype.kind in "iu" and a.dtype != np.int32:
+        a = a.astype(np.int32)
+    if a.dtype not in _DT_OF:
+        raise TypeError("from_numpy: unsupported dtype %s (expected float or int)" % a.dtype)
+    t = Tensor(a.shape, dev, _DT_OF[a.dtype])
+    copy_from_numpy(t, a)
+    return t

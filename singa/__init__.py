@@ -1,0 +1,7 @@
+"""singa: a deep-learning library with a C++17 core, API-compatible with Apache SINGA 3.x.
+
+    from singa import tensor, device
+    dev = device.get_default_device()
+    x = tensor.from_numpy(np.ones((2, 3), np.float32), dev)
+"""
+__version__ = "0.1.0"

@@ -1,0 +1,134 @@
+// The elementwise table: every operator against a scalar reference, broadcasting, dtypes, errors.
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "test_helpers.h"
+
+using namespace singa;
+using singa_test::FromVector;
+
+namespace {
+
+std::vector<float> Inputs() { return {-2.5f, -1.f, -0.3f, 0.f, 0.2f, 0.7f, 1.f, 3.5f}; }
+
+// Reference definitions in plain C++, checked on inputs inside each op's domain.
+struct UnaryCase {
+  std::function<Tensor(const Tensor&)> op;
+  std::function<double(double)> ref;
+  float lo, hi;  // domain
+};
+
+std::map<std::string, UnaryCase> UnaryCases() {
+  return {
+      {"Abs", {[](const Tensor& t) { return Abs(t); }, [](double x) { return std::fabs(x); }, -9, 9}},
+      {"Negative", {[](const Tensor& t) { return Negative(t); }, [](double x) { return -x; }, -9, 9}},
+      {"Sign", {[](const Tensor& t) { return Sign(t); }, [](double x) { return double((x > 0) - (x < 0)); }, -9, 9}},
+      {"Square", {[](const Tensor& t) { return Square(t); }, [](double x) { return x * x; }, -9, 9}},
+      {"ReLU", {[](const Tensor& t) { return ReLU(t); }, [](double x) { return x > 0 ? x : 0; }, -9, 9}},
+      {"Exp", {[](const Tensor& t) { return Exp(t); }, [](double x) { return std::exp(x); }, -9, 9}},
+      {"Log", {[](const Tensor& t) { return Log(t); }, [](double x) { return std::log(x); }, 0.01f, 9}},
+      {"Sqrt", {[](const Tensor& t) { return Sqrt(t); }, [](double x) { return std::sqrt(x); }, 0, 9}},
+      {"Sigmoid", {[](const Tensor& t) { return Sigmoid(t); }, [](double x) { return 1 / (1 + std::exp(-x)); }, -9, 9}},
+      {"Tanh", {[](const Tensor& t) { return Tanh(t); }, [](double x) { return std::tanh(x); }, -9, 9}},
+      {"SoftPlus", {[](const Tensor& t) { return SoftPlus(t); }, [](double x) { return std::log1p(std::exp(x)); }, -9, 9}},
+      {"SoftSign", {[](const Tensor& t) { return SoftSign(t); }, [](double x) { return x / (1 + std::fabs(x)); }, -9, 9}},
+      {"Reciprocal", {[](const Tensor& t) { return Reciprocal(t); }, [](double x) { return 1 / x; }, 0.1f, 9}},
+      {"Atanh", {[](const Tensor& t) { return Atanh(t); }, [](double x) { return std::atanh(x); }, -0.9f, 0.9f}},
+      {"Erf", {[](const Tensor& t) { return Erf(t); }, [](double x) { return std::erf(x); }, -3, 3}},
+      {"Floor", {[](const Tensor& t) { return Floor(t); }, [](double x) { return std::floor(x); }, -9, 9}},
+  };
+}
+
+}  // namespace
+
+TEST(Elementwise, UnaryMatchesReference) {
+  for (auto& [name, c] : UnaryCases()) {
+    std::vector<float> in;
+    for (float x : Inputs())
+      if (x >= c.lo && x <= c.hi) in.push_back(x);
+    Tensor t = FromVector(in, {in.size()});
+    auto out = c.op(t).ToVector<float>();
+    for (size_t i = 0; i < in.size(); ++i)
+      EXPECT_NEAR(out[i], c.ref(in[i]), 1e-5 * (1 + std::fabs(c.ref(in[i])))) << name << "(" << in[i] << ")";
+  }
+}
+
+TEST(Elementwise, LargeContiguousAndStridedAgree) {
+  // Large enough to take the OpenMP path.
+  const size_t r = 300, c = 257;
+  std::vector<float> v(r * c);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(float(i));
+  Tensor t = FromVector(v, {r, c});
+  auto direct = Exp(t).ToVector<float>();
+  for (size_t i = 0; i < v.size(); i += 997) EXPECT_NEAR(direct[i], std::exp(v[i]), 1e-5);
+  auto via_t = Transpose(Exp(Transpose(t))).Contiguous().ToVector<float>();
+  EXPECT_EQ(direct, via_t);
+}
+
+TEST(Elementwise, BinaryBroadcasting) {
+  Tensor a = FromVector({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor row = FromVector({10, 20, 30}, {3});
+  Tensor col = FromVector({100, 200}, {2, 1});
+  EXPECT_EQ(Add(a, row).ToVector<float>(), (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  EXPECT_EQ(Sub(a, col).ToVector<float>(), (std::vector<float>{-99, -98, -97, -196, -195, -194}));
+  Tensor outer = EltwiseMult(col, row);  // (2,1) x (3,) -> (2,3)
+  EXPECT_EQ(outer.shape(), (Shape{2, 3}));
+  EXPECT_EQ(outer.ToVector<float>(), (std::vector<float>{1000, 2000, 3000, 2000, 4000, 6000}));
+  EXPECT_EQ(Div(a, 2.f).ToVector<float>(), (std::vector<float>{0.5, 1, 1.5, 2, 2.5, 3}));
+  EXPECT_EQ(Sub(1.f, a).ToVector<float>(), (std::vector<float>{0, -1, -2, -3, -4, -5}));
+  EXPECT_EQ(Pow(a, 2.f).ToVector<float>(), (std::vector<float>{1, 4, 9, 16, 25, 36}));
+  EXPECT_EQ(Maximum(a, 3.5f).ToVector<float>(), (std::vector<float>{3.5, 3.5, 3.5, 4, 5, 6}));
+}
+
+TEST(Elementwise, ComparisonsGiveZeroOne) {
+  Tensor a = FromVector({1, 2, 3}, {3});
+  Tensor b = FromVector({3, 2, 1}, {3});
+  EXPECT_EQ(LT(a, b).ToVector<float>(), (std::vector<float>{1, 0, 0}));
+  EXPECT_EQ(LE(a, b).ToVector<float>(), (std::vector<float>{1, 1, 0}));
+  EXPECT_EQ(GT(a, 2.f).ToVector<float>(), (std::vector<float>{0, 0, 1}));
+  EXPECT_EQ(GE(a, 2.f).ToVector<float>(), (std::vector<float>{0, 1, 1}));
+  EXPECT_EQ(EQ(a, b).ToVector<float>(), (std::vector<float>{0, 1, 0}));
+  EXPECT_EQ(NE(a, b).ToVector<float>(), (std::vector<float>{1, 0, 1}));
+}
+
+TEST(Elementwise, IntAndPromotion) {
+  Tensor i({3}, kInt);
+  std::vector<int32_t> v{-2, 0, 5};
+  i.CopyDataFromHostPtr(v.data(), 3);
+  Tensor s = Add(i, i);
+  EXPECT_EQ(s.data_type(), kInt);
+  EXPECT_EQ(s.ToVector<int32_t>(), (std::vector<int32_t>{-4, 0, 10}));
+  EXPECT_EQ(Add(i, 1.f).data_type(), kInt);             // integral scalar keeps int
+  EXPECT_EQ(Add(i, 0.5f).data_type(), kFloat32);        // fractional scalar promotes
+  Tensor f = FromVector({0.5f, 0.5f, 0.5f}, {3});
+  Tensor m = Add(i, f);
+  EXPECT_EQ(m.data_type(), kFloat32);
+  EXPECT_EQ(m.ToVector<float>(), (std::vector<float>{-1.5f, 0.5f, 5.5f}));
+  EXPECT_EQ(Exp(i).data_type(), kFloat32);              // float-only ops promote
+  EXPECT_EQ(Div(i, i).data_type(), kFloat32);
+}
+
+TEST(Elementwise, ClampAndLeakyReLU) {
+  Tensor a = FromVector({-2, -0.5, 0.5, 2}, {4});
+  EXPECT_EQ(Clamp(a, -1, 1).ToVector<float>(), (std::vector<float>{-1, -0.5, 0.5, 1}));
+  EXPECT_THROW(Clamp(a, 1, -1), ValueError);
+  auto l = LeakyReLU(a, 0.1f).ToVector<float>();
+  EXPECT_FLOAT_EQ(l[0], -0.2f);
+  EXPECT_FLOAT_EQ(l[3], 2.f);
+  Tensor dy = FromVector({1, 1, 1, 1}, {4});
+  EXPECT_EQ(ReLUBackward(dy, a).ToVector<float>(), (std::vector<float>{0, 0, 1, 1}));
+}
+
+TEST(Elementwise, ErrorsNameTheOpAndShapes) {
+  Tensor a({2, 3}), b({3, 2});
+  a.SetValue(1.f);
+  b.SetValue(1.f);
+  EXPECT_THROW_MSG(Add(a, b), ShapeError, "Add: shapes (2, 3) and (3, 2)");
+  Tensor h = a.AsType(kFloat16);
+  EXPECT_THROW_MSG(Exp(h), DTypeError, "Exp");
+  Tensor out({3, 3});
+  EXPECT_THROW_MSG(Add(a, a, &out), ShapeError, "output has shape (3, 3)");
+  Tensor iout({2, 3}, kInt);
+  EXPECT_THROW_MSG(Add(a, a, &iout), DTypeError, "Add");
+}

@@ -1,0 +1,218 @@
+// The computational graph: buffering, dependencies, orders, recycling and the planner invariant.
+#include <random>
+#include <set>
+
+#include "test_helpers.h"
+
+using namespace singa;
+using singa_test::FromVector;
+using singa_test::Hold;
+using singa_test::Iota;
+
+namespace {
+
+// A small "training step" on dev: y = relu(x W) ; loss-ish = sum(y * y); W -= 0.01 * x^T (2y).
+struct Step {
+  Tensor x, W;
+  explicit Step(std::shared_ptr<Device> dev) : x({4, 3}, dev), W({3, 5}, dev) {
+    dev->SetRandSeed(1);
+    Gaussian(0.f, 1.f, &x);
+    Gaussian(0.f, 1.f, &W);
+  }
+  Tensor Run() {
+    Tensor h = Mult(x, W);
+    Tensor y = ReLU(h);
+    Tensor g = EltwiseMult(ReLUBackward(y, h), 2.f);
+    Tensor dW = Mult(Transpose(x), g);
+    Axpy(-0.01f, dW, &W);
+    return ReduceSum(EltwiseMult(y, y), {});
+  }
+};
+
+}  // namespace
+
+TEST(Graph, BufferingRecordsInsteadOfRunning) {
+  auto dev = std::make_shared<CppCPU>();
+  Tensor a = FromVector({1, 2}, {2});
+  dev->EnableGraph(true);
+  Tensor a2({2}, dev);
+  a2.SetValue(3.f);
+  Tensor b = Add(a2, 1.f);
+  dev->EnableGraph(false);
+  EXPECT_GT(dev->graph()->num_nodes(), 0u);
+  EXPECT_FALSE(b.block()->initialized());  // nothing ran
+  dev->RunGraph();
+  EXPECT_EQ(b.ToVector<float>(), (std::vector<float>{4, 4}));
+  dev->ResetGraph();
+}
+
+TEST(Graph, ReadingValuesWhileBufferingThrows) {
+  auto dev = std::make_shared<CppCPU>();
+  Tensor a({2}, dev);
+  a.SetValue(1.f);
+  dev->EnableGraph(true);
+  EXPECT_THROW(a.ToVector<float>(), Error);
+  EXPECT_THROW(dev->RunGraph(), Error);
+  dev->EnableGraph(false);
+  dev->ResetGraph();
+}
+
+TEST(Graph, DependenciesCoverRawWarWaw) {
+  auto dev = std::make_shared<CppCPU>();
+  auto b1 = dev->NewBlock(4), b2 = dev->NewBlock(4);
+  dev->EnableGraph(true);
+  auto noop = [](Context*) {};
+  dev->Exec(noop, {}, {b1.get()}, "w1");          // 0 writes b1
+  dev->Exec(noop, {b1.get()}, {b2.get()}, "r1");  // 1 reads b1 (RAW on 0)
+  dev->Exec(noop, {}, {b1.get()}, "w1again");     // 2 writes b1 (WAR on 1, WAW on 0)
+  dev->Exec(noop, {}, {}, "free");                // 3 independent
+  dev->EnableGraph(false);
+  dev->RunGraph(false);
+  const auto& n = dev->graph()->nodes();
+  EXPECT_EQ(n[0].succ, (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(n[1].succ, (std::vector<size_t>{2}));
+  EXPECT_EQ(n[2].num_pred, 2u);
+  EXPECT_EQ(n[3].num_pred, 0u);
+  // BFS: the roots (0 and 3) first.
+  EXPECT_EQ(dev->graph()->order(), (std::vector<size_t>{0, 3, 1, 2}));
+  dev->RunGraph(true);
+  EXPECT_EQ(dev->graph()->order(), (std::vector<size_t>{0, 1, 2, 3}));
+  dev->ResetGraph();
+}
+
+TEST(Graph, RandomOperationsKeepTheirOrder) {
+  auto dev = std::make_shared<CppCPU>();
+  Tensor a({8}, dev), b({8}, dev);
+  dev->EnableGraph(true);
+  Uniform(0.f, 1.f, &a);
+  Uniform(0.f, 1.f, &b);
+  dev->EnableGraph(false);
+  Hold ha(a), hb(b);  // read after the run: must not be recycled
+  const auto& n = dev->graph()->nodes();
+  dev->SetRandSeed(3);
+  dev->RunGraph(false);
+  EXPECT_EQ(n[1].num_pred, 1u);  // chained behind the first random op
+  auto ga = a.ToVector<float>(), gb = b.ToVector<float>();
+  dev->ResetGraph();
+  dev->SetRandSeed(3);
+  Uniform(0.f, 1.f, &a);
+  Uniform(0.f, 1.f, &b);
+  EXPECT_EQ(a.ToVector<float>(), ga);
+  EXPECT_EQ(b.ToVector<float>(), gb);
+}
+
+// The same step eagerly and as a graph (both orders, planner on and off) gives the same numbers.
+TEST(Graph, ReplayMatchesEager) {
+  auto eager_dev = std::make_shared<CppCPU>();
+  Step eager(eager_dev);
+  std::vector<float> eager_losses;
+  for (int it = 0; it < 4; ++it) eager_losses.push_back(eager.Run().ToVector<float>()[0]);
+
+  for (bool sequential : {false, true}) {
+    for (bool planned : {false, true}) {
+      auto dev = std::make_shared<CppCPU>();
+      Step s(dev);
+      dev->graph()->SetPlanning(planned);
+      dev->EnableGraph(true);
+      Tensor loss = s.Run();
+      dev->EnableGraph(false);
+      Hold hold(loss);
+      for (int it = 0; it < 4; ++it) {
+        dev->RunGraph(sequential);
+        EXPECT_FLOAT_EQ(loss.ToVector<float>()[0], eager_losses[it])
+            << "iteration " << it << " sequential " << sequential << " planned " << planned;
+      }
+      EXPECT_EQ(s.W.ToVector<float>(), eager.W.ToVector<float>());
+      dev->ResetGraph();
+    }
+  }
+}
+
+TEST(Graph, HeldBlocksAreNeverRecycled) {
+  auto dev = std::make_shared<CppCPU>();
+  Tensor x({64}, dev);
+  x.SetValue(1.f);
+  dev->EnableGraph(true);
+  Tensor h = Exp(x);      // intermediate, not held by a user handle: recyclable
+  Tensor y = Add(h, 1.f);  // held below
+  dev->EnableGraph(false);
+  y.block()->AddExternalRef();
+  dev->graph()->SetPlanning(false);
+  dev->RunGraph();
+  const auto& info = dev->graph()->blocks();
+  EXPECT_TRUE(info.at(h.block()).recyclable);
+  EXPECT_FALSE(info.at(y.block()).recyclable);
+  EXPECT_FALSE(info.at(x.block()).recyclable);  // input
+  EXPECT_FALSE(h.block()->allocated());          // released after its last reader
+  EXPECT_TRUE(y.block()->allocated());
+  y.block()->RemoveExternalRef();
+  dev->ResetGraph();
+}
+
+// Property test of the planner: on random graphs, recyclable blocks with overlapping lifetimes
+// never share bytes, and the arena is at least the liveness lower bound.
+TEST(Graph, PlannerNeverOverlapsLiveBlocks) {
+  std::mt19937 rng(123);
+  for (int trial = 0; trial < 40; ++trial) {
+    auto dev = std::make_shared<CppCPU>();
+    std::vector<std::shared_ptr<Block>> blocks;
+    dev->EnableGraph(true);
+    auto noop = [](Context*) {};
+    const int nops = 5 + rng() % 60;
+    for (int i = 0; i < nops; ++i) {
+      std::vector<Block*> reads, writes;
+      if (!blocks.empty()) {
+        int nr = rng() % 3;
+        for (int r = 0; r < nr; ++r) reads.push_back(blocks[rng() % blocks.size()].get());
+      }
+      if (rng() % 4 != 0 || blocks.empty()) {
+        blocks.push_back(dev->NewBlock(1 + rng() % 5000));
+        writes.push_back(blocks.back().get());
+      } else {
+        writes.push_back(blocks[rng() % blocks.size()].get());  // in-place update
+      }
+      dev->Exec(noop, reads, writes, "op");
+    }
+    dev->EnableGraph(false);
+    dev->RunGraph(trial % 2 == 0);
+    const auto& info = dev->graph()->blocks();
+    std::vector<const Graph::BlockInfo*> rec;
+    for (auto& [b, i] : info)
+      if (i.recyclable) rec.push_back(&i);
+    for (size_t p = 0; p < rec.size(); ++p) {
+      for (size_t q = p + 1; q < rec.size(); ++q) {
+        const auto *a = rec[p], *b = rec[q];
+        bool live_overlap = a->first <= b->last && b->first <= a->last;
+        bool byte_overlap = a->offset < b->offset + b->block->size() &&
+                            b->offset < a->offset + a->block->size();
+        EXPECT_FALSE(live_overlap && byte_overlap) << "trial " << trial;
+      }
+    }
+    const auto& plan = dev->graph()->memory_plan();
+    EXPECT_GE(plan.arena_bytes, plan.lower_bound_bytes);
+    dev->ResetGraph();
+  }
+}
+
+TEST(Graph, PlanningSavesMemoryOnAChain) {
+  // A chain of 20 ops on 1 MB tensors needs about 2 live tensors at a time, not 20.
+  auto dev = std::make_shared<CppCPU>();
+  Tensor x({1 << 18}, dev);
+  x.SetValue(0.5f);
+  dev->EnableGraph(true);
+  Tensor y = x;
+  for (int i = 0; i < 20; ++i) y = Add(y, 1.f);
+  Tensor out = Add(y, 0.f);
+  dev->EnableGraph(false);
+  out.block()->AddExternalRef();
+  dev->RunGraph();
+  const auto& plan = dev->graph()->memory_plan();
+  EXPECT_LE(plan.arena_bytes, 3u * (1u << 20));
+  EXPECT_GE(plan.recyclable_bytes, 20u * (1u << 20));
+  EXPECT_FLOAT_EQ(out.ToVector<float>()[7], 20.5f);
+  std::string dot = dev->graph()->ToDot();
+  EXPECT_NE(dot.find("digraph"), std::string::npos);
+  EXPECT_NE(dot.find("Add"), std::string::npos);
+  out.block()->RemoveExternalRef();
+  dev->ResetGraph();
+}
