@@ -26,6 +26,13 @@ from csinga cimport *
 
 cnp.import_array()
 
+# Data types and device kinds (the numbers of Apache SINGA's core.proto).
+# (The C enums of the same names are cimported, so the Python attributes go through globals().)
+for _name, _value in (("kFloat32", <int>kFloat32), ("kFloat16", <int>kFloat16), ("kInt", <int>kInt),
+                      ("kChar", <int>kChar), ("kDouble", <int>kDouble), ("kUChar", <int>kUChar),
+                      ("kCpp", <int>kCpp), ("kCuda", <int>kCuda), ("kOpencl", <int>kOpencl)):
+    globals()[_name] = _value
+
 # Build flags, as Apache SINGA exposes them.
 USE_CUDA = False
 USE_DIST = False

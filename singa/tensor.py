@@ -40,9 +40,10 @@ from .device import get_default_device
 
 CTensor = singa.Tensor
 
-float32 = singa.kFloat32
-float16 = singa.kFloat16
-int32 = singa.kInt
+# SINGA's dtype codes (core.proto: kFloat32 = 0, kFloat16 = 1, kInt = 2).
+float32 = getattr(singa, "kFloat32", 0)
+float16 = getattr(singa, "kFloat16", 1)
+int32 = getattr(singa, "kInt", 2)
 
 _NP_TYPE = {float32: np.float32, float16: np.float16, int32: np.int32}
 _NAMES = {float32: "float32", float16: "float16", int32: "int32"}
@@ -176,7 +177,7 @@ class Tensor(object):
     def __init__(self, shape=(), device=None, dtype=float32, data=None, requires_grad=True,
                  stores_grad=False, creator=None, name=None):
         if isinstance(data, CTensor):
-            if device is not None and data.device() != _dev(device, "Tensor"):
+            if device is not None and not data.device() == _dev(device, "Tensor"):
                 raise singa.DeviceError("Tensor: the data lives on %r, not on the given device %r"
                                         % (data.device(), device))
             self.data = data
@@ -340,7 +341,7 @@ class Tensor(object):
 
     def to_numpy(self):
         """A numpy copy of the values."""
-        return to_numpy(self)
+        return singa.to_numpy(self.data)
 
     def reset_like(self, t):
         """Reallocates this tensor with the shape, dtype and device of ``t`` (values undefined)."""
@@ -708,7 +709,7 @@ class Tensor(object):
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __repr__(self):
-        return np.array2string(to_numpy(self))
+        return np.array2string(singa.to_numpy(self.data))
 
     __str__ = __repr__
 
@@ -782,80 +783,10 @@ def _int_if_ints(res, a, b, post=None):
     return res
 
 
-# ---- creation and conversion ----------------------------------------------------------------
-def from_raw_tensor(t):
-    """A Tensor around core tensor ``t`` (no copy)."""
-    return _wrap(_ct(t, "from_raw_tensor"))
-
-
-def from_raw_tensors(tt):
-    return [from_raw_tensor(t) for t in tt]
-
-
+# ---- shared helpers -----------------------------------------------------------------------
 def product(shape):
     """The number of elements of ``shape`` (1 for ())."""
     return reduce(lambda x, y: x * y, shape, 1)
 
 
-def sizeof(dtype):
-    """Bytes per element of a singa dtype."""
-    return {float32: 4, float16: 2, int32: 4}[_dtype(dtype, "sizeof")]
-
-
-def from_numpy(np_array, dev=None):
-    """A new tensor with a copy of a numpy array (float64 -> float32, int64 -> int32)."""
-    arr = _np_input(np_array, "from_numpy")
-    return _wrap(singa.from_numpy(arr, _dev(dev, "from_numpy")))
-
-
-def to_numpy(t):
-    """A numpy copy of the values of ``t``."""
-    return singa.to_numpy(_ct(t, "to_numpy"))
-
-
-def to_host(t):
-    """A copy of ``t`` on the host device."""
-    return _wrap(_ct(t, "to_host").Clone().ToHost())
-
-
-def copy_from_numpy(data, np_array):
-    """Copies a numpy array of the same size into a Tensor or core tensor."""
-    if isinstance(data, Tensor):
-        data.copy_from_numpy(np_array)
-        return
-    arr = _np_input(np_array, "copy_from_numpy")
-    ct = _ct(data, "copy_from_numpy")
-    if arr.size != ct.Size():
-        raise singa.ShapeError("copy_from_numpy: the array has %d elements %s, the tensor %d %s"
-                               % (arr.size, arr.shape, ct.Size(), ct.shape()))
-    singa.copy_from_numpy(ct, arr)
-
-
-def zeros(shape, device=None, dtype=float32):
-    return Tensor(shape, device, dtype).set_value(0)
-
-
-def ones(shape, device=None, dtype=float32):
-    return Tensor(shape, device, dtype).set_value(1)
-
-
-def zeros_like(t):
-    return Tensor(t.shape, t.device, t.dtype).set_value(0)
-
-
-def ones_like(t):
-    return Tensor(t.shape, t.device, t.dtype).set_value(1)
-
-
-def random(shape, device=None):
-    """A float32 tensor of samples of U[0, 1)."""
-    return Tensor(shape, device).uniform(0, 1)
-
-
-def _call_singa_func(_singa_func, *args):
-    """Calls a singa_wrap function returning a core tensor and wraps the result."""
-    return _wrap(_singa_func(*args))
-
-
 from ._tensor_funcs import *  # noqa: E402,F401,F403  (the math functions)
-from ._tensor_funcs import __all__ as _funcs_all  # noqa: E402

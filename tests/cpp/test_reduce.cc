@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ namespace {
 
 using singa::Shape;
 using singa::Tensor;
+using singa::operator<<;  // Shape is a std::vector: ADL does not look in singa
 
 // Expects `stmt` to throw exactly-or-derived `Ex` with a message containing `needle`.
 #define EXPECT_THROW_MSG(stmt, Ex, needle)                                               \
@@ -105,28 +107,44 @@ Shape OutShape(const Shape& shape, const std::vector<bool>& reduced, bool keepdi
   return s;
 }
 
-// Every subset of the axes of a 4-d tensor, with positive and negative spellings and keepdims.
+// Every subset of the axes of a 4-d tensor, with positive and negative spellings and keepdims,
+// on a contiguous tensor and on permuted views (reduced in place or copied, depending on the
+// axes).
 TEST(OpsReduce, AllAxisSubsetsMatchReference) {
-  const Shape shape{2, 3, 4, 5};
-  const auto v = RandomValues(120, 1);
-  const Tensor x = FromVector(shape, v);
-  for (unsigned mask = 0; mask < 16; ++mask) {
-    std::vector<int> axes, neg_axes;
-    std::vector<bool> reduced(4, mask == 0);
-    for (int d = 0; d < 4; ++d)
-      if (mask & (1u << d)) { axes.push_back(d); neg_axes.push_back(d - 4); reduced[d] = true; }
-    for (bool keep : {false, true}) {
-      const std::string what = "mask " + std::to_string(mask) + " keep " + std::to_string(keep);
-      const Shape want_shape = OutShape(shape, reduced, keep);
-      Tensor s = singa::ReduceSum(x, axes, keep), sn = singa::ReduceSum(x, neg_axes, keep);
-      Tensor m = singa::ReduceMean(x, axes, keep), mx = singa::ReduceMax(x, neg_axes, keep);
-      Tensor mn = singa::ReduceMin(x, axes, keep);
-      for (const Tensor* t : {&s, &sn, &m, &mx, &mn}) EXPECT_EQ(t->shape(), want_shape) << what;
-      ExpectNear(s.ToVector<float>(), Reference(shape, v, reduced, Ref::kSum), 1e-5, 1e-5, what);
-      ExpectNear(sn.ToVector<float>(), Reference(shape, v, reduced, Ref::kSum), 1e-5, 1e-5, what);
-      ExpectNear(m.ToVector<float>(), Reference(shape, v, reduced, Ref::kMean), 1e-5, 1e-6, what);
-      ExpectNear(mx.ToVector<float>(), Reference(shape, v, reduced, Ref::kMax), 0, 0, what);
-      ExpectNear(mn.ToVector<float>(), Reference(shape, v, reduced, Ref::kMin), 0, 0, what);
+  const Tensor base = FromVector({2, 3, 4, 5}, RandomValues(120, 1));
+  const std::vector<Tensor> inputs{base, singa::Transpose(base, {1, 3, 0, 2}),
+                                   singa::Transpose(base, {3, 2, 1, 0})};
+  for (const Tensor& x : inputs) {
+    const Shape shape = x.shape();
+    const auto v = x.ToVector<float>();
+    for (unsigned mask = 0; mask < 16; ++mask) {
+      std::vector<int> axes, neg_axes;
+      std::vector<bool> reduced(4, mask == 0);
+      for (int d = 0; d < 4; ++d)
+        if (mask & (1u << d)) { axes.push_back(d); neg_axes.push_back(d - 4); reduced[d] = true; }
+      for (bool keep : {false, true}) {
+        std::ostringstream os;
+        os << "shape " << shape << " mask " << mask << " keep " << keep;
+        const std::string what = os.str();
+        const Shape want_shape = OutShape(shape, reduced, keep);
+        Tensor s = singa::ReduceSum(x, axes, keep), sn = singa::ReduceSum(x, neg_axes, keep);
+        Tensor m = singa::ReduceMean(x, axes, keep), mx = singa::ReduceMax(x, neg_axes, keep);
+        Tensor mn = singa::ReduceMin(x, axes, keep);
+        for (const Tensor* t : {&s, &sn, &m, &mx, &mn}) EXPECT_EQ(t->shape(), want_shape) << what;
+        const auto sum = Reference(shape, v, reduced, Ref::kSum);
+        ExpectNear(s.ToVector<float>(), sum, 1e-5, 1e-5, what);
+        ExpectNear(sn.ToVector<float>(), sum, 1e-5, 1e-5, what);
+        ExpectNear(m.ToVector<float>(), Reference(shape, v, reduced, Ref::kMean), 1e-5, 1e-6,
+                   what);
+        ExpectNear(mx.ToVector<float>(), Reference(shape, v, reduced, Ref::kMax), 0, 0, what);
+        ExpectNear(mn.ToVector<float>(), Reference(shape, v, reduced, Ref::kMin), 0, 0, what);
+      }
+    }
+    for (int axis = 0; axis < 4; ++axis) {
+      std::vector<bool> reduced(4, false);
+      reduced[axis] = true;
+      const auto am = singa::Argmax(x, axis).AsType(singa::kFloat32).ToVector<float>();
+      ExpectNear(am, Reference(shape, v, reduced, Ref::kArgmax), 0, 0, "argmax");
     }
   }
 }

@@ -96,16 +96,32 @@ void Tensor::CopyData(const Tensor& src) {
                                               << shape_);
   SINGA_CHECK_DTYPE(src.data_type() == dtype_, "CopyData: source dtype " << src.data_type()
                                                    << " differs from destination " << dtype_);
-  SINGA_CHECK_SHAPE(IsContiguous(), "CopyData: the destination is a non-contiguous view");
+  SINGA_CHECK_SHAPE(IsContiguous() || src.shape() == shape_,
+                    "CopyData: a non-contiguous destination " << shape_
+                        << " needs a source of the same shape, got " << src.shape());
   Tensor from = src.Contiguous();
-  if (from.block() == block_.get()) return;
+  if (from.block() == block_.get() && from.stride() == strides_) return;
   if (from.device() != device_) from.ToDevice(device_);
+  if (from.block() == block_.get()) from = from.Clone();  // overlapping layouts: copy first
   Tensor to = *this;
-  device_->Exec(
-      [from, to](Context*) mutable {
-        std::memcpy(to.block()->mutable_data(), from.block()->data(), from.MemSize());
-      },
-      {from.block()}, {to.block()}, "CopyData");
+  if (IsContiguous()) {
+    device_->Exec(
+        [from, to](Context*) mutable {
+          std::memcpy(to.block()->mutable_data(), from.block()->data(), from.MemSize());
+        },
+        {from.block()}, {to.block()}, "CopyData");
+    return;
+  }
+  // A strided destination (a transposed view): write through its strides.
+  SINGA_DISPATCH_STORAGE(dtype_, "CopyData", E, {
+    device_->Exec(
+        [from, to](Context*) mutable {
+          StridedConvert<E, E>(static_cast<const E*>(from.block()->data()), from.stride(),
+                               static_cast<E*>(to.block()->mutable_data()), to.stride(),
+                               to.shape());
+        },
+        {from.block(), to.block()}, {to.block()}, "CopyData");
+  });
 }
 
 template <typename SType>

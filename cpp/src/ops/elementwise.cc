@@ -38,7 +38,7 @@ Tensor PrepareOut(const char* op, const Shape& shape, DataType dtype, const Tens
                                                   << out->data_type() << " but the result is "
                                                   << DataTypeName(dtype));
   SINGA_CHECK_DEVICE(out->device() == like.device(), op << ": the output is on another device");
-  bool alias = !out->IsContiguous();
+  bool alias = !out->IsContiguous();  // computed contiguously, then written through the strides
   for (const Tensor* in : inputs)
     alias = alias || (in->block() == out->block() && in->stride() != out->stride());
   return alias ? Tensor(shape, like.device(), dtype) : *out;

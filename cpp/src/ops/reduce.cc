@@ -1,13 +1,15 @@
 // Reductions (sum, mean, max, min, argmax, argmin), SINGA's row/column reductions and softmax on
 // the CPU (see singa/ops/reduce.h).
 //
-// Every reduction is planned as out[o, i] = reduce over r of x[o, r, i] on a contiguous buffer
-// of shape (outer, red, inner): the reduced axes, once size-1 axes are dropped and neighbours are
-// merged, usually form one block (a sum over the batch axis, over the last axis, over all axes).
-// When they do not (axes 0 and 2 of a 4-d tensor), the tensor is permuted so that the kept axes
-// come first and copied, which leaves inner == 1. Kernels then walk `inner` in blocks of columns
-// so that the inner loop is contiguous and vectorises, and split long reductions between threads
-// when there are too few outputs to keep every thread busy.
+// Every reduction is planned as out[o, i] = reduce over r of x[o, r, i] on a buffer laid out as
+// (outer, red, inner): the reduced axes, once size-1 axes are dropped and neighbours merged,
+// usually form one block (a sum over the batch axis, over the last axis, over all axes).
+// Transposed views are planned in memory order and reduced without a copy when that order keeps
+// the output's axes in their logical order; other strided inputs are copied first. When the
+// reduced axes are scattered (axes 0 and 2 of a 4-d tensor), the kept axes are permuted to the
+// front and copied, which leaves inner == 1. Kernels walk `inner` in blocks of columns so that
+// the inner loop is contiguous and vectorises, use interleaved lanes for single columns, and
+// split long reductions between threads when there are too few outputs to keep them busy.
 //
 // Accuracy: float32 sums accumulate in double, int32 sums in int64 (results are cast back), so
 // sums of millions of elements match a float64 reference to ~1e-7.
@@ -104,8 +106,10 @@ struct ArgOp {
   static void Step(State& s, T x, size_t r) {
     if (Better<T, kMax>(x, s.v)) s = {x, r};
   }
+  // Order-free (ties and NaNs go to the smaller index), so that interleaved lanes and thread
+  // chunks may be merged in any grouping and still report the first extreme element.
   static void Merge(State& a, const State& b) {
-    if (Better<T, kMax>(b.v, a.v)) a = b;
+    if (Better<T, kMax>(b.v, a.v) || (!Better<T, kMax>(a.v, b.v) && b.idx < a.idx)) a = b;
   }
   Out Finish(const State& s, size_t) const { return static_cast<Out>(s.idx); }
   Out Empty() const { return 0; }
@@ -115,6 +119,20 @@ struct ArgOp {
 template <typename T, typename Op>
 inline void ReduceColumns(const T* x, size_t inner, size_t n, size_t rb, size_t re,
                           typename Op::State* st) {
+  constexpr size_t kLanes = 8;
+  if (n == 1 && re - rb >= 2 * kLanes) {
+    // One column (a row sum when inner == 1): a single accumulator would be one long chain of
+    // dependent adds; interleaved lanes let the CPU overlap them, then merge in order.
+    typename Op::State lane[kLanes];
+    for (size_t l = 0; l < kLanes; ++l) lane[l] = Op::Start(x[(rb + l) * inner], rb + l);
+    size_t r = rb + kLanes;
+    for (; r + kLanes <= re; r += kLanes)
+      for (size_t l = 0; l < kLanes; ++l) Op::Step(lane[l], x[(r + l) * inner], r + l);
+    for (size_t l = 0; r + l < re; ++l) Op::Step(lane[l], x[(r + l) * inner], r + l);
+    for (size_t l = 1; l < kLanes; ++l) Op::Merge(lane[0], lane[l]);
+    st[0] = lane[0];
+    return;
+  }
   for (size_t i = 0; i < n; ++i) st[i] = Op::Start(x[rb * inner + i], rb);
   for (size_t r = rb + 1; r < re; ++r) {
     const T* row = x + r * inner;
@@ -161,9 +179,11 @@ void ReduceKernel(const T* x, typename Op::Out* y, size_t outer, size_t red, siz
     const size_t t = static_cast<size_t>(j) / splits, s = static_cast<size_t>(j) % splits;
     const size_t o = t / nblk, i0 = t % nblk * width, n = std::min(width, inner - i0);
     const size_t rb = red * s / splits, re = red * (s + 1) / splits;
-    if (re > rb)
-      ReduceColumns<T, Op>(x + o * red * inner + i0, inner, n, rb, re,
-                           part.data() + (t * splits + s) * width);
+    if (re == rb) continue;
+    // Into a local array first: neighbouring chunks' states share cache lines in `part`.
+    std::array<State, kBlock> st;
+    ReduceColumns<T, Op>(x + o * red * inner + i0, inner, n, rb, re, st.data());
+    std::copy_n(st.data(), n, part.data() + (t * splits + s) * width);
   }
   for (size_t t = 0; t < static_cast<size_t>(tasks); ++t) {
     const size_t o = t / nblk, i0 = t % nblk * width, n = std::min(width, inner - i0);
@@ -182,7 +202,8 @@ void ReduceKernel(const T* x, typename Op::Out* y, size_t outer, size_t red, siz
   }
 }
 
-// A reduction laid out as (outer, red, inner) over the contiguous tensor `src`.
+// A reduction laid out as (outer, red, inner) over `src`, whose memory (from the start of its
+// block) holds exactly that layout: a contiguous tensor or an in-place-reducible permuted view.
 struct Plan {
   Tensor src;
   size_t outer = 1, red = 1, inner = 1;
@@ -204,11 +225,30 @@ Plan MakePlan(const char* op, const Tensor& in, const std::vector<int>& axes, bo
     if (!reduced[d]) p.out_shape.push_back(in.shape()[d]);
     else if (keepdims) p.out_shape.push_back(1);
   }
-  // Groups of neighbouring axes with the same role, size-1 axes dropped (they change nothing).
+  // The axes in memory order. A transposed (permuted) view of a dense block is reduced in place
+  // when its kept axes appear in memory in their logical order, since the output is written in
+  // memory order; anything else (broadcast views, other permutations) is copied first.
+  std::vector<size_t> order;
+  for (size_t d = 0; d < nd; ++d)
+    if (in.shape()[d] != 1) order.push_back(d);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return in.stride()[a] > in.stride()[b]; });
+  bool in_place = true;
+  std::ptrdiff_t expect = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    in_place = in_place && in.stride()[order[k]] == expect;
+    expect *= static_cast<std::ptrdiff_t>(in.shape()[order[k]]);
+  }
+  for (size_t k = 0, prev_kept = 0; k < order.size() && in_place; ++k) {
+    if (reduced[order[k]]) continue;
+    in_place = order[k] >= prev_kept;
+    prev_kept = order[k];
+  }
+  if (!in_place) std::sort(order.begin(), order.end());  // the layout of in.Contiguous()
+  // Groups of neighbouring axes with the same role (size-1 axes change nothing).
   std::vector<std::pair<bool, size_t>> groups;
-  for (size_t d = 0; d < nd; ++d) {
+  for (size_t d : order) {
     const size_t n = in.shape()[d];
-    if (n == 1) continue;
     if (!groups.empty() && groups.back().first == reduced[d]) groups.back().second *= n;
     else groups.emplace_back(reduced[d], n);
   }
@@ -221,7 +261,7 @@ Plan MakePlan(const char* op, const Tensor& in, const std::vector<int>& axes, bo
       else if (seen_red) p.inner *= g.second;
       else p.outer *= g.second;
     }
-    p.src = in.Contiguous();
+    p.src = in_place ? in : in.Contiguous();
     return p;
   }
   // Scattered reduced axes: kept axes first (keeping their order), then a copy.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "../core/convert.h"
 #include "../core/dispatch.h"
@@ -124,6 +125,10 @@ void RepeatKernel(const T* x, T* y, const std::vector<size_t>& reps, size_t oute
   for (std::ptrdiff_t o = 0; o < n_outer; ++o) {
     const T* src = x + static_cast<size_t>(o) * dim * inner;
     T* dst = y + static_cast<size_t>(o) * total * inner;
+    if (inner == 1) {  // single elements (a flattened repeat): fill runs instead of copies
+      for (size_t j = 0; j < dim; ++j) dst = std::fill_n(dst, reps[j], src[j]);
+      continue;
+    }
     for (size_t j = 0; j < dim; ++j, src += inner)
       for (size_t k = 0; k < reps[j]; ++k, dst += inner) std::copy_n(src, inner, dst);
   }
@@ -193,9 +198,21 @@ void CopyDataToFrom(Tensor* dst, const Tensor& src, size_t num, size_t dst_offse
   Tensor from = src.Contiguous();
   if (from.device() != dst->device()) from.ToDevice(dst->device());
   const size_t es = SizeOf(dst->data_type());
-  dst->device()->CopyDataToFrom(dst->block(), from.block(), num * es,
-                                dst->device()->is_host() ? kHostToHost : kDeviceToDevice,
-                                dst_offset * es, src_offset * es);
+  if (!dst->device()->is_host()) {
+    dst->device()->CopyDataToFrom(dst->block(), from.block(), num * es, kDeviceToDevice,
+                                  dst_offset * es, src_offset * es);
+    return;
+  }
+  // On the host, our own operation: it holds both tensors (Device::CopyDataToFrom records raw
+  // Block pointers, and `from` may be a temporary copy that a replayed graph would outlive).
+  const Tensor to = *dst;
+  dst->device()->Exec(
+      [to, from, num, es, dst_offset, src_offset](Context*) {
+        const char* s = static_cast<const char*>(from.block()->data()) + src_offset * es;
+        char* d = static_cast<char*>(to.block()->mutable_data()) + dst_offset * es;
+        std::memmove(d, s, num * es);  // src and dst may be the same block
+      },
+      {from.block()}, {to.block()}, op);
 }
 
 Tensor Tensor::Repeat(const std::vector<size_t>& repeats, int axis) const {

@@ -53,6 +53,8 @@ class Device {
   std::shared_ptr<Block> NewBlock(size_t size);
 
   /// Copies between blocks of this device (or host and this device), as a recorded operation.
+  /// It captures the raw blocks: the caller keeps them alive while a graph may replay it
+  /// (tensor-level code uses singa::CopyDataToFrom, which captures the tensors).
   void CopyDataToFrom(Block* dst, Block* src, size_t nbytes, CopyDirection direction,
                       size_t dst_offset = 0, size_t src_offset = 0);
   /// Copies host memory into a block now (not recorded): how new data reaches a graph's inputs.

@@ -87,7 +87,8 @@ class Tensor {
   Tensor& Resize(const Shape& shape);
   /// Transposes in place (a view change, no copy).
   Tensor& T();
-  /// Repeats elements along `axis` (numpy.repeat); axis < 0 with one repeat count flattens first.
+  /// Repeats elements along `axis` (numpy.repeat; negative axes count from the end). axis == 9999
+  /// (Apache SINGA's Noaxis) flattens first, like numpy's axis=None.
   Tensor Repeat(const std::vector<size_t>& repeats, int axis) const;
 
   Tensor& operator+=(const Tensor& t);

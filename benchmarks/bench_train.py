@@ -1,0 +1,180 @@
+"""Training speed and peak memory: singa (layer loop, Model eager, Model graph in BFS and serial
+order, with and without the static memory planner) beside PyTorch eager, like the seed's table.
+
+    .venv/bin/python benchmarks/bench_train.py --models mlp cnn resnet18 --iters 20
+    .venv/bin/python benchmarks/bench_train.py --models resnet50 --batch 16 --iters 3
+
+Each configuration runs in its own process. Mem(MB) is that process's peak resident memory
+(VmHWM, reset through /proc/self/clear_refs after the imports) minus its resident memory at that
+point: measured by the kernel, not by singa's counters. Time(s) covers --iters iterations after
+--warmup ones (the first iteration buffers the graph). Reduction and Speedup are relative to
+"model: disable graph". For graph rows, LB(MB) is the liveness lower bound computed from the
+graph itself (bytes the graph never frees + the largest total of simultaneously live recyclable
+blocks in the executed order) and Plan(MB) what the planner reserves (persistent + arena).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+
+SHAPES = {"mlp": ((784,), 10), "cnn": ((1, 28, 28), 10), "resnet18": ((3, 32, 32), 10),
+          "resnet50": ((3, 224, 224), 1000)}
+DEFAULT_BATCH = {"mlp": 64, "cnn": 64, "resnet18": 32, "resnet50": 16}
+MODES = [("layer", "layer"), ("eager", "model: disable graph"),
+         ("bfs", "model: enable graph, bfs"), ("serial", "model: enable graph, serial"),
+         ("bfs-noplan", "model: enable graph, bfs, planner off"),
+         ("serial-noplan", "model: enable graph, serial, planner off"),
+         ("torch", "pytorch 2.13 eager")]
+
+
+def rss_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def reset_peak():
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def worker(cfg):
+    import numpy as np
+    name, mode, bs = cfg["model"], cfg["mode"], cfg["batch"]
+    shape, classes = SHAPES[name]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((bs,) + shape).astype(np.float32)
+    y = rng.integers(0, classes, bs).astype(np.int32)
+    if mode == "torch":
+        import torch
+        import torch_models
+        torch.set_num_threads(os.cpu_count())
+        reset_peak()
+        base = rss_kb("VmRSS")
+        net = torch_models.build(name)
+        sgd = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-5)
+        lossf = torch.nn.CrossEntropyLoss()
+        tx, ty = torch.from_numpy(x), torch.from_numpy(y).long()
+
+        def step():
+            sgd.zero_grad()
+            loss = lossf(net(tx), ty)
+            loss.backward()
+            sgd.step()
+            return loss
+        extra = {}
+    else:
+        import models
+        from singa import autograd, device, layer, opt, tensor
+        dev = device.get_default_device()
+        dev.SetRandSeed(0)
+        reset_peak()
+        base = rss_kb("VmRSS")
+        net = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": models.resnet18,
+               "resnet50": lambda: models.resnet50(cifar=False)}[name]()
+        sgd = opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5)
+        net.set_optimizer(sgd)
+        tx = tensor.from_numpy(x, dev)
+        ty = tensor.from_numpy(y, dev)
+        graph = mode not in ("layer", "eager")
+        if graph:
+            dev.SetGraphPlanning("noplan" not in mode)
+        net.compile([tx], is_train=True, use_graph=graph, sequential=mode.startswith("serial"))
+        if mode == "layer":
+            autograd.training = True
+            sce = layer.SoftMaxCrossEntropy()
+
+            def step():
+                out = net.forward(tx)
+                loss = sce(out, ty)
+                for p, g in autograd.backward(loss):
+                    sgd.update(p, g)
+                return loss
+        else:
+            def step():
+                return net(tx, ty)[1]
+        extra = {}
+    for _ in range(cfg["warmup"]):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(cfg["iters"]):
+        loss = step()
+    if mode == "torch":
+        float(loss)
+    else:
+        float(tensor.to_numpy(loss).reshape(-1)[0])
+    elapsed = time.perf_counter() - t0
+    if mode not in ("torch", "layer", "eager"):
+        plan = dev.graph_memory_plan()
+        extra = {"lb_mb": (plan["persistent_bytes"] + plan["lower_bound_bytes"]) / 2**20,
+                 "plan_mb": (plan["persistent_bytes"] + plan["arena_bytes"]) / 2**20,
+                 "nodes": dev.graph_num_nodes()}
+    out = {"mem_mb": (rss_kb("VmHWM") - base) / 1024.0, "time": elapsed}
+    out.update(extra)
+    print("RESULT " + json.dumps(out))
+
+
+def run_one(cfg):
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    sys.stderr.write("configuration %s failed:\n%s\n" % (cfg, p.stderr[-3000:]))
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", default=["mlp", "cnn", "resnet18"])
+    ap.add_argument("--modes", nargs="+", default=[m for m, _ in MODES])
+    ap.add_argument("--batch", type=int, default=0, help="0: the model's default")
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker(json.loads(args.worker))
+    try:
+        import torch  # noqa: F401
+        have_torch = True
+    except ImportError:
+        have_torch = False
+    print("machine: %d cores, %s; OPENBLAS_CORETYPE=%s" % (
+        os.cpu_count(), time.strftime("%Y-%m-%d"), os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
+    for name in args.models:
+        bs = args.batch or DEFAULT_BATCH[name]
+        print("\n%s, batch %d, %d iterations after %d warm-up\n" % (name, bs, args.iters,
+                                                                   args.warmup))
+        print("| Cases | Mem(MB) | Time(s) | Speed(it/s) | Throughput | Reduction | Speedup "
+              "| LB(MB) | Plan(MB) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        rows = {}
+        for mode, label in MODES:
+            if mode not in args.modes or (mode == "torch" and not have_torch):
+                continue
+            r = run_one({"model": name, "mode": mode, "batch": bs, "iters": args.iters,
+                         "warmup": args.warmup})
+            if r is None:
+                print("| %s | failed | | | | | | | |" % label)
+                continue
+            rows[mode] = r
+            ref = rows.get("eager")
+            speed = args.iters / r["time"]
+            red = "%.1f%%" % (100 * (1 - r["mem_mb"] / ref["mem_mb"])) if ref else ""
+            spd = "%.3f" % (ref["time"] / r["time"]) if ref else ""
+            print("| %s | %.0f | %.3f | %.3f | %.1f | %s | %s | %s | %s |" % (
+                label, r["mem_mb"], r["time"], speed, speed * bs, red, spd,
+                "%.0f" % r["lb_mb"] if "lb_mb" in r else "",
+                "%.0f" % r["plan_mb"] if "plan_mb" in r else ""), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+// singa/ops/nn.h: the neural-network kernels: convolution, pooling, batch norm, losses, gathers.
+//
+//   singa::Tensor x({32, 3, 32, 32}), W({16, 3, 3, 3}), b({16});   // ... filled somehow
+//   singa::ConvHandle ch(x.shape(), {3, 3}, {1, 1}, {1, 1}, 3, 16, /*bias=*/true);
+//   singa::Tensor y = singa::Conv2dForward(x, W, b, ch);        // (32, 16, 32, 32)
+//   singa::Tensor dx = singa::Conv2dBackwardX(dy, W, ch), dW = singa::Conv2dBackwardW(dy, x, ch);
+//   singa::PoolingHandle ph(y.shape(), {2, 2}, {2, 2}, {0, 0}, /*is_max=*/true);
+//   singa::Tensor p = singa::Pool2dForward(y, ph);              // (32, 16, 16, 16)
+//   auto r = singa::BatchNormForwardTraining(x, scale, bias, &rmean, &rvar, 0.1f, 1e-5f);
+//   singa::Tensor loss = singa::SoftmaxCrossEntropyForward(logits, labels);   // (N,)
+//   singa::Tensor emb = singa::IndexSelect(table, 0, ids);                    // embedding lookup
+//
+// Layout is NCHW, dtype float32 (index tensors: int32, or float32 holding integers). Every
+// function validates its operands first and throws ShapeError / AxisError / DTypeError /
+// ValueError naming the op; results are new contiguous tensors. Convolution is im2col + sgemm;
+// the im2col buffer is a tensor listed among the operation's writes, so a graph plans its memory.
+// Values (class labels, gather indices) are checked when the operation runs: eagerly that is at
+// the call; inside a graph it is at RunGraph, which then throws.
+#pragma once
+
+#include <vector>
+
+#include "singa/core/tensor.h"
+
+namespace singa {
+
+/// The geometry of a 2-d convolution. Built once per layer (and input size); plain and copyable.
+/// The input's channels, height and width are fixed; the batch size is taken from x at each call.
+struct ConvHandle {
+  ConvHandle() = default;
+  /// input_shape: (N, C, H, W). kernel_size/stride/padding/dilation: {h, w} (one value = both).
+  /// Throws ShapeError when the (dilated) kernel does not fit the padded input, ValueError for
+  /// zero sizes or when the channels are not divisible by groups.
+  ConvHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
+             const std::vector<size_t>& stride, const std::vector<size_t>& padding,
+             size_t in_channels, size_t out_channels, bool bias, size_t groups = 1,
+             const std::vector<size_t>& dilation = {1, 1});
+
+  size_t batchsize = 0, channels = 0, height = 0, width = 0;  ///< the input (N, C, H, W)
+  size_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  size_t pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  size_t num_filters = 0;  ///< out_channels
+  size_t group = 1;
+  bool bias_term = false;
+  size_t conv_height = 0, conv_width = 0;  ///< the output's H and W
+
+  /// (N, out_channels, conv_height, conv_width) for a batch of n.
+  Shape OutputShape(size_t n) const { return {n, num_filters, conv_height, conv_width}; }
+  /// (out_channels, in_channels / groups, kernel_h, kernel_w).
+  Shape WeightShape() const { return {num_filters, channels / group, kernel_h, kernel_w}; }
+};
+
+/// y = conv(x, W) + b. x: (N, C, H, W) matching the handle's C, H, W; W: h.WeightShape();
+/// b: (out_channels,) or an empty Tensor() for no bias.
+Tensor Conv2dForward(const Tensor& x, const Tensor& W, const Tensor& b, const ConvHandle& h);
+/// dL/dx given dy (N, out_channels, conv_height, conv_width).
+Tensor Conv2dBackwardX(const Tensor& dy, const Tensor& W, const ConvHandle& h);
+/// dL/dW (summed over the batch), shape h.WeightShape().
+Tensor Conv2dBackwardW(const Tensor& dy, const Tensor& x, const ConvHandle& h);
+/// dL/db = dy summed over N, H, W: shape (out_channels,).
+Tensor Conv2dBackwardB(const Tensor& dy, const ConvHandle& h);
+
+/// The geometry of 2-d max / average pooling (floor mode). Padding must be smaller than the
+/// kernel, so every window holds at least one input element.
+struct PoolingHandle {
+  PoolingHandle() = default;
+  PoolingHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
+                const std::vector<size_t>& stride, const std::vector<size_t>& padding,
+                bool is_max, bool count_include_pad = false);
+
+  size_t batchsize = 0, channels = 0, height = 0, width = 0;
+  size_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  bool is_max_pooling = true;
+  /// Average pooling divides by kernel_h * kernel_w when true, else by the number of
+  /// non-padding elements of the window.
+  bool count_include_pad = false;
+  size_t pooled_height = 0, pooled_width = 0;
+
+  Shape OutputShape(size_t n) const { return {n, channels, pooled_height, pooled_width}; }
+};
+
+/// x: (N, C, H, W) matching the handle's C, H, W. Padding never wins a max.
+Tensor Pool2dForward(const Tensor& x, const PoolingHandle& h);
+/// dx given dy, the forward input x and output y. Max: each window's gradient goes to the first
+/// (row-major) position of its maximum; avg: spread evenly over the divisor.
+Tensor Pool2dBackward(const Tensor& dy, const Tensor& x, const Tensor& y, const PoolingHandle& h);
+
+/// Batch normalisation over axis 1 of x: (N, C, H, W), (N, C) or any (N, C, ...). scale, bias,
+/// running_mean and running_var hold C float32 values each.
+/// Returns {y, batch_mean, batch_var}, where batch_var is the *biased* variance of the batch (the
+/// one used to normalise; pass it to BatchNormBackward with the same eps). Updates, in place,
+///   running_mean = (1 - momentum) * running_mean + momentum * batch_mean
+///   running_var  = (1 - momentum) * running_var  + momentum * unbiased_batch_var
+/// (PyTorch's convention); either pointer may be null to skip its update.
+std::vector<Tensor> BatchNormForwardTraining(const Tensor& x, const Tensor& scale,
+                                             const Tensor& bias, Tensor* running_mean,
+                                             Tensor* running_var, float momentum, float eps);
+/// y = (x - running_mean) / sqrt(running_var + eps) * scale + bias.
+Tensor BatchNormForwardInference(const Tensor& x, const Tensor& scale, const Tensor& bias,
+                                 const Tensor& running_mean, const Tensor& running_var, float eps);
+/// Returns {dx, dscale, dbias}; batch_mean and batch_var come from BatchNormForwardTraining.
+std::vector<Tensor> BatchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& scale,
+                                      const Tensor& batch_mean, const Tensor& batch_var,
+                                      float eps);
+
+/// Per-sample cross entropy of softmax(logits), computed stably through log-softmax.
+/// logits: (N, C). target: int32 class indices (N,) or (N, 1); float32 indices of shape (N,);
+/// or a float32 probability / one-hot matrix of logits' shape. Returns (N,).
+/// Labels outside [0, C) throw ValueError; a label count other than N throws ShapeError.
+Tensor SoftmaxCrossEntropyForward(const Tensor& logits, const Tensor& target);
+/// d(loss_i)/d(logits), NOT divided by N (divide yourself for a mean loss): softmax - onehot for
+/// labels; for a probability matrix t the exact softmax * sum(t_i) - t_i (= softmax - t when the
+/// rows of t sum to 1).
+Tensor SoftmaxCrossEntropyBackward(const Tensor& logits, const Tensor& target);
+/// Apache SINGA's pair, on probabilities p (N, C): loss_i = -sum_j t_ij log(max(p_ij, FLT_MIN))
+/// (one-hot / probability t) or -log(max(p_i,label, FLT_MIN)) (labels). Returns (N,).
+Tensor CrossEntropyFwd(const Tensor& p, const Tensor& t);
+/// p - onehot(t) (or p - t for a matrix t): the logits' gradient when p = softmax(logits).
+Tensor SoftmaxCrossEntropyBwd(const Tensor& p, const Tensor& t);
+
+/// Gathers along `axis` (numpy.take): out shape = x.shape[:axis] + indices.shape +
+/// x.shape[axis+1:]. indices: int32 of any shape, or float32 holding integers; negative indices
+/// count from the end; out-of-range ones throw AxisError. x may be float32, int32 or float16.
+Tensor IndexSelect(const Tensor& x, int axis, const Tensor& indices);
+/// The backward of IndexSelect: zeros of x_shape, then dy's slices added at the indices
+/// (repeated indices accumulate). dy: float32 or int32 of IndexSelect's output shape.
+Tensor IndexAdd(const Tensor& dy, int axis, const Tensor& indices, const Shape& x_shape);
+
+}  // namespace singa

@@ -1,0 +1,493 @@
+"""The module-level functions of singa.tensor: creation and conversion, element-wise math,
+reductions, products, shapes and random fills (re-exported there; import singa.tensor, not this).
+
+Every function computes with the C++ core (singa_wrap); only index bookkeeping (einsum,
+tensordot) happens in Python.
+"""
+import numpy as np
+
+from . import singa_wrap as singa
+from .tensor import (Tensor, CTensor, _wrap, _ct, _operand, _dev, _dtype, _np_input, product,
+                     float16, float32, int32)
+
+__all__ = [
+    # creation and conversion
+    "from_raw_tensor", "from_raw_tensors", "sizeof", "from_numpy", "to_numpy", "to_host",
+    "copy_from_numpy", "zeros", "ones", "zeros_like", "ones_like", "random", "_call_singa_func",
+    # element-wise, one operand
+    "abs", "negative", "sign", "square", "relu", "ceil", "floor", "round", "rounde", "exp", "log",
+    "sqrt", "reciprocal", "sigmoid", "softplus", "softsign", "tanh", "sin", "cos", "tan", "asin",
+    "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "clip", "leakyrelu",
+    # element-wise, two operands
+    "add", "sub", "eltwise_mult", "div", "pow", "maximum", "minimum",
+    "lt", "le", "gt", "ge", "eq", "ne",
+    # reductions
+    "sum", "average", "softmax", "sum_columns", "sum_rows",
+    # products
+    "mult", "axpy", "einsum", "tensordot",
+    # shapes and copies
+    "contiguous", "reshape", "transpose", "repeat", "concatenate", "copy_data_to_from",
+    # random fills and row/column helpers
+    "bernoulli", "gaussian", "uniform", "add_column", "add_row",
+]
+
+
+# ---- creation and conversion ----------------------------------------------------------------
+def from_raw_tensor(t):
+    """A Tensor around core tensor ``t`` (no copy)."""
+    return _wrap(_ct(t, "from_raw_tensor"))
+
+
+def from_raw_tensors(tt):
+    return [from_raw_tensor(t) for t in tt]
+
+
+def sizeof(dtype):
+    """Bytes per element of a singa dtype."""
+    return {float32: 4, float16: 2, int32: 4}[_dtype(dtype, "sizeof")]
+
+
+def from_numpy(np_array, dev=None):
+    """A new tensor with a copy of a numpy array (float64 -> float32, int64 -> int32)."""
+    arr = _np_input(np_array, "from_numpy")
+    return _wrap(singa.from_numpy(arr, _dev(dev, "from_numpy")))
+
+
+def to_numpy(t):
+    """A numpy copy of the values of ``t``."""
+    return singa.to_numpy(_ct(t, "to_numpy"))
+
+
+def to_host(t):
+    """A copy of ``t`` on the host device."""
+    return _wrap(_ct(t, "to_host").Clone().ToHost())
+
+
+def copy_from_numpy(data, np_array):
+    """Copies a numpy array of the same size into a Tensor or core tensor."""
+    if isinstance(data, Tensor):
+        data.copy_from_numpy(np_array)
+        return
+    arr = _np_input(np_array, "copy_from_numpy")
+    ct = _ct(data, "copy_from_numpy")
+    if arr.size != ct.Size():
+        raise singa.ShapeError("copy_from_numpy: the array has %d elements %s, the tensor %d %s"
+                               % (arr.size, arr.shape, ct.Size(), ct.shape()))
+    singa.copy_from_numpy(ct, arr)
+
+
+def zeros(shape, device=None, dtype=float32):
+    return Tensor(shape, device, dtype).set_value(0)
+
+
+def ones(shape, device=None, dtype=float32):
+    return Tensor(shape, device, dtype).set_value(1)
+
+
+def zeros_like(t):
+    return Tensor(t.shape, t.device, t.dtype).set_value(0)
+
+
+def ones_like(t):
+    return Tensor(t.shape, t.device, t.dtype).set_value(1)
+
+
+def random(shape, device=None):
+    """A float32 tensor of samples of U[0, 1)."""
+    return Tensor(shape, device).uniform(0, 1)
+
+
+def _call_singa_func(_singa_func, *args):
+    """Calls a singa_wrap function returning a core tensor and wraps the result."""
+    return _wrap(_singa_func(*args))
+
+
+# ---- element-wise -------------------------------------------------------------------------
+def _unary(core, name, what):
+    fn = getattr(singa, core)
+
+    def f(t, out=None):
+        x = _ct(t, name)
+        if out is None:
+            return _wrap(fn(x))
+        fn(x, out=_ct(out, name))
+        return out
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = "A new tensor with %s of each element of t (into ``out`` if given)." % what
+    return f
+
+
+abs = _unary("Abs", "abs", "the absolute value")
+negative = _unary("Negative", "negative", "the negation")
+sign = _unary("Sign", "sign", "the sign (-1, 0 or 1)")
+square = _unary("Square", "square", "the square")
+relu = _unary("ReLU", "relu", "max(x, 0)")
+ceil = _unary("Ceil", "ceil", "the ceiling")
+floor = _unary("Floor", "floor", "the floor")
+round = _unary("Round", "round", "the nearest integer, halves away from zero")
+rounde = _unary("RoundE", "rounde", "the nearest integer, halves to even (like numpy.round)")
+exp = _unary("Exp", "exp", "e**x")
+log = _unary("Log", "log", "the natural logarithm")
+sqrt = _unary("Sqrt", "sqrt", "the square root")
+reciprocal = _unary("Reciprocal", "reciprocal", "1/x")
+sigmoid = _unary("Sigmoid", "sigmoid", "1/(1+exp(-x))")
+softplus = _unary("SoftPlus", "softplus", "log(1+exp(x))")
+softsign = _unary("SoftSign", "softsign", "x/(1+|x|)")
+tanh = _unary("Tanh", "tanh", "tanh(x)")
+sin = _unary("Sin", "sin", "sin(x)")
+cos = _unary("Cos", "cos", "cos(x)")
+tan = _unary("Tan", "tan", "tan(x)")
+asin = _unary("Asin", "asin", "asin(x)")
+acos = _unary("Acos", "acos", "acos(x)")
+atan = _unary("Atan", "atan", "atan(x)")
+sinh = _unary("Sinh", "sinh", "sinh(x)")
+cosh = _unary("Cosh", "cosh", "cosh(x)")
+asinh = _unary("Asinh", "asinh", "asinh(x)")
+acosh = _unary("Acosh", "acosh", "acosh(x)")
+atanh = _unary("Atanh", "atanh", "atanh(x)")
+erf = _unary("Erf", "erf", "the error function")
+
+
+def clip(t, low, high):
+    """Each element limited to [low, high]."""
+    return _wrap(singa.Clamp(_ct(t, "clip"), float(low), float(high)))
+
+
+def leakyrelu(t, a=0.01):
+    """x if x > 0 else a * x."""
+    return _wrap(singa.LeakyReLU(_ct(t, "leakyrelu"), float(a)))
+
+
+def _binary(fn, lhs, rhs, ret, op):
+    if isinstance(lhs, Tensor):
+        like = lhs.data
+    elif isinstance(rhs, Tensor):
+        like = rhs.data
+    else:
+        raise TypeError("%s: expected at least one singa Tensor operand, got %s and %s"
+                        % (op, type(lhs).__name__, type(rhs).__name__))
+    a, b = _operand(lhs, like, op), _operand(rhs, like, op)
+    for x, v in ((a, lhs), (b, rhs)):
+        if x is NotImplemented:
+            raise TypeError("%s: expected a Tensor, a numpy array or a number, got %s"
+                            % (op, type(v).__name__))
+    if ret is None:
+        return _wrap(fn(a, b))
+    fn(a, b, out=_ct(ret, op))
+    return ret
+
+
+def add(lhs, rhs, ret=None):
+    """lhs + rhs element-wise (broadcasting); into ``ret`` if given."""
+    return _binary(singa.Add, lhs, rhs, ret, "Add")
+
+
+def sub(lhs, rhs, ret=None):
+    """lhs - rhs element-wise; into ``ret`` if given."""
+    return _binary(singa.Sub, lhs, rhs, ret, "Sub")
+
+
+def eltwise_mult(lhs, rhs, ret=None):
+    """lhs * rhs element-wise; into ``ret`` if given."""
+    return _binary(singa.EltwiseMult, lhs, rhs, ret, "EltwiseMult")
+
+
+def div(lhs, rhs, ret=None):
+    """lhs / rhs element-wise (float32 result); into ``ret`` if given."""
+    return _binary(singa.Div, lhs, rhs, ret, "Div")
+
+
+def pow(t, x, out=None):
+    """t ** x element-wise, x a number or a tensor; into ``out`` if given."""
+    return _binary(singa.Pow, t, x, out, "Pow")
+
+
+def maximum(lhs, rhs, ret=None):
+    return _binary(singa.Maximum, lhs, rhs, ret, "Maximum")
+
+
+def minimum(lhs, rhs, ret=None):
+    return _binary(singa.Minimum, lhs, rhs, ret, "Minimum")
+
+
+def lt(t, x):
+    """1 where t < x, else 0 (same dtype as the operands)."""
+    return _binary(singa.LT, t, x, None, "LT")
+
+
+def le(t, x):
+    return _binary(singa.LE, t, x, None, "LE")
+
+
+def gt(t, x):
+    return _binary(singa.GT, t, x, None, "GT")
+
+
+def ge(t, x):
+    return _binary(singa.GE, t, x, None, "GE")
+
+
+def eq(t, x):
+    return _binary(singa.EQ, t, x, None, "EQ")
+
+
+def ne(t, x):
+    return _binary(singa.NE, t, x, None, "NE")
+
+
+# ---- reductions ---------------------------------------------------------------------------
+def _axes(axis):
+    if axis is None:
+        return None
+    if isinstance(axis, (int, np.integer)):
+        return [int(axis)]
+    return [int(a) for a in axis]
+
+
+def _into(out, res, op):
+    """Copies result ``res`` into ``out`` (same shape) and returns out."""
+    if tuple(out.shape) != tuple(res.shape):
+        raise singa.ShapeError("%s: out has shape %s but the result has shape %s"
+                               % (op, tuple(out.shape), tuple(res.shape)))
+    out.copy_data(res)
+    return out
+
+
+def sum(t, axis=None, out=None):
+    """The sum over ``axis`` (an int, a tuple of ints, or None for every element, giving a
+    0-d tensor), the summed axes removed; into ``out`` if given."""
+    res = _wrap(singa.ReduceSum(_ct(t, "sum"), _axes(axis), False))
+    return res if out is None else _into(out, res, "sum")
+
+
+def average(t, axis=None):
+    """The mean of all elements as a float if ``axis`` is None, else a tensor of the means
+    along ``axis`` (an int or a tuple)."""
+    x = _ct(t, "average")
+    if axis is None:
+        if x.Size() == 0:
+            raise singa.ShapeError("average: the tensor of shape %s has no elements"
+                                   % (x.shape(),))
+        return float(singa.SumAll(x)) / x.Size()
+    if isinstance(axis, (int, np.integer)):
+        return _wrap(singa.Average(x, int(axis)))
+    return _wrap(singa.ReduceMean(x, _axes(axis), False))
+
+
+def softmax(t, out=None, axis=None):
+    """Softmax of each row: of all elements for a 1-d tensor, of each t[i] (flattened) for a
+    tensor of higher rank, as in SINGA; or along ``axis`` when given. Into ``out`` if given."""
+    x = _ct(t, "softmax")
+    if axis is not None:
+        res = singa.SoftMax(x, int(axis))
+    elif x.nDim() <= 1:
+        res = singa.SoftMax(x, -1)
+    else:
+        shape = x.shape()
+        res = singa.Reshape(singa.SoftMax(singa.Reshape(x, [shape[0], -1]), -1), list(shape))
+    res = _wrap(res)
+    return res if out is None else _into(out, res, "softmax")
+
+
+def sum_columns(M):
+    """The sum of the columns of matrix M, as a (rows, 1) tensor."""
+    x = _ct(M, "sum_columns")
+    return _wrap(singa.Reshape(singa.SumColumns(x), [-1, 1]))
+
+
+def sum_rows(M):
+    """The sum of the rows of matrix M, as a (1, cols) tensor."""
+    x = _ct(M, "sum_rows")
+    return _wrap(singa.Reshape(singa.SumRows(x), [1, -1]))
+
+
+# ---- products -----------------------------------------------------------------------------
+def mult(A, B, C=None, alpha=1.0, beta=0.0):
+    """The matrix product A B (numpy.matmul rules: 1-d, 2-d and batched). With C given,
+    C = alpha * A B + beta * C in place and C is returned."""
+    a, b = _ct(A, "mult"), _ct(B, "mult")
+    if C is None:
+        res = singa.Mult(a, b)
+        if alpha != 1.0:
+            res = singa.EltwiseMult(res, float(alpha))
+        return _wrap(res)
+    singa.MultWithScale(float(alpha), a, b, float(beta), _ct(C, "mult"))
+    return C
+
+
+def axpy(alpha, x, y):
+    """y += alpha * x in place; returns y."""
+    singa.Axpy(float(alpha), _ct(x, "axpy"), _ct(y, "axpy"))
+    return y
+
+
+def tensordot(A, B, axes=2):
+    """Sum of products over the given axes, like numpy.tensordot: ``axes`` is n (the last n axes
+    of A with the first n of B) or a pair (axes of A, axes of B)."""
+    a, b = _ct(A, "tensordot"), _ct(B, "tensordot")
+    sa, sb = a.shape(), b.shape()
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > len(sa) or n > len(sb):
+            raise singa.AxisError("tensordot: cannot contract %d axes of shapes %s and %s"
+                                  % (n, sa, sb))
+        ax_a, ax_b = list(range(len(sa) - n, len(sa))), list(range(n))
+    else:
+        try:
+            ax_a, ax_b = axes
+        except (TypeError, ValueError):
+            raise TypeError("tensordot: axes must be an int or a pair of axis lists, got %r"
+                            % (axes,))
+        ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
+        ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
+    if len(ax_a) != len(ax_b):
+        raise singa.ShapeError("tensordot: %d axes of A %s but %d axes of B %s"
+                               % (len(ax_a), sa, len(ax_b), sb))
+    ax_a = [_norm_axis(x, len(sa), "tensordot") for x in ax_a]
+    ax_b = [_norm_axis(x, len(sb), "tensordot") for x in ax_b]
+    for i, j in zip(ax_a, ax_b):
+        if sa[i] != sb[j]:
+            raise singa.ShapeError("tensordot: axis %d of A %s has length %d but axis %d of B %s "
+                                   "has length %d" % (i, sa, sa[i], j, sb, sb[j]))
+    free_a = [i for i in range(len(sa)) if i not in ax_a]
+    free_b = [j for j in range(len(sb)) if j not in ax_b]
+    k = product(sa[i] for i in ax_a)
+    m = product(sa[i] for i in free_a)
+    n = product(sb[j] for j in free_b)
+    a2 = singa.Reshape(singa.Transpose(a, free_a + ax_a), [m, k])
+    b2 = singa.Reshape(singa.Transpose(b, ax_b + free_b), [k, n])
+    out_shape = [sa[i] for i in free_a] + [sb[j] for j in free_b]
+    return _wrap(singa.Reshape(singa.Mult(a2, b2), out_shape))
+
+
+def _norm_axis(axis, nd, op):
+    axis = int(axis)
+    if not -nd <= axis < nd:
+        raise singa.AxisError("%s: axis %d is out of range for rank %d" % (op, axis, nd))
+    return axis + nd if axis < 0 else axis
+
+
+def einsum(ops, *args):
+    """Einstein summation, e.g. einsum('ij,jk->ik', A, B), einsum('ki,kj->kij', A, B).
+
+    Each operand's subscripts are letters, one per axis (no repeated letter in one operand, no
+    '...'); without '->' the output is the letters used once, in alphabetical order (numpy's
+    rule). Computed by aligning every operand on all letters, multiplying with broadcasting and
+    summing the letters that are not in the output.
+    """
+    if not isinstance(ops, str) or not ops.strip():
+        raise ValueError("einsum: expected a subscripts string such as 'ij,jk->ik', got %r"
+                         % (ops,))
+    spec = ops.replace(" ", "")
+    if "." in spec:
+        raise singa.ArgumentError("einsum: '...' is not supported (%r)" % ops)
+    if "->" in spec:
+        ins, out = spec.split("->", 1)
+    else:
+        ins, out = spec, None
+    ins = ins.split(",")
+    if len(ins) != len(args):
+        raise ValueError("einsum: %r names %d operands but %d were given"
+                         % (ops, len(ins), len(args)))
+    cts = [_ct(t, "einsum") for t in args]
+    sizes = {}
+    for k, (sub, ct) in enumerate(zip(ins, cts)):
+        if not sub.isalpha() and sub:
+            raise ValueError("einsum: subscripts must be letters, got %r" % sub)
+        if len(sub) != ct.nDim():
+            raise singa.ShapeError("einsum: operand %d has shape %s but subscripts %r"
+                                   % (k, ct.shape(), sub))
+        if len(set(sub)) != len(sub):
+            raise singa.ArgumentError("einsum: repeated subscript in %r (diagonals are not "
+                                      "supported)" % sub)
+        for letter, d in zip(sub, ct.shape()):
+            if sizes.setdefault(letter, d) != d:
+                raise singa.ShapeError("einsum: subscript %r has size %d in one operand and %d in "
+                                       "operand %d (shape %s)"
+                                       % (letter, sizes[letter], d, k, ct.shape()))
+    if out is None:
+        joined = "".join(ins)
+        out = "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
+    for c in out:
+        if c not in sizes or out.count(c) > 1:
+            raise ValueError("einsum: output subscript %r must appear once in the output and in an "
+                             "input (%r)" % (c, ops))
+    letters = list(out) + sorted(set(sizes) - set(out))
+    res = None
+    for sub, ct in zip(ins, cts):
+        present = [c for c in letters if c in sub]
+        aligned = singa.Transpose(ct, [sub.index(c) for c in present]) if sub else ct
+        aligned = singa.Reshape(aligned, [sizes[c] if c in sub else 1 for c in letters])
+        res = aligned if res is None else singa.EltwiseMult(res, aligned)
+    if len(letters) > len(out):
+        res = singa.ReduceSum(res, list(range(len(out), len(letters))), False)
+    elif len(cts) == 1:
+        res = res.Clone()  # a result of its own, not a view of the operand
+    return _wrap(res)
+
+
+# ---- shapes and copies --------------------------------------------------------------------
+def contiguous(tensor):
+    """``tensor``'s values in row-major layout (the tensor itself if already contiguous)."""
+    return _wrap(_ct(tensor, "contiguous").Contiguous())
+
+
+def reshape(tensor, shape):
+    """``tensor`` with a new shape (one entry may be -1); a view when contiguous."""
+    return tensor.reshape(shape) if isinstance(tensor, Tensor) else \
+        _wrap(singa.Reshape(_ct(tensor, "reshape"), list(shape)))
+
+
+def transpose(t, axes=None):
+    """A view of ``t`` with permuted axes (reversed if None)."""
+    if not isinstance(t, Tensor):
+        raise TypeError("transpose: expected a singa Tensor, got %s" % type(t).__name__)
+    return t.transpose(axes)
+
+
+def repeat(t, repeats, axis=None):
+    """numpy.repeat: repeat elements along ``axis`` (the flattened tensor if None)."""
+    if not isinstance(t, Tensor):
+        raise TypeError("repeat: expected a singa Tensor, got %s" % type(t).__name__)
+    return t.repeat(repeats, axis)
+
+
+def concatenate(tensors, axis):
+    """The tensors joined along ``axis``; other dimensions must agree."""
+    cts = [_ct(t, "concatenate") for t in tensors]
+    return _wrap(singa.ConcatOn(cts, int(axis)))
+
+
+def copy_data_to_from(dst, src, size, dst_offset=0, src_offset=0):
+    """Copies ``size`` elements of src (from src_offset, row-major) into dst at dst_offset."""
+    singa.CopyDataToFrom(_ct(dst, "copy_data_to_from"), _ct(src, "copy_data_to_from"),
+                         int(size), int(dst_offset), int(src_offset))
+
+
+# ---- random fills and row/column helpers ----------------------------------------------------
+def bernoulli(p, t):
+    """Fills t with 1 (probability p) or 0; returns t."""
+    return t.bernoulli(p)
+
+
+def gaussian(mean, std, t):
+    """Fills t with samples of N(mean, std^2); returns t."""
+    return t.gaussian(mean, std)
+
+
+def uniform(low, high, t):
+    """Fills t with samples of U[low, high); returns t."""
+    return t.uniform(low, high)
+
+
+def add_column(alpha, v, beta, M):
+    """Every column m of matrix M becomes alpha * v + beta * m; returns M."""
+    singa.AddColumnWithScale(float(alpha), float(beta), _ct(v, "add_column"), _ct(M, "add_column"))
+    return M
+
+
+def add_row(alpha, v, beta, M):
+    """Every row m of matrix M becomes alpha * v + beta * m; returns M."""
+    singa.AddRowWithScale(float(alpha), float(beta), _ct(v, "add_row"), _ct(M, "add_row"))
+    return M

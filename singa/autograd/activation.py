@@ -1,0 +1,169 @@
+"""Activations with parameters, and softmax (relu, sigmoid, tanh... are in math.py's table).
+
+    y = autograd.leakyrelu(x, a=0.01)
+    y = autograd.elu(x, alpha=1.0)
+    p = autograd.softmax(logits, axis=1)
+    y = autograd.prelu(x, slope)      # slope is a Tensor, broadcast against x
+"""
+from .. import singa_wrap as singa
+from .base import Operator, reduce_to, norm_axis
+
+_M = singa.EltwiseMult
+
+
+def _float_mask(m):
+    return m if m.data_type() == singa.kFloat32 else m.AsType(singa.kFloat32)
+
+
+class LeakyRelu(Operator):
+    """x if x > 0 else a * x."""
+
+    def __init__(self, a=0.01):
+        super(LeakyRelu, self).__init__()
+        self.a = float(a)
+
+    def forward(self, x):
+        self.x = x
+        return singa.LeakyReLU(x, self.a)
+
+    def backward(self, dy):
+        pos = _float_mask(singa.GT(self.x, 0.0))
+        slope = singa.Add(pos, _M(singa.Sub(1.0, pos), self.a))
+        return _M(dy, slope)
+
+
+def leakyrelu(x, a=0.01):
+    """x if x > 0 else a * x, elementwise."""
+    return LeakyRelu(a)(x)[0]
+
+
+class Elu(Operator):
+    """x if x > 0 else alpha * (exp(x) - 1)."""
+
+    def __init__(self, alpha=1.0):
+        super(Elu, self).__init__()
+        self.alpha = float(alpha)
+
+    def forward(self, x):
+        self.x = x
+        # exp(min(x, 0)) never overflows; for x > 0 the negative branch is exp(0) - 1 = 0.
+        self.e = singa.Exp(singa.Minimum(x, 0.0))
+        return singa.Add(singa.ReLU(x), _M(singa.Sub(self.e, 1.0), self.alpha))
+
+    def backward(self, dy):
+        pos = _float_mask(singa.GT(self.x, 0.0))
+        neg = _M(_M(singa.Sub(1.0, pos), self.e), self.alpha)
+        return _M(dy, singa.Add(pos, neg))
+
+
+def elu(x, alpha=1.0):
+    """x if x > 0 else alpha * (exp(x) - 1), elementwise."""
+    return Elu(alpha)(x)[0]
+
+
+class SeLU(Elu):
+    """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
+
+    def __init__(self, alpha=1.67326, gamma=1.0507):
+        super(SeLU, self).__init__(alpha)
+        self.gamma = float(gamma)
+
+    def forward(self, x):
+        return _M(super(SeLU, self).forward(x), self.gamma)
+
+    def backward(self, dy):
+        return super(SeLU, self).backward(_M(dy, self.gamma))
+
+
+def selu(x, alpha=1.67326, gamma=1.0507):
+    """gamma * elu(x, alpha), elementwise."""
+    return SeLU(alpha, gamma)(x)[0]
+
+
+class HardSigmoid(Operator):
+    """max(0, min(1, alpha * x + gamma))."""
+
+    def __init__(self, alpha=0.2, gamma=0.5):
+        super(HardSigmoid, self).__init__()
+        self.alpha, self.gamma = float(alpha), float(gamma)
+
+    def forward(self, x):
+        self.z = singa.Add(_M(x, self.alpha), self.gamma)
+        return singa.Clamp(self.z, 0.0, 1.0)
+
+    def backward(self, dy):
+        inside = _M(singa.GT(self.z, 0.0), singa.LT(self.z, 1.0))
+        return _M(dy, _M(inside, self.alpha))
+
+
+def hardsigmoid(x, alpha=0.2, gamma=0.5):
+    """max(0, min(1, alpha * x + gamma)), elementwise."""
+    return HardSigmoid(alpha, gamma)(x)[0]
+
+
+class PRelu(Operator):
+    """x if x > 0 else slope * x, with slope (a Tensor) broadcast against x."""
+
+    def forward(self, x, slope):
+        self.x, self.slope = x, slope
+        self.neg = singa.Minimum(x, 0.0)
+        return singa.Add(singa.ReLU(x), _M(self.neg, slope))
+
+    def backward(self, dy):
+        need_x, need_slope = self.needs_grad
+        dx = dslope = None
+        if need_x:
+            pos = _float_mask(singa.GT(self.x, 0.0))
+            local = singa.Add(pos, _M(singa.Sub(1.0, pos), self.slope))
+            dx = reduce_to(_M(dy, local), self.x.shape())
+        if need_slope:
+            dslope = reduce_to(_M(dy, self.neg), self.slope.shape())
+        return dx, dslope
+
+
+def prelu(x, slope):
+    """x if x > 0 else slope * x, elementwise (slope broadcast)."""
+    return PRelu()(x, slope)[0]
+
+
+class SoftMax(Operator):
+    """exp(x) / sum(exp(x)) along ``axis`` (default 1, as in SINGA)."""
+
+    def __init__(self, axis=1):
+        super(SoftMax, self).__init__()
+        self.axis = axis
+
+    def forward(self, x):
+        self.axis = norm_axis(self.axis, x.nDim(), "softmax")
+        self.y = singa.SoftMax(x, self.axis)
+        return self.y
+
+    def backward(self, dy):
+        return singa.SoftMaxBackward(dy, self.y, self.axis)
+
+
+def softmax(x, axis=1):
+    """Softmax of x along ``axis``."""
+    return SoftMax(axis)(x)[0]
+
+
+class LogSoftMax(Operator):
+    """x - log(sum(exp(x))) along ``axis``, computed stably."""
+
+    def __init__(self, axis=1):
+        super(LogSoftMax, self).__init__()
+        self.axis = axis
+
+    def forward(self, x):
+        self.axis = norm_axis(self.axis, x.nDim(), "log_softmax")
+        self.y = singa.LogSoftMax(x, self.axis)
+        return self.y
+
+    def backward(self, dy):
+        total = singa.ReduceSum(dy, [self.axis], True)
+        return singa.Sub(dy, _M(singa.Exp(self.y), total))
+
+
+def log_softmax(x, axis=1):
+    """Log of the softmax of x along ``axis``."""
+    return LogSoftMax(axis)(x)[0]

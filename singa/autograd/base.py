@@ -1,0 +1,296 @@
+"""The autograd machinery: Operator, Dummy, backward() and the helpers every op shares.
+
+    from singa import autograd, tensor
+    autograd.training = True                 # record operations for backward
+    y = autograd.relu(autograd.matmul(x, w))
+    loss = autograd.reduce_sum(y)            # any op may be the root
+    for p, g in autograd.backward(loss):     # p has stores_grad=True; g is a Tensor
+        p -= 0.1 * g
+
+Note: how recording works
+  * Calling an Operator instance runs its ``forward`` on core tensors (``Tensor.data``) and wraps
+    the results in new Tensors. When ``training`` is on and some input has ``requires_grad``, each
+    output gets the operator as its ``creator`` and the operator remembers its inputs in ``src``:
+    ``(creator of x, id(x), x or None, x.stores_grad)``; x itself is kept only when its gradient
+    is to be returned. Otherwise the outputs get a fresh Dummy creator and nothing is kept.
+  * ``backward`` walks the creators from the root, counting how many recorded consumers each
+    operator has, so that an operator runs its ``backward`` once, after every consumer of its
+    outputs has contributed; contributions to the same output are summed (a tensor used twice gets
+    the sum of both gradients).
+  * forward and backward only call core ops. In graph mode those ops are recorded rather than run,
+    so no op may read tensor values into Python while computing.
+  * A Dummy refers to its tensor weakly: a tensor and its Dummy creator form no reference cycle, so
+    intermediate tensors are freed as soon as Python drops them.
+"""
+import weakref
+from collections import Counter
+
+import numpy as np
+
+from .. import singa_wrap as singa
+from ..tensor import Tensor
+
+CTensor = singa.Tensor
+
+# The one switch between training (record for backward) and inference. The package exposes it as
+# ``singa.autograd.training``; every module reads it here, as ``base.training``.
+training = False
+
+
+# ---- small helpers on core tensors ------------------------------------------------------------
+def fill(shape, value, like, dtype=None):
+    """A new core tensor of ``shape`` on ``like``'s device, every element ``value``."""
+    t = CTensor(tuple(shape), like.device(), like.data_type() if dtype is None else dtype)
+    t.SetValue(value)
+    return t
+
+
+def zeros_like(ct):
+    return fill(ct.shape(), 0, ct)
+
+
+def const(array, like):
+    """A constant core tensor holding a numpy array (float64 -> float32), on ``like``'s device."""
+    return singa.from_numpy(np.asarray(array), like.device())
+
+
+def norm_axis(axis, nd, op, allow_end=False):
+    """``axis`` as a non-negative int for a tensor of rank ``nd``; AxisError when out of range.
+    With ``allow_end`` the axis may also be nd (a position after the last axis)."""
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError("%s: axis must be an int, got %r" % (op, axis))
+    hi = nd + 1 if allow_end else nd
+    if not -hi <= axis < hi:
+        raise singa.AxisError("%s: axis %d is out of range for a tensor of rank %d"
+                              % (op, axis, nd))
+    return int(axis) % hi if hi else 0
+
+
+def axis_helper(y_shape, x_shape):
+    """The axes of ``y_shape`` along which an operand of ``x_shape`` was broadcast."""
+    lead = len(y_shape) - len(x_shape)
+    return tuple(i for i in range(len(y_shape))
+                 if i < lead or (x_shape[i - lead] == 1 and y_shape[i] != 1))
+
+
+def reduce_to(dy, shape):
+    """Sums the gradient ``dy`` of a broadcast result back to an operand of ``shape``."""
+    shape = tuple(shape)
+    if dy.shape() == shape:
+        return dy
+    axes = axis_helper(dy.shape(), shape)
+    if axes:
+        dy = singa.ReduceSum(dy, list(axes), False)
+    return singa.Reshape(dy, list(shape))
+
+
+def back_broadcast(y_shape, x_shape, x):
+    """Apache SINGA's name for reduce_to(x, x_shape) (y_shape is x's current shape)."""
+    return reduce_to(x, x_shape)
+
+
+def ctensor2numpy(x):
+    """The values of a core tensor as a numpy array (not for use inside ops: see the note)."""
+    return singa.to_numpy(x)
+
+
+# ---- operators ----------------------------------------------------------------------------
+class Operator(object):
+    """An operation with a forward and a backward on core tensors.
+
+    Subclasses implement ``forward(self, *xs)`` returning a core tensor (or a tuple of them) and
+    ``backward(self, *dys)`` returning one gradient per input, in order (a tuple, or a single core
+    tensor for one input); None stands for "no gradient" (e.g. for labels). Calling an instance
+    with Tensors returns a tuple of Tensors. ``differentiable = False`` marks operators whose
+    outputs never carry a gradient (comparisons, casts to int...).
+    """
+
+    op_count = 0
+    differentiable = True
+
+    def __init__(self, name=None):
+        if name is None:
+            name = "{}#{}".format(self.__class__.__name__, Operator.op_count)
+            Operator.op_count += 1
+        self.name = name
+        self.src = []
+        self.y_id2idx = {}
+        self.requires_grad = False
+
+    def __call__(self, *xs):
+        return self._do_forward(*xs)
+
+    def output_name(self, idx):
+        return "{}:{}".format(self.name, idx)
+
+    def grad_name(self, idx):
+        return "{}_g".format(self.output_name(idx))
+
+    def _do_forward(self, *xs):
+        for i, x in enumerate(xs):
+            if not isinstance(x, Tensor):
+                raise TypeError("%s: input %d must be a singa Tensor, got %s"
+                                % (type(self).__name__, i, type(x).__name__))
+        record = training and self.differentiable and any(x.requires_grad for x in xs)
+        self.requires_grad = record
+        self.needs_grad = tuple(record and x.requires_grad for x in xs)
+        self.src = [(x.creator, id(x), x if x.stores_grad else None, x.stores_grad)
+                    for x in xs] if record else []
+        self._x_shapes = tuple(x.data.shape() for x in xs)
+        ys = self.forward(*(x.data for x in xs))
+        if not isinstance(ys, tuple):
+            ys = (ys,)
+        self._y_meta = tuple((y.shape(), y.data_type()) for y in ys)
+        outs = tuple(Tensor(data=y, requires_grad=record, stores_grad=False,
+                            creator=self if record else None, name=self.output_name(i))
+                     for i, y in enumerate(ys))
+        self.y_id2idx = {id(y): i for i, y in enumerate(outs)} if record else {}
+        return outs
+
+    def _do_backward(self, *dys):
+        like = None
+        for dy in dys:
+            if dy is not None:
+                like = dy
+        dys = tuple(dy if dy is not None else fill(shape, 0, like, dtype)
+                    for dy, (shape, dtype) in zip(dys, self._y_meta))
+        dxs = self.backward(*dys)
+        if not isinstance(dxs, (tuple, list)):
+            dxs = (dxs,)
+        if len(dxs) != len(self.src):
+            raise RuntimeError("%s.backward returned %d gradients for %d inputs"
+                               % (type(self).__name__, len(dxs), len(self.src)))
+        for i, (dx, shape) in enumerate(zip(dxs, self._x_shapes)):
+            if dx is not None and dx.shape() != shape:
+                raise RuntimeError("%s.backward: the gradient of input %d has shape %s, the "
+                                   "input %s" % (type(self).__name__, i, dx.shape(), shape))
+        return tuple(dxs)
+
+    def forward(self, *xs):
+        raise NotImplementedError("%s.forward" % type(self).__name__)
+
+    def backward(self, *dys):
+        raise NotImplementedError("%s.backward" % type(self).__name__)
+
+    def get_params(self):
+        return []
+
+
+Operation = Operator
+
+
+class Dummy(Operator):
+    """The creator of a tensor that no recorded operator produced (inputs, parameters).
+    Attribute reads fall through to the tensor (e.g. ``stores_grad``)."""
+
+    def __init__(self, tensor, name=None):
+        super(Dummy, self).__init__(name)
+        self.y_id2idx = {id(tensor): 0}
+        self._ref = weakref.ref(tensor)
+
+    @property
+    def tensor(self):
+        return self._ref()
+
+    def output_name(self, idx):
+        return self.name
+
+    def grad_name(self, idx):
+        return "{}_g".format(self.name)
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "_ref":
+            raise AttributeError(name)
+        t = self._ref()
+        if t is None:
+            raise AttributeError("%s: its tensor is gone (no attribute %r)" % (self.name, name))
+        return getattr(t, name)
+
+
+# ---- backward ------------------------------------------------------------------------------
+def infer_dependency(op):
+    """Counts, for every operator reachable from ``op`` through recorded inputs, how many input
+    slots of reachable operators it feeds (the op_count Counter), and the same per input tensor
+    id (the tensor_count Counter). ``op`` itself is not counted."""
+    op_count, tensor_count = Counter(), Counter()
+    seen, stack = {op}, [op]
+    while stack:
+        cur = stack.pop()
+        for src_op, x_id, _, _ in cur.src:
+            op_count[src_op] += 1
+            tensor_count[x_id] += 1
+            if src_op not in seen:
+                seen.add(src_op)
+                stack.append(src_op)
+    return op_count, tensor_count
+
+
+def _seed(y, dy):
+    """The core tensor to start backward with: ones of y's shape (float32) by default."""
+    if dy is None:
+        return fill(y.shape, 1.0, y.data, singa.kFloat32)
+    if isinstance(dy, Tensor):
+        dy = dy.data
+    if isinstance(dy, CTensor):
+        if dy.shape() != y.shape:
+            raise singa.ShapeError("backward: dy has shape %s but y has shape %s"
+                                   % (dy.shape(), y.shape))
+        return dy
+    if isinstance(dy, (int, float, np.number)) and not isinstance(dy, bool):
+        return fill(y.shape, float(dy), y.data, singa.kFloat32)
+    raise TypeError("backward: dy must be None, a number or a Tensor, got %s"
+                    % type(dy).__name__)
+
+
+def backward(y, dy=None):
+    """Runs backpropagation from ``y`` and yields ``(tensor, gradient)`` for every tensor with
+    ``stores_grad`` on the way (parameters), each once, when its gradient is complete.
+
+    Args:
+        y: a Tensor, usually the loss; any shape (the seed has y's shape).
+        dy: the gradient of the objective with respect to y: None (ones), a number or a Tensor
+            of y's shape.
+    """
+    if not isinstance(y, Tensor):
+        raise TypeError("backward: y must be a singa Tensor, got %s" % type(y).__name__)
+    seed = _seed(y, dy)
+    if y.stores_grad:
+        yield y, Tensor(data=seed, requires_grad=False, name=y.name + "_g")
+    root = y.creator
+    if root is None or isinstance(root, Dummy) or not root.requires_grad:
+        return
+    deps, _ = infer_dependency(root)
+    grads = {root: [None] * len(root.y_id2idx)}
+    grads[root][root.y_id2idx[id(y)]] = seed
+    wanted = {}  # (op, output index) -> the tensor whose gradient is to be yielded
+    ready = [root]
+    while ready:
+        op = ready.pop()
+        dxs = op._do_backward(*grads.pop(op))
+        for (src_op, x_id, x, x_stores_grad), dx in zip(op.src, dxs):
+            idx = src_op.y_id2idx[x_id]
+            needed = x_stores_grad or (src_op.requires_grad and not isinstance(src_op, Dummy))
+            if dx is not None and needed:
+                slots = grads.setdefault(src_op, [None] * len(src_op.y_id2idx))
+                slots[idx] = dx if slots[idx] is None else singa.Add(slots[idx], dx)
+                if x_stores_grad and x is not None:
+                    wanted[(src_op, idx)] = x
+            deps[src_op] -= 1
+            if deps[src_op] > 0:
+                continue
+            slots = grads.get(src_op)
+            if slots is None:
+                continue
+            for i, g in enumerate(slots):
+                if g is not None and (src_op, i) in wanted:
+                    yield wanted.pop((src_op, i)), Tensor(data=g, requires_grad=False,
+                                                          name=src_op.grad_name(i))
+            if src_op.requires_grad and not isinstance(src_op, Dummy):
+                ready.append(src_op)
+            else:
+                del grads[src_op]
+
+
+def gradients(y, dy=None):
+    """A dict from every tensor with stores_grad reached by backward(y, dy) to its gradient."""
+    return {p: g for p, g in backward(y, dy)}

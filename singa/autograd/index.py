@@ -1,0 +1,371 @@
+"""Indexing: slice, gather, pad, scatter_elements, onehot, embedding, and the shape queries.
+
+    y = autograd.slice(x, starts=[0, 1], ends=[2, 3], axes=[0, 1], steps=[1, 1])
+    y = autograd.gather(x, 0, [2, 0, 2])        # numpy.take(x, indices, axis)
+    y = autograd.pad(x, "reflect", [0, 1, 0, 1])  # ONNX pads: all begins, then all ends
+    e = autograd.embedding(ids, table)          # table[ids]; ids int32 (or integral float32)
+
+Indices given as Python lists or numpy arrays are constants of the operator, fixed when it is
+created; the backward of a gather adds each output slice's gradient at its index (repeated
+indices accumulate). Only shape, constant_of_shape and nonzero read tensor values into Python,
+so only those three cannot be buffered in a graph.
+"""
+import numpy as np
+
+from .. import singa_wrap as singa
+from ..tensor import Tensor
+from . import base
+from .base import Operator, norm_axis, fill
+
+_INT = singa.kInt
+
+
+# ---- gather along one axis by constant indices ---------------------------------------------
+def _norm_indices(indices, n, op):
+    """Integer numpy indices in [0, n); negative ones count from the end."""
+    idx = np.asarray(indices)
+    if idx.dtype.kind == "f" and np.all(idx == np.round(idx)):
+        idx = idx.astype(np.int64)
+    if idx.dtype.kind not in "iu":
+        raise TypeError("%s: indices must be integers, got %r" % (op, indices))
+    bad = (idx < -n) | (idx >= n)
+    if bad.any():
+        raise singa.AxisError("%s: index %d is out of range for an axis of size %d"
+                              % (op, int(idx[bad].flat[0]), n))
+    return np.where(idx < 0, idx + n, idx).astype(np.int32)
+
+
+def _runs(seq):
+    """Splits a sequence of ints into maximal runs of consecutive values: [(first, length)]."""
+    out = []
+    for v in seq:
+        if out and v == out[-1][0] + out[-1][1]:
+            out[-1][1] += 1
+        else:
+            out.append([int(v), 1])
+    return out
+
+
+def take(x, axis, idx):
+    """numpy.take(x, idx, axis) for non-negative int32 numpy ``idx`` (core ops only)."""
+    shape = list(x.shape())
+    out_shape = shape[:axis] + list(idx.shape) + shape[axis + 1:]
+    if hasattr(singa, "IndexSelect"):
+        return singa.IndexSelect(x, axis, base.const(idx, x))
+    flat = idx.reshape(-1)
+    if flat.size == 0:
+        return singa.Tensor(out_shape, x.device(), x.data_type())
+    pieces = [singa.SliceOn(x, s, s + n, axis) for s, n in _runs(flat)]
+    y = pieces[0] if len(pieces) == 1 else singa.ConcatOn(pieces, axis)
+    return singa.Reshape(y, out_shape)
+
+
+def take_backward(dy, axis, idx, x_shape):
+    """The gradient of take: zeros of x_shape plus dy's slices added at their indices."""
+    if hasattr(singa, "IndexAdd"):
+        return singa.IndexAdd(dy, axis, base.const(idx, dy), list(x_shape))
+    n, flat = x_shape[axis], idx.reshape(-1)
+    shape = list(x_shape[:axis]) + [flat.size] + list(x_shape[axis + 1:])
+    dy = singa.Reshape(dy, shape)
+    sources = [[] for _ in range(n)]
+    for j, p in enumerate(flat):
+        sources[p].append(j)
+    pieces, p = [], 0
+    while p < n:
+        q = p
+        if not sources[p]:  # a run of positions nobody gathered: zeros
+            while q < n and not sources[q]:
+                q += 1
+            zshape = list(x_shape)
+            zshape[axis] = q - p
+            pieces.append(fill(zshape, 0, dy))
+        elif len(sources[p]) == 1:  # a run fed by consecutive output slices: one slice
+            j = sources[p][0]
+            while q < n and sources[q] == [j + q - p]:
+                q += 1
+            pieces.append(singa.SliceOn(dy, j, j + q - p, axis))
+        else:
+            q = p + 1
+            acc = singa.SliceOn(dy, sources[p][0], sources[p][0] + 1, axis)
+            for j in sources[p][1:]:
+                acc = singa.Add(acc, singa.SliceOn(dy, j, j + 1, axis))
+            pieces.append(acc)
+        p = q
+    return pieces[0] if len(pieces) == 1 else singa.ConcatOn(pieces, axis)
+
+
+class Gather(Operator):
+    """numpy.take(x, indices, axis): out shape x.shape[:axis] + indices' shape +
+    x.shape[axis+1:]. ``indices`` is an int, a (nested) list or a numpy array."""
+
+    def __init__(self, axis, indices):
+        super(Gather, self).__init__()
+        if isinstance(indices, Tensor):
+            indices = indices.to_numpy()
+        self.axis, self.indices = axis, indices
+
+    def forward(self, x):
+        self.axis = norm_axis(self.axis, x.nDim(), "gather")
+        self.x_shape = x.shape()
+        self.idx = _norm_indices(self.indices, self.x_shape[self.axis], "gather")
+        return take(x, self.axis, self.idx)
+
+    def backward(self, dy):
+        return take_backward(dy, self.axis, self.idx, self.x_shape)
+
+
+def gather(x, axis, indices):
+    """The entries of x at ``indices`` along ``axis`` (numpy.take)."""
+    return Gather(axis, indices)(x)[0]
+
+
+class Slice(Operator):
+    """x[start:end:step] along each listed axis (ONNX Slice; numpy clamping, negative steps)."""
+
+    def __init__(self, starts, ends, axes=None, steps=None):
+        super(Slice, self).__init__()
+        self.starts, self.ends = list(starts), list(ends)
+        self.axes = None if axes is None else list(axes)
+        self.steps = [1] * len(self.starts) if steps is None else list(steps)
+        if not len(self.starts) == len(self.ends) == len(self.steps) or \
+                (self.axes is not None and len(self.axes) != len(self.starts)):
+            raise ValueError("slice: starts %r, ends %r, axes %r and steps %r differ in length"
+                             % (starts, ends, axes, steps))
+        if 0 in self.steps:
+            raise ValueError("slice: steps must not be 0, got %r" % (steps,))
+
+    def forward(self, x):
+        nd = x.nDim()
+        axes = list(range(len(self.starts))) if self.axes is None else self.axes
+        axes = [norm_axis(a, nd, "slice") for a in axes]
+        if len(set(axes)) != len(axes):
+            raise singa.AxisError("slice: repeated axis in %r" % (self.axes,))
+        self.plan = []
+        for a, s, e, st in zip(axes, self.starts, self.ends, self.steps):
+            n = x.shape()[a]
+            s, e = (int(np.clip(v, -n - 1, n + 1)) for v in (s, e))
+            self.plan.append((a, x.shape(), np.arange(n)[s:e:int(st)].astype(np.int32)))
+            x = take(x, a, self.plan[-1][2])
+        return x
+
+    def backward(self, dy):
+        for a, shape, idx in reversed(self.plan):
+            dy = take_backward(dy, a, idx, shape)
+        return dy
+
+
+def slice(x, starts, ends, axes=None, steps=None):
+    """x sliced along ``axes`` from ``starts`` to ``ends`` with ``steps`` (ONNX Slice)."""
+    return Slice(starts, ends, axes, steps)(x)[0]
+
+
+class Pad(Operator):
+    """ONNX Pad: ``pads`` = [begin_0, ..., begin_r-1, end_0, ..., end_r-1] (non-negative);
+    mode 'constant' (with ``constant``), 'reflect' (mirror without the edge) or 'edge'."""
+
+    def __init__(self, mode, pads, constant=0.0):
+        super(Pad, self).__init__()
+        if mode not in ("constant", "reflect", "edge"):
+            raise ValueError("pad: mode must be 'constant', 'reflect' or 'edge', got %r" % (mode,))
+        self.mode, self.pads, self.constant = mode, [int(p) for p in pads], float(constant)
+        if any(p < 0 for p in self.pads):
+            raise ValueError("pad: pads must not be negative, got %r" % (pads,))
+
+    def forward(self, x):
+        nd = x.nDim()
+        if len(self.pads) != 2 * nd:
+            raise singa.ShapeError("pad: %d pads for a tensor of rank %d (shape %s); expected %d"
+                                   % (len(self.pads), nd, x.shape(), 2 * nd))
+        self.plan = []
+        for a in range(nd):
+            b, e, n = self.pads[a], self.pads[a + nd], x.shape()[a]
+            if b == 0 and e == 0:
+                continue
+            shape = x.shape()
+            if self.mode == "constant":
+                parts = []
+                for k in (b, e):
+                    s = list(shape)
+                    s[a] = k
+                    parts.append(fill(s, self.constant, x) if k else None)
+                x = singa.ConcatOn([p for p in (parts[0], x, parts[1]) if p is not None], a)
+                self.plan.append((a, shape, (b, n)))
+                continue
+            if self.mode == "reflect" and (b >= n or e >= n):
+                raise singa.ShapeError("pad: reflect pads (%d, %d) must be smaller than the size "
+                                       "%d of axis %d" % (b, e, n, a))
+            if n == 0:
+                raise singa.ShapeError("pad: cannot pad the empty axis %d in mode %r"
+                                       % (a, self.mode))
+            if self.mode == "edge":
+                idx = [0] * b + list(range(n)) + [n - 1] * e
+            else:
+                idx = list(range(b, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - e, -1))
+            idx = np.asarray(idx, dtype=np.int32)
+            self.plan.append((a, shape, idx))
+            x = take(x, a, idx)
+        return x
+
+    def backward(self, dy):
+        for a, shape, how in reversed(self.plan):
+            if isinstance(how, tuple):
+                dy = singa.SliceOn(dy, how[0], how[0] + how[1], a)
+            else:
+                dy = take_backward(dy, a, how, shape)
+        return dy
+
+
+def pad(x, mode, pads, constant=0.0):
+    """x padded by ``pads`` (ONNX layout) in ``mode`` 'constant', 'reflect' or 'edge'."""
+    return Pad(mode, pads, constant)(x)[0]
+
+
+class ScatterElements(Operator):
+    """ONNX ScatterElements: a copy of x where, for every position of ``indices`` (same shape
+    as ``updates``), the element at that index along ``axis`` is replaced by the update.
+    indices and updates are constants of the operator; x gets the gradient where it survives."""
+
+    def __init__(self, indices, updates, axis=0):
+        super(ScatterElements, self).__init__()
+        if isinstance(indices, Tensor):
+            indices = indices.to_numpy()
+        self.indices, self.updates, self.axis = np.asarray(indices), updates, axis
+
+    def forward(self, x):
+        shape = x.shape()
+        axis = norm_axis(self.axis, len(shape), "scatter_elements")
+        idx = _norm_indices(self.indices, shape[axis], "scatter_elements")
+        upd = self.updates.data if isinstance(self.updates, Tensor) else self.updates
+        if not isinstance(upd, singa.Tensor):
+            upd = base.const(np.asarray(upd, dtype=np.float32), x)
+        if idx.ndim != len(shape) or upd.shape() != idx.shape or \
+                any(i > s for i, s in zip(idx.shape, shape)):
+            raise singa.ShapeError("scatter_elements: indices %s and updates %s must have the "
+                                   "same shape, of x's rank and within x's shape %s"
+                                   % (idx.shape, upd.shape(), shape))
+        # the flat position in x written by every update; later updates win on repeats
+        where = np.indices(idx.shape)
+        where[axis] = idx
+        target = np.ravel_multi_index(tuple(where), shape).reshape(-1)
+        source = np.full(int(np.prod(shape)), idx.size, dtype=np.int32)  # idx.size: a zero
+        source[target] = np.arange(idx.size, dtype=np.int32)
+        self.keep = base.const((source == idx.size).astype(np.float32).reshape(shape), x)
+        flat = singa.ConcatOn([singa.Reshape(upd, [idx.size]), fill([1], 0, upd)], 0)
+        placed = singa.Reshape(take(flat, 0, source), list(shape))
+        if placed.data_type() != x.data_type():
+            placed = placed.AsType(x.data_type())
+        keep = self.keep if x.data_type() != _INT else self.keep.AsType(_INT)
+        return singa.Add(singa.EltwiseMult(x, keep), placed)
+
+    def backward(self, dy):
+        return singa.EltwiseMult(dy, self.keep)
+
+
+def scatter_elements(x, indices, updates, axis=0):
+    """x with ``updates`` written at ``indices`` along ``axis`` (ONNX ScatterElements)."""
+    return ScatterElements(indices, updates, axis)(x)[0]
+
+
+class OneHot(Operator):
+    """One-hot encoding of integer ``indices`` (values in [-depth, depth)), with a new axis of
+    size ``depth`` at ``axis``; ``values`` = [off_value, on_value]. Float32 output."""
+    differentiable = False
+
+    def __init__(self, axis, depth, values):
+        super(OneHot, self).__init__()
+        self.axis, self.depth = axis, int(depth)
+        self.off, self.on = (float(v) for v in values)
+
+    def forward(self, indices):
+        nd = indices.nDim()
+        axis = norm_axis(self.axis, nd + 1, "onehot")
+        ids = indices if indices.data_type() == singa.kFloat32 else indices.AsType(singa.kFloat32)
+        ids = singa.Add(ids, singa.EltwiseMult(singa.LT(ids, 0.0), float(self.depth)))
+        shape = list(indices.shape())
+        ids = singa.Reshape(ids, shape[:axis] + [1] + shape[axis:])
+        arange = [1] * (nd + 1)
+        arange[axis] = self.depth
+        self.range = base.const(np.arange(self.depth, dtype=np.float32).reshape(arange), ids)
+        hit = singa.EQ(ids, self.range)
+        return singa.Add(singa.EltwiseMult(hit, self.on - self.off), self.off)
+
+
+def onehot(axis, indices, depth, values):
+    """The one-hot encoding of ``indices`` with ``depth`` classes along ``axis``."""
+    return OneHot(axis, depth, values)(indices)[0]
+
+
+class Embedding(Operator):
+    """table[ids]: rows of w (V, D) picked by the integer ids x (any shape) -> x.shape + (D,).
+    The gradient of w adds every row's gradient at its id; ids get none."""
+
+    def forward(self, x, w):
+        if w.nDim() != 2:
+            raise singa.ShapeError("embedding: the table must be a matrix (V, D), got shape %s"
+                                   % (w.shape(),))
+        self.x, self.w_shape = x, w.shape()
+        if hasattr(singa, "IndexSelect"):
+            return singa.IndexSelect(w, 0, x)
+        self.idx = _norm_indices(singa.to_numpy(x), w.shape()[0], "embedding")  # eager only
+        return take(w, 0, self.idx)
+
+    def backward(self, dy):
+        if hasattr(singa, "IndexAdd"):
+            return None, singa.IndexAdd(dy, 0, self.x, list(self.w_shape))
+        return None, take_backward(dy, 0, self.idx, self.w_shape)
+
+
+def embedding(x, w):
+    """The rows of table w at the integer ids x."""
+    return Embedding()(x, w)[0]
+
+
+# ---- value and shape queries (no gradient) -------------------------------------------------
+class _Query(Operator):
+    differentiable = False
+
+
+class Shape(_Query):
+    """The shape of x as a 1-d int32 tensor."""
+
+    def forward(self, x):
+        return base.const(np.asarray(x.shape(), dtype=np.int32).reshape(-1), x)
+
+
+def shape(x):
+    """x's shape as an int32 Tensor."""
+    return Shape()(x)[0]
+
+
+class ConstantOfShape(_Query):
+    """A float32 tensor filled with ``value``, of the shape held by 1-d tensor x (eager only:
+    reads x)."""
+
+    def __init__(self, value=0.0):
+        super(ConstantOfShape, self).__init__()
+        self.value = float(np.asarray(value).reshape(-1)[0]) if np.size(value) else 0.0
+
+    def forward(self, x):
+        dims = singa.to_numpy(x).reshape(-1)
+        if (dims < 0).any() or np.any(dims != np.round(dims)):
+            raise ValueError("constant_of_shape: the shape must hold non-negative integers, "
+                             "got %s" % (dims,))
+        return fill([int(d) for d in dims], self.value, x, singa.kFloat32)
+
+
+def constant_of_shape(x, value=0):
+    """A tensor of the shape held by x, filled with ``value``."""
+    return ConstantOfShape(value)(x)[0]
+
+
+class NonZero(_Query):
+    """The indices of the non-zero elements, (rank, count) int32 (eager only: reads x)."""
+
+    def forward(self, x):
+        nz = np.array(np.nonzero(singa.to_numpy(x)), dtype=np.int32)
+        return base.const(nz, x)
+
+
+def nonzero(x):
+    """Indices of the non-zero elements of x, one row per axis."""
+    return NonZero()(x)[0]

@@ -1,0 +1,469 @@
+"""Elementwise math: the unary functions (one table), arithmetic with numpy broadcasting, the
+variadic sum/mean/max/min, comparisons and logic, clip, where and cast.
+
+    y = autograd.exp(x)
+    z = autograd.add(x, b)            # b broadcast; its gradient is summed back to b's shape
+    m = autograd.max(a, b, c)         # elementwise, like ONNX Max
+    c = autograd.greater(x, y)        # 0/1 values; no gradient flows through comparisons
+
+Binary functions also accept a Python number or a numpy array for one operand (a constant).
+"""
+import math as _math
+
+import numpy as np
+
+from .. import singa_wrap as singa
+from ..tensor import Tensor
+from . import base
+from .base import Operator, reduce_to, fill
+
+_S = singa
+
+
+# ---- unary functions: one row per op ------------------------------------------------------
+class _Unary(Operator):
+    """y = fn(x) with dx = grad(x, y, dy); ``saves`` says which of x, y the gradient needs."""
+    fn = None
+    grad = None
+    saves = ""
+
+    def forward(self, x):
+        y = type(self).fn(x)
+        self.x = x if "x" in self.saves else None
+        self.y = y if "y" in self.saves else None
+        return y
+
+    def backward(self, dy):
+        if type(self).grad is None:  # piecewise constant: the gradient is zero
+            return singa.EltwiseMult(dy, 0.0)
+        return type(self).grad(self.x, self.y, dy)
+
+
+def _unary(name, fn, grad, saves=""):
+    """Defines Operator class ``name`` for y = fn(x) and its function (e.g. Exp and exp)."""
+    cls = type(name, (_Unary,), {"fn": staticmethod(fn),
+                                 "grad": None if grad is None else staticmethod(grad),
+                                 "saves": saves, "__doc__": "Elementwise %s." % name.lower()})
+
+    def function(x):
+        return cls()(x)[0]
+
+    function.__name__ = function.__qualname__ = name.lower()
+    function.__doc__ = "Elementwise %s of Tensor x (autograd operator %s)." % (name.lower(), name)
+    return cls, function
+
+
+def _rsqrt(t):
+    return singa.Pow(t, -0.5)
+
+
+_M, _A, _D = singa.EltwiseMult, singa.Add, singa.Div
+_TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
+
+# name        class, function                 forward        d(loss)/dx from (x, y, dy)   keeps
+ReLU, relu = _unary("ReLU", _S.ReLU, lambda x, y, dy: _S.ReLUBackward(dy, x), "x")
+Sigmoid, sigmoid = _unary("Sigmoid", _S.Sigmoid, lambda x, y, dy: _M(dy, _M(y, _S.Sub(1.0, y))), "y")
+Tanh, tanh = _unary("Tanh", _S.Tanh, lambda x, y, dy: _M(dy, _S.Sub(1.0, _S.Square(y))), "y")
+Exp, exp = _unary("Exp", _S.Exp, lambda x, y, dy: _M(dy, y), "y")
+Log, log = _unary("Log", _S.Log, lambda x, y, dy: _D(dy, x), "x")
+Sqrt, sqrt = _unary("Sqrt", _S.Sqrt, lambda x, y, dy: _D(_M(dy, 0.5), y), "y")
+Abs, abs = _unary("Abs", _S.Abs, lambda x, y, dy: _M(dy, _S.Sign(x)), "x")
+Sign, sign = _unary("Sign", _S.Sign, None)
+Negative, negative = _unary("Negative", _S.Negative, lambda x, y, dy: _S.Negative(dy))
+Reciprocal, reciprocal = _unary("Reciprocal", _S.Reciprocal, lambda x, y, dy: _M(dy, _S.Negative(_S.Square(y))), "y")
+Square, square = _unary("Square", _S.Square, lambda x, y, dy: _M(dy, _M(x, 2.0)), "x")
+Sin, sin = _unary("Sin", _S.Sin, lambda x, y, dy: _M(dy, _S.Cos(x)), "x")
+Cos, cos = _unary("Cos", _S.Cos, lambda x, y, dy: _M(dy, _S.Negative(_S.Sin(x))), "x")
+Tan, tan = _unary("Tan", _S.Tan, lambda x, y, dy: _M(dy, _A(_S.Square(y), 1.0)), "y")
+Asin, asin = _unary("Asin", _S.Asin, lambda x, y, dy: _M(dy, _rsqrt(_S.Sub(1.0, _S.Square(x)))), "x")
+Acos, acos = _unary("Acos", _S.Acos, lambda x, y, dy: _M(_S.Negative(dy), _rsqrt(_S.Sub(1.0, _S.Square(x)))), "x")
+Atan, atan = _unary("Atan", _S.Atan, lambda x, y, dy: _D(dy, _A(_S.Square(x), 1.0)), "x")
+Sinh, sinh = _unary("Sinh", _S.Sinh, lambda x, y, dy: _M(dy, _S.Cosh(x)), "x")
+Cosh, cosh = _unary("Cosh", _S.Cosh, lambda x, y, dy: _M(dy, _S.Sinh(x)), "x")
+Asinh, asinh = _unary("Asinh", _S.Asinh, lambda x, y, dy: _M(dy, _rsqrt(_A(_S.Square(x), 1.0))), "x")
+Acosh, acosh = _unary("Acosh", _S.Acosh, lambda x, y, dy: _M(dy, _rsqrt(_S.Sub(_S.Square(x), 1.0))), "x")
+Atanh, atanh = _unary("Atanh", _S.Atanh, lambda x, y, dy: _D(dy, _S.Sub(1.0, _S.Square(x))), "x")
+SoftPlus, softplus = _unary("SoftPlus", _S.SoftPlus, lambda x, y, dy: _M(dy, _S.Sigmoid(x)), "x")
+SoftSign, softsign = _unary("SoftSign", _S.SoftSign, lambda x, y, dy: _D(dy, _S.Square(_A(_S.Abs(x), 1.0))), "x")
+Erf, erf = _unary("Erf", _S.Erf, lambda x, y, dy: _M(dy, _M(_S.Exp(_S.Negative(_S.Square(x))), _TWO_OVER_SQRT_PI)), "x")
+Ceil, ceil = _unary("Ceil", _S.Ceil, None)
+Floor, floor = _unary("Floor", _S.Floor, None)
+Round, round = _unary("Round", _S.Round, None)
+Rounde, rounde = _unary("Rounde", _S.RoundE, None)
+Identity, identity = _unary("Identity", lambda x: x, lambda x, y, dy: dy)
+
+
+# ---- operands ---------------------------------------------------------------------------------
+def as_tensor(x, like, op):
+    """``x`` as a Tensor: Tensors pass through; numbers and numpy arrays become constants
+    (requires_grad False) on the device of Tensor ``like``."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        x = float(x)
+    if isinstance(x, (int, float, np.number, np.ndarray, list, tuple)):
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError("%s: expected a Tensor or numeric data, got %r" % (op, x))
+        if arr.dtype.kind == "f" or like is None or like.dtype != singa.kInt:
+            arr = arr.astype(np.float32)
+        ct = base.const(arr, like.data) if like is not None else singa.from_numpy(arr)
+        return Tensor(data=ct, requires_grad=False)
+    raise TypeError("%s: expected a singa Tensor or a number, got %s" % (op, type(x).__name__))
+
+
+def _pair(a, b, op):
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError("%s: at least one operand must be a singa Tensor, got %s and %s"
+                        % (op, type(a).__name__, type(b).__name__))
+    like = a if isinstance(a, Tensor) else b
+    return as_tensor(a, like, op), as_tensor(b, like, op)
+
+
+# ---- binary arithmetic with broadcasting -----------------------------------------------------
+class _Binary(Operator):
+    """y = fn(a, b) with numpy broadcasting; gradients are summed back to each operand's shape."""
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        self.y = self.compute(a, b)
+        return self.y
+
+    def backward(self, dy):
+        da, db = self.grads(dy)
+        need_a, need_b = self.needs_grad
+        return (reduce_to(da, self.a.shape()) if need_a and da is not None else None,
+                reduce_to(db, self.b.shape()) if need_b and db is not None else None)
+
+
+class Add(_Binary):
+    """a + b."""
+    compute = staticmethod(singa.Add)
+
+    def grads(self, dy):
+        return dy, dy
+
+
+class Sub(_Binary):
+    """a - b."""
+    compute = staticmethod(singa.Sub)
+
+    def grads(self, dy):
+        return dy, singa.Negative(dy)
+
+
+class Mul(_Binary):
+    """a * b (elementwise)."""
+    compute = staticmethod(singa.EltwiseMult)
+
+    def grads(self, dy):
+        need_a, need_b = self.needs_grad
+        return (_M(dy, self.b) if need_a else None, _M(dy, self.a) if need_b else None)
+
+
+class Div(_Binary):
+    """a / b (true division, float32)."""
+    compute = staticmethod(singa.Div)
+
+    def grads(self, dy):
+        need_a, need_b = self.needs_grad
+        return (_D(dy, self.b) if need_a else None,
+                _S.Negative(_D(_M(dy, self.y), self.b)) if need_b else None)
+
+
+class Pow(_Binary):
+    """a ** b (float32)."""
+    compute = staticmethod(singa.Pow)
+
+    def grads(self, dy):
+        need_a, need_b = self.needs_grad
+        da = _M(dy, _M(self.b, singa.Pow(self.a, _S.Sub(self.b, 1.0)))) if need_a else None
+        db = _M(dy, _M(self.y, singa.Log(self.a))) if need_b else None
+        return da, db
+
+
+def add(a, b):
+    """a + b with numpy broadcasting."""
+    return Add()(*_pair(a, b, "add"))[0]
+
+
+def sub(a, b):
+    """a - b with numpy broadcasting."""
+    return Sub()(*_pair(a, b, "sub"))[0]
+
+
+def mul(x, y):
+    """Elementwise x * y with numpy broadcasting."""
+    return Mul()(*_pair(x, y, "mul"))[0]
+
+
+def div(a, b):
+    """Elementwise a / b with numpy broadcasting."""
+    return Div()(*_pair(a, b, "div"))[0]
+
+
+def pow(a, b):
+    """Elementwise a ** b with numpy broadcasting."""
+    return Pow()(*_pair(a, b, "pow"))[0]
+
+
+def add_all(*xs):
+    """x0 + x1 + ... (at least one Tensor)."""
+    if not xs:
+        raise ValueError("add_all: expected at least one Tensor")
+    y = xs[0]
+    for x in xs[1:]:
+        y = add(y, x)
+    return y
+
+
+# ---- variadic elementwise sum / mean / max / min (ONNX Sum, Mean, Max, Min) ------------------
+class _Variadic(Operator):
+    def forward(self, *xs):
+        if not xs:
+            raise ValueError("%s: expected at least one input" % type(self).__name__)
+        self.xs = xs
+        y = xs[0]
+        for x in xs[1:]:
+            y = self.combine(y, x)
+        self.y = self.finish(y, len(xs))
+        return self.y
+
+    def finish(self, y, n):
+        return y
+
+    def backward(self, dy):
+        return tuple(reduce_to(g, x.shape()) if need else None
+                     for g, x, need in zip(self.grads(dy), self.xs, self.needs_grad))
+
+
+class Sum(_Variadic):
+    """Elementwise sum of the inputs."""
+    combine = staticmethod(singa.Add)
+
+    def grads(self, dy):
+        return [dy] * len(self.xs)
+
+
+class Mean(_Variadic):
+    """Elementwise mean of the inputs."""
+    combine = staticmethod(singa.Add)
+
+    def finish(self, y, n):
+        return singa.Div(y, float(n))
+
+    def grads(self, dy):
+        return [singa.Div(dy, float(len(self.xs)))] * len(self.xs)
+
+
+class _Extremum(_Variadic):
+    """The gradient goes to the first input holding the extreme value (ties: the first wins)."""
+
+    def grads(self, dy):
+        left = None  # 1 where no earlier input matched y
+        out = []
+        for x in self.xs:
+            hit = singa.EQ(x, self.y)
+            if hit.data_type() != singa.kFloat32:
+                hit = hit.AsType(singa.kFloat32)
+            if left is not None:
+                hit = _M(hit, left)
+            left = singa.Sub(1.0, hit) if left is None else singa.Sub(left, hit)
+            out.append(_M(dy, hit))
+        return out
+
+
+class Max(_Extremum):
+    """Elementwise maximum of the inputs."""
+    combine = staticmethod(singa.Maximum)
+
+
+class Min(_Extremum):
+    """Elementwise minimum of the inputs."""
+    combine = staticmethod(singa.Minimum)
+
+
+def _variadic(cls, xs, op):
+    if len(xs) == 1 and isinstance(xs[0], (list, tuple)):
+        xs = tuple(xs[0])
+    if not xs:
+        raise ValueError("%s: expected at least one Tensor" % op)
+    return cls()(*xs)[0]
+
+
+def sum(*l):
+    """Elementwise sum of Tensors (with broadcasting)."""
+    return _variadic(Sum, l, "sum")
+
+
+def mean(*l):
+    """Elementwise mean of Tensors (with broadcasting)."""
+    return _variadic(Mean, l, "mean")
+
+
+def max(*l):
+    """Elementwise maximum of Tensors (with broadcasting)."""
+    return _variadic(Max, l, "max")
+
+
+def min(*l):
+    """Elementwise minimum of Tensors (with broadcasting)."""
+    return _variadic(Min, l, "min")
+
+
+# ---- comparisons and logic: 0/1 results, no gradient ----------------------------------------
+class _Predicate(Operator):
+    differentiable = False
+    fn = None
+
+    def forward(self, *xs):
+        return type(self).fn(*xs)
+
+    def backward(self, *dys):
+        raise RuntimeError("%s has no gradient" % type(self).__name__)
+
+
+def _truth(x):
+    return singa.NE(x, 0.0)
+
+
+def _predicate(name, fn, doc):
+    cls = type(name, (_Predicate,), {"fn": staticmethod(fn), "__doc__": doc})
+    return cls
+
+
+Less = _predicate("Less", singa.LT, "x < y, elementwise (0/1).")
+Greater = _predicate("Greater", singa.GT, "x > y, elementwise (0/1).")
+Equal = _predicate("Equal", singa.EQ, "x == y, elementwise (0/1).")
+LessEqual = _predicate("LessEqual", singa.LE, "x <= y, elementwise (0/1).")
+GreaterEqual = _predicate("GreaterEqual", singa.GE, "x >= y, elementwise (0/1).")
+And = _predicate("And", lambda a, b: _M(_truth(a), _truth(b)), "logical and (0/1).")
+Or = _predicate("Or", lambda a, b: singa.Maximum(_truth(a), _truth(b)), "logical or (0/1).")
+Xor = _predicate("Xor", lambda a, b: singa.NE(_truth(a), _truth(b)), "logical xor (0/1).")
+Not = _predicate("Not", lambda a: singa.EQ(a, 0.0), "logical not (0/1).")
+
+
+def less(x, y):
+    return Less()(*_pair(x, y, "less"))[0]
+
+
+def greater(x, y):
+    return Greater()(*_pair(x, y, "greater"))[0]
+
+
+def equal(x, y):
+    return Equal()(*_pair(x, y, "equal"))[0]
+
+
+def less_equal(x, y):
+    return LessEqual()(*_pair(x, y, "less_equal"))[0]
+
+
+def greater_equal(x, y):
+    return GreaterEqual()(*_pair(x, y, "greater_equal"))[0]
+
+
+def _and(a, b):
+    return And()(*_pair(a, b, "_and"))[0]
+
+
+def _or(a, b):
+    return Or()(*_pair(a, b, "_or"))[0]
+
+
+def _xor(a, b):
+    return Xor()(*_pair(a, b, "_xor"))[0]
+
+
+def _not(x):
+    return Not()(x)[0]
+
+
+# ---- clip, where, cast ----------------------------------------------------------------------
+class Clip(Operator):
+    """Clamps x into [min, max]; either bound may be None. The gradient passes where
+    min <= x <= max."""
+
+    def __init__(self, min=None, max=None):
+        super(Clip, self).__init__()
+        if min is not None and max is not None and float(min) > float(max):
+            raise ValueError("clip: min (%s) is greater than max (%s)" % (min, max))
+        self.min = None if min is None else float(min)
+        self.max = None if max is None else float(max)
+
+    def forward(self, x):
+        self.x = x
+        lo = -np.inf if self.min is None else self.min
+        hi = np.inf if self.max is None else self.max
+        return singa.Clamp(x, lo, hi)
+
+    def backward(self, dy):
+        mask = None
+        if self.min is not None:
+            mask = singa.GE(self.x, self.min)
+        if self.max is not None:
+            upper = singa.LE(self.x, self.max)
+            mask = upper if mask is None else _M(mask, upper)
+        return dy if mask is None else _M(dy, mask)
+
+
+def clip(x, min=None, max=None):
+    """np.clip(x, min, max); None means unbounded."""
+    return Clip(min, max)(x)[0]
+
+
+class Where(Operator):
+    """condition ? a : b, elementwise with broadcasting; ``condition`` is a Tensor, numpy array
+    or list (non-zero = true), fixed when the operator is created."""
+
+    def __init__(self, condition):
+        super(Where, self).__init__()
+        self.condition = condition
+
+    def forward(self, a, b):
+        cond = self.condition
+        if isinstance(cond, Tensor):
+            cond = cond.data
+        if not isinstance(cond, singa.Tensor):
+            cond = base.const(np.asarray(cond, dtype=np.float32), a)
+        self.mask = singa.NE(cond, 0.0)
+        if self.mask.data_type() != singa.kFloat32:
+            self.mask = self.mask.AsType(singa.kFloat32)
+        self.a_shape, self.b_shape = a.shape(), b.shape()
+        return singa.Add(_M(self.mask, a), _M(singa.Sub(1.0, self.mask), b))
+
+    def backward(self, dy):
+        need_a, need_b = self.needs_grad
+        da = reduce_to(_M(dy, self.mask), self.a_shape) if need_a else None
+        db = reduce_to(_M(dy, singa.Sub(1.0, self.mask)), self.b_shape) if need_b else None
+        return da, db
+
+
+def where(x, y, condition):
+    """Elements of x where condition is true, else of y (ONNX Where)."""
+    x, y = _pair(x, y, "where")
+    return Where(condition)(x, y)[0]
+
+
+class Cast(Operator):
+    """Converts x to dtype ``to`` (tensor.float32 / float16 / int32). The gradient of a float
+    input is cast back; an int32 input or result gets none."""
+
+    def __init__(self, to):
+        super(Cast, self).__init__()
+        from ..tensor import _dtype
+        self.to = _dtype(to, "cast")
+
+    def forward(self, x):
+        self.from_dtype = x.data_type()
+        return x if self.from_dtype == self.to else x.AsType(self.to)
+
+    def backward(self, dy):
+        if self.from_dtype == singa.kInt or self.to == singa.kInt:
+            return None
+        return dy if dy.data_type() == self.from_dtype else dy.AsType(self.from_dtype)
+
+
+def cast(x, to):
+    """x converted to dtype ``to``."""
+    return Cast(to)(x)[0]

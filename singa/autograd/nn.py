@@ -1,0 +1,188 @@
+"""Neural-network operators on NCHW tensors: conv2d, pooling_2d, batchnorm_2d and dropout.
+
+    h = singa_wrap.ConvHandle(x.data, (3, 3), (1, 1), (1, 1), 3, 16, True)   # see cython/nn.pxi
+    y = autograd.conv2d(h, x, W, b)
+    p = autograd.pooling_2d(singa_wrap.PoolingHandle(...), y)
+    z = autograd.batchnorm_2d(bn_handle, x, scale, bias, running_mean, running_var)
+    d = autograd.dropout(x, ratio=0.5)         # identity when autograd.training is False
+
+The handles carry the geometry and are built by the layers (singa/layer.py). ``odd_padding``
+= (top, bottom, left, right) adds zero rows/columns before the op, for paddings that the
+symmetric (pad_h, pad_w) of a handle cannot express.
+"""
+from .. import singa_wrap as singa
+from . import base
+from .base import Operator, fill
+
+_M = singa.EltwiseMult
+
+
+def _check_4d(x, op):
+    if x.nDim() != 4:
+        raise singa.ShapeError("%s: expected a 4-d input (N, C, H, W), got shape %s"
+                               % (op, x.shape()))
+
+
+def _odd_pad(x, odd_padding):
+    """x with odd_padding = (top, bottom, left, right) zeros added on axes 2 and 3."""
+    for (axis, before), k in zip(((2, True), (2, False), (3, True), (3, False)), odd_padding):
+        if k:
+            shape = list(x.shape())
+            shape[axis] = int(k)
+            z = fill(shape, 0, x)
+            x = singa.ConcatOn([z, x] if before else [x, z], axis)
+    return x
+
+
+def _odd_unpad(dx, odd_padding):
+    top, bottom, left, right = (int(k) for k in odd_padding)
+    if top or bottom:
+        dx = singa.SliceOn(dx, top, dx.shape()[2] - bottom, 2)
+    if left or right:
+        dx = singa.SliceOn(dx, left, dx.shape()[3] - right, 3)
+    return dx
+
+
+def _norm_odd(odd_padding):
+    odd = tuple(int(k) for k in odd_padding)
+    if len(odd) != 4 or any(k < 0 for k in odd):
+        raise ValueError("odd_padding must be four non-negative ints (top, bottom, left, "
+                         "right), got %r" % (odd_padding,))
+    return odd
+
+
+class _Conv2d(Operator):
+    """2-d convolution y = conv(x, W) + b with the geometry of ``handle``."""
+
+    def __init__(self, handle, odd_padding=(0, 0, 0, 0)):
+        super(_Conv2d, self).__init__()
+        self.handle = handle
+        self.odd_padding = _norm_odd(odd_padding)
+
+    def forward(self, x, W, b=None):
+        _check_4d(x, "conv2d")
+        if any(self.odd_padding):
+            x = _odd_pad(x, self.odd_padding)
+        self.x, self.W, self.has_bias = x, W, b is not None
+        return singa.Conv2dForward(x, W, b if b is not None else singa.Tensor(), self.handle)
+
+    def backward(self, dy):
+        need = self.needs_grad
+        dx = dW = None
+        if need[0]:
+            dx = singa.Conv2dBackwardX(dy, self.W, self.handle)
+            if any(self.odd_padding):
+                dx = _odd_unpad(dx, self.odd_padding)
+        if need[1]:
+            dW = singa.Conv2dBackwardW(dy, self.x, self.handle)
+        if not self.has_bias:
+            return dx, dW
+        db = singa.Conv2dBackwardB(dy, self.handle) if need[2] else None
+        return dx, dW, db
+
+
+def conv2d(handle, x, W, b=None, odd_padding=(0, 0, 0, 0)):
+    """2-d convolution of x (N, C, H, W) with W and optional bias b."""
+    op = _Conv2d(handle, odd_padding)
+    return op(x, W)[0] if b is None else op(x, W, b)[0]
+
+
+class _Pooling2d(Operator):
+    """2-d max or average pooling with the geometry of ``handle``."""
+
+    def __init__(self, handle, odd_padding=(0, 0, 0, 0)):
+        super(_Pooling2d, self).__init__()
+        self.handle = handle
+        self.odd_padding = _norm_odd(odd_padding)
+
+    def forward(self, x):
+        _check_4d(x, "pooling_2d")
+        if any(self.odd_padding):
+            x = _odd_pad(x, self.odd_padding)
+        self.x = x
+        self.y = singa.Pool2dForward(x, self.handle)
+        return self.y
+
+    def backward(self, dy):
+        dx = singa.Pool2dBackward(dy, self.x, self.y, self.handle)
+        if any(self.odd_padding):
+            dx = _odd_unpad(dx, self.odd_padding)
+        return dx
+
+
+def pooling_2d(handle, x, odd_padding=(0, 0, 0, 0)):
+    """2-d pooling of x (N, C, H, W)."""
+    return _Pooling2d(handle, odd_padding)(x)[0]
+
+
+def _bn_params(handle):
+    """(momentum in the core's convention, eps) of a batch-norm handle. The core updates
+    running = (1 - m) * running + m * batch; Apache SINGA's handle.factor is the weight of the
+    old value, so m = 1 - factor."""
+    eps = float(getattr(handle, "eps", 1e-5))
+    if hasattr(handle, "momentum"):
+        return float(handle.momentum), eps
+    return 1.0 - float(getattr(handle, "factor", 0.9)), eps
+
+
+class _BatchNorm2d(Operator):
+    """Batch normalisation over axis 1. In training, normalises with the batch statistics and
+    updates running_mean / running_var in place; otherwise uses the running statistics."""
+
+    def __init__(self, handle, running_mean, running_var, name=None):
+        super(_BatchNorm2d, self).__init__(name)
+        self.handle = handle
+        self.running_mean = getattr(running_mean, "data", running_mean)
+        self.running_var = getattr(running_var, "data", running_var)
+
+    def forward(self, x, scale, bias):
+        if x.nDim() < 2:
+            raise singa.ShapeError("batchnorm_2d: expected an input (N, C, ...), got shape %s"
+                                   % (x.shape(),))
+        momentum, self.eps = _bn_params(self.handle)
+        if not base.training:
+            return singa.BatchNormForwardInference(x, scale, bias, self.running_mean,
+                                                   self.running_var, self.eps)
+        y, self.mean, self.var = singa.BatchNormForwardTraining(
+            x, scale, bias, self.running_mean, self.running_var, momentum, self.eps)
+        self.x, self.scale = x, scale
+        return y
+
+    def backward(self, dy):
+        dx, dscale, dbias = singa.BatchNormBackward(dy, self.x, self.scale, self.mean, self.var,
+                                                    self.eps)
+        return dx, dscale, dbias
+
+
+def batchnorm_2d(handle, x, scale, bias, running_mean, running_var):
+    """Batch normalisation of x (N, C, ...) with per-channel scale and bias."""
+    return _BatchNorm2d(handle, running_mean, running_var)(x, scale, bias)[0]
+
+
+class Dropout(Operator):
+    """In training, zeroes each element with probability ``ratio`` and scales the rest by
+    1 / (1 - ratio); otherwise the identity."""
+
+    def __init__(self, ratio=0.5):
+        super(Dropout, self).__init__()
+        ratio = float(ratio)
+        if not 0.0 <= ratio < 1.0:
+            raise ValueError("dropout: ratio must be in [0, 1), got %r" % (ratio,))
+        self.ratio = ratio
+
+    def forward(self, x):
+        if not base.training or self.ratio == 0.0:
+            self.mask = None
+            return x
+        mask = singa.Tensor(x.shape(), x.device(), singa.kFloat32)
+        singa.Bernoulli(1.0 - self.ratio, mask)
+        self.mask = _M(mask, 1.0 / (1.0 - self.ratio))
+        return _M(x, self.mask)
+
+    def backward(self, dy):
+        return dy if self.mask is None else _M(dy, self.mask)
+
+
+def dropout(x, ratio=0.5):
+    """Dropout of x with drop probability ``ratio`` (active only while training)."""
+    return Dropout(ratio)(x)[0]

@@ -1,0 +1,90 @@
+"""Helpers shared by the layer modules: input checks, size pairs, core handles."""
+import numbers
+
+from .. import singa_wrap as singa
+from ..tensor import Tensor
+
+
+def shape_error(layer, msg, *args):
+    """A ShapeError (a ValueError) whose message starts with the layer's name."""
+    return singa.ShapeError("%s: %s" % (layer._display_name(), msg % args))
+
+
+def check_tensor(layer, x, what="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError("%s: the %s must be a singa Tensor, got %s"
+                        % (layer._display_name(), what, type(x).__name__))
+
+
+def check_ndim(layer, x, ndims, layout, what="input"):
+    """Raises unless x is a Tensor whose rank is in ``ndims``; ``layout`` describes it."""
+    check_tensor(layer, x, what)
+    if isinstance(ndims, int):
+        ndims = (ndims,)
+    if len(x.shape) not in ndims:
+        raise shape_error(layer, "expected a %s %s %s, got shape %s",
+                          " or ".join("%d-d" % n for n in ndims), what, layout, tuple(x.shape))
+
+
+def check_dim(layer, x, axis, expected, what):
+    """Raises unless x.shape[axis] == expected (``what`` names the dimension, e.g. features)."""
+    got = x.shape[axis]
+    if expected is not None and got != expected:
+        raise shape_error(layer, "expected input with %d %s, got %d (input shape %s)",
+                          expected, what, got, tuple(x.shape))
+
+
+def pair(v, layer, what):
+    """(a, b) from an int or a 2-sequence of ints."""
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return (int(v), int(v))
+    if isinstance(v, (tuple, list)) and len(v) == 2 and all(
+            isinstance(e, numbers.Integral) and not isinstance(e, bool) for e in v):
+        return (int(v[0]), int(v[1]))
+    raise TypeError("%s: %s must be an int or a pair of ints, got %r" % (layer, what, v))
+
+
+def padding_spec(padding, layer):
+    """(symmetric (h, w) padding, odd padding (top, bottom, left, right)) from an int, a pair,
+    or four values (top, bottom, left, right) whose asymmetric part goes to the odd padding."""
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        top, bottom, left, right = [int(p) for p in padding]
+        if min(top, bottom, left, right) < 0:
+            raise ValueError("%s: padding must not be negative, got %r" % (layer, padding))
+        dh, dw = top - bottom, left - right
+        odd = (max(dh, 0), max(-dh, 0), max(dw, 0), max(-dw, 0))
+        return (top - odd[0], left - odd[2]), odd
+    p = pair(padding, layer, "padding")
+    if min(p) < 0:
+        raise ValueError("%s: padding must not be negative, got %r" % (layer, padding))
+    return p, (0, 0, 0, 0)
+
+
+def same_padding(mode, in_hw, kernel, stride):
+    """Symmetric padding and odd padding that keep ceil(in / stride) outputs (ONNX's SAME_UPPER
+    puts the extra pixel at the end, SAME_LOWER at the beginning)."""
+    pads = []
+    for size, k, s in zip(in_hw, kernel, stride):
+        out = -(-size // s)
+        total = max((out - 1) * s + k - size, 0)
+        small = total // 2
+        big = total - small
+        pads.append((big, small) if mode == "SAME_LOWER" else (small, big))
+    (t, b), (l, r) = pads
+    return padding_spec((t, b, l, r), "pad")
+
+
+def make_handle(cpu_name, gpu_name, x, *args):
+    """A core handle (e.g. ConvHandle) for input x: the CPU or the GPU class of singa_wrap,
+    or of singa.autograd when the handles live there."""
+    name = cpu_name if x.device.is_host() else gpu_name
+    from .. import autograd
+    cls = getattr(singa, name, None) or getattr(autograd, name, None)
+    if cls is None:
+        raise NotImplementedError("this build of singa has no %s (needed on %r)"
+                                  % (name, x.device))
+    return cls(x.data, *args)
+
+
+def is_real(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)

@@ -1,0 +1,404 @@
+"""The Layer base class: lazy parameter creation, hierarchical names, parameter/state access.
+
+    class MLP(layer.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = layer.Linear(100)       # sub-layers are registered by attribute name
+            self.fc2 = layer.Linear(10)
+
+        def forward(self, x):
+            return self.fc2(autograd.relu(self.fc1(x)))
+
+    net = MLP()
+    y = net(x)                                 # the first call creates fc1.W, fc1.b, fc2.W, fc2.b
+    net.get_params()                           # {'MLP#0.fc1.W': ..., ...}; {'fc1.W': ...} in a Model
+
+Note: the life of a layer
+  * A subclass defines ``initialize(*inputs)`` (create parameters from the first input's shape)
+    and ``forward(*inputs)``. The metaclass wraps both: the first ``forward`` call runs
+    ``initialize`` first, with the input's device taken out of graph buffering, so that parameter
+    values are really computed even when the call happens while a graph is being recorded.
+  * Names are paths of attribute names. A layer set as an attribute of another is registered under
+    that name; a Tensor with ``stores_grad=True`` set as an attribute becomes a parameter, named
+    ``<layer path>.<attribute>`` unless the caller gave it a name of its own. The root of a Model
+    has the empty path, so a Model's parameters are named like ``conv1.W``; a layer used on its own
+    gets a unique root name such as ``Linear#3``.
+  * Parameter names must be unique: two different tensors under one name would share optimizer
+    state (Apache SINGA's ResNet example wrote past a buffer that way), so collecting them raises.
+"""
+import itertools
+import warnings
+from collections import OrderedDict
+from functools import wraps
+
+import numpy as np
+
+from .. import singa_wrap as singa
+from ..tensor import Tensor
+
+__all__ = ["Layer", "LayerMeta"]
+
+_root_ids = itertools.count()
+
+
+def _first_tensor(args, kwargs=None):
+    """The first Tensor among args (looking into lists/tuples) and kwargs values, or None."""
+    items = list(args) + (list(kwargs.values()) if kwargs else [])
+    for a in items:
+        if isinstance(a, Tensor):
+            return a
+        if isinstance(a, (list, tuple)):
+            t = _first_tensor(a)
+            if t is not None:
+                return t
+    return None
+
+
+class _GraphPaused(object):
+    """Context manager: takes ``dev`` out of graph buffering, restoring it afterwards.
+
+    Parameters and optimizer state must hold real values before a recorded graph first runs,
+    so their creation and initial filling happen outside buffering (as Apache SINGA does)."""
+
+    def __init__(self, dev):
+        self.dev = dev
+        self.prev = False
+
+    def __enter__(self):
+        if self.dev is not None:
+            self.prev = self.dev.graph_enabled()
+            if self.prev:
+                self.dev.EnableGraph(False)
+        return self
+
+    def __exit__(self, *exc):
+        if self.dev is not None and self.prev:
+            self.dev.EnableGraph(True)
+        return False
+
+
+def graph_paused(dev):
+    return _GraphPaused(dev)
+
+
+# The model whose forward/train_one_batch is running (set by singa.model), for a warning about
+# layers that hold parameters but were never registered in it.
+_active_models = []
+
+
+def _wrap_initialize(func):
+    @wraps(func)
+    def initialize(self, *args, **kwargs):
+        if self.__dict__.get("_in_init"):  # a subclass calling super().initialize()
+            return func(self, *args, **kwargs)
+        x = _first_tensor(args, kwargs)
+        object.__setattr__(self, "_in_init", True)
+        try:
+            with graph_paused(x.device if x is not None else None):
+                func(self, *args, **kwargs)
+            object.__setattr__(self, "_initialized", True)
+        finally:
+            object.__setattr__(self, "_in_init", False)
+        self._warn_if_unregistered()
+
+    return initialize
+
+
+def _wrap_forward(func):
+    @wraps(func)
+    def forward(self, *args, **kwargs):
+        if not self.__dict__.get("_initialized", False):
+            self.initialize(*args, **kwargs)
+            object.__setattr__(self, "_initialized", True)
+        return func(self, *args, **kwargs)
+
+    return forward
+
+
+class LayerMeta(type):
+    """Wraps ``initialize`` and ``forward`` of every Layer class (see the module note)."""
+
+    def __new__(mcs, name, bases, attrs):
+        if "initialize" in attrs:
+            attrs["initialize"] = _wrap_initialize(attrs["initialize"])
+        if "forward" in attrs:
+            attrs["forward"] = _wrap_forward(attrs["forward"])
+        return super(LayerMeta, mcs).__new__(mcs, name, bases, attrs)
+
+
+def _init_internals(layer):
+    d = layer.__dict__
+    d.setdefault("_initialized", False)
+    d.setdefault("_in_init", False)
+    d.setdefault("_parent", None)
+    d.setdefault("_local_name", None)
+    d.setdefault("_layers", OrderedDict())
+    d.setdefault("_layer_lists", {})
+    d.setdefault("_param_attrs", OrderedDict())  # attribute -> True when we named the tensor
+    d.setdefault("_state_attrs", OrderedDict())
+
+
+def _shape_of(v):
+    if isinstance(v, Tensor):
+        return tuple(v.shape)
+    return tuple(np.shape(v))
+
+
+class Layer(object, metaclass=LayerMeta):
+    """Base class of layers and models (Apache SINGA 3.x's singa.layer.Layer)."""
+
+    sep = "."
+
+    def __init__(self):
+        _init_internals(self)
+
+    # ---- to be defined by subclasses ---------------------------------------------------------
+    def initialize(self, *input):
+        """Creates the parameters from the first inputs (called once, before forward)."""
+
+    def forward(self, *input):
+        raise NotImplementedError("%s must define forward()" % type(self).__name__)
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ---- names -------------------------------------------------------------------------------
+    def _is_model(self):
+        return False
+
+    @property
+    def name(self):
+        """The path of this layer: attribute names from the root joined by '.'."""
+        d = self.__dict__
+        if "_layers" not in d:
+            _init_internals(self)
+        parent = d["_parent"]
+        local = d["_local_name"]
+        if parent is None:
+            if local is None:
+                local = "" if self._is_model() else "%s#%d" % (type(self).__name__,
+                                                                next(_root_ids))
+                d["_local_name"] = local
+            return local
+        prefix = parent.name
+        return prefix + Layer.sep + local if prefix else local
+
+    @name.setter
+    def name(self, value):
+        if "_layers" not in self.__dict__:
+            _init_internals(self)
+        self.__dict__["_local_name"] = None if value is None else str(value)
+
+    def _get_unique_name(self):
+        """Apache SINGA's helper; returns the layer's path."""
+        return self.name
+
+    def _display_name(self):
+        return self.name or type(self).__name__
+
+    def _qualify(self, attr):
+        prefix = self.name
+        return prefix + Layer.sep + attr if prefix else attr
+
+    # ---- attributes: sub-layers, parameters, states ------------------------------------------
+    def __getattr__(self, name):
+        d = self.__dict__
+        if "_layers" in d and name in d["_layers"]:
+            return d["_layers"][name]
+        raise AttributeError("'%s' object has no attribute '%s'" % (type(self).__name__, name))
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        if "_layers" not in d:
+            _init_internals(self)
+        self._forget(name)
+        if isinstance(value, Layer):
+            if value is self:
+                raise ValueError("%s: a layer cannot be its own sub-layer" % type(self).__name__)
+            self._register(name, value)
+            return
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, Layer)
+                                                               for v in value):
+            for i, v in enumerate(value):
+                self._register("%s%s%d" % (name, Layer.sep, i), v)
+            d["_layer_lists"][name] = len(value)
+        elif isinstance(value, Tensor) and value.stores_grad:
+            auto = value.is_dummy() or value.name == name
+            d["_param_attrs"][name] = auto
+            if auto:
+                value.name = self._qualify(name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        d = self.__dict__
+        if "_layers" in d and name in d["_layers"]:
+            self._forget(name)
+            return
+        self._forget(name)
+        object.__delattr__(self, name)
+
+    def _register(self, key, layer):
+        if "_layers" not in layer.__dict__:
+            _init_internals(layer)
+        layer.__dict__["_parent"] = self
+        layer.__dict__["_local_name"] = key
+        self.__dict__["_layers"][key] = layer
+
+    def _forget(self, name):
+        """Drops what attribute ``name`` registered (a sub-layer, a list of them, a parameter)."""
+        d = self.__dict__
+        old = d["_layers"].pop(name, None)
+        if old is not None and old.__dict__.get("_parent") is self:
+            old.__dict__["_parent"] = None
+        n = d["_layer_lists"].pop(name, 0)
+        for i in range(n):
+            self._forget("%s%s%d" % (name, Layer.sep, i))
+        d["_param_attrs"].pop(name, None)
+        d["_state_attrs"].pop(name, None)
+
+    def _set_state(self, attr, value):
+        """Sets a non-trainable state tensor (e.g. BatchNorm's running mean), named like a
+        parameter and returned by get_states()."""
+        object.__setattr__(self, attr, value)
+        self.__dict__["_state_attrs"][attr] = True
+        value.name = self._qualify(attr)
+
+    def register_layers(self, *args):
+        """Registers layers not set as attributes: one OrderedDict name -> layer, or layers that
+        are then named ``<ClassName>_<index>`` (Apache SINGA's convention)."""
+        if len(args) == 1 and isinstance(args[0], (OrderedDict, dict)):
+            items = list(args[0].items())
+        else:
+            items = [("%s_%d" % (type(v).__name__, i), v) for i, v in enumerate(args)]
+        for key, value in items:
+            if not isinstance(value, Layer):
+                raise TypeError("register_layers: %r is a %s, not a Layer"
+                                % (key, type(value).__name__))
+            self._register(key, value)
+
+    def _warn_if_unregistered(self):
+        if self.__dict__["_parent"] is not None or not _active_models:
+            return
+        model = _active_models[-1]
+        if model is self or not (self.__dict__["_param_attrs"] or self.__dict__["_state_attrs"]):
+            return
+        warnings.warn("%s holds parameters but is not registered in model %s (set it as an "
+                      "attribute or call register_layers); its parameters are missing from "
+                      "get_params() and save_states()" % (self._display_name(),
+                                                          type(model).__name__),
+                      RuntimeWarning, stacklevel=4)
+
+    # ---- parameters and states ---------------------------------------------------------------
+    def _own(self, states):
+        d = self.__dict__
+        out = []
+        for attr, auto in d["_param_attrs"].items():
+            t = d.get(attr)
+            if isinstance(t, Tensor):
+                if auto:
+                    t.name = self._qualify(attr)
+                out.append((t.name, t))
+        if states:
+            for attr in d["_state_attrs"]:
+                t = d.get(attr)
+                if isinstance(t, Tensor):
+                    t.name = self._qualify(attr)
+                    out.append((t.name, t))
+        return out
+
+    def _collect(self, states):
+        out, owner, seen = OrderedDict(), {}, set()
+
+        def add(name, t, who):
+            if id(t) in seen:
+                return
+            if name in out:
+                raise ValueError(
+                    "duplicate parameter name %r: %s (shape %s) and %s (shape %s); parameter "
+                    "names must be unique (register sub-layers as attributes or with "
+                    "register_layers)" % (name, owner[name], tuple(out[name].shape), who,
+                                          tuple(t.shape)))
+            seen.add(id(t))
+            out[name] = t
+            owner[name] = who
+
+        for name, t in self._own(states):
+            add(name, t, self._display_name())
+        for child in self.__dict__["_layers"].values():
+            if not child.__dict__.get("_initialized", False):
+                continue
+            sub = child.get_states() if states else child.get_params()
+            for name, t in sub.items():
+                add(name, t, child._display_name())
+        return out
+
+    def get_params(self):
+        """The trainable parameters of this layer and its sub-layers: {name: Tensor}."""
+        return self._collect(states=False)
+
+    def get_states(self):
+        """Parameters plus non-trainable states (e.g. running means): {name: Tensor}."""
+        return self._collect(states=True)
+
+    def _assign(self, current, values, op):
+        """Checks every value against ``current`` (names and shapes), then copies them all, so
+        that a bad entry leaves the layer unchanged."""
+        unknown = [k for k in values if k not in current]
+        if unknown:
+            raise KeyError("%s: %s has no parameter or state named %s (known: %s)"
+                           % (op, self._display_name(), ", ".join(map(repr, unknown)),
+                              ", ".join(current) or "none; call the layer once first"))
+        for k, v in values.items():
+            if not isinstance(v, (Tensor, np.ndarray)):
+                raise TypeError("%s: the value of %r must be a Tensor or a numpy array, got %s"
+                                % (op, k, type(v).__name__))
+            if _shape_of(v) != tuple(current[k].shape):
+                raise singa.ShapeError("%s: %r has shape %s, got a value of shape %s"
+                                       % (op, k, tuple(current[k].shape), _shape_of(v)))
+        for k, v in values.items():
+            current[k].copy_from(v)
+
+    def set_params(self, parameters=None, **kwargs):
+        """Copies values (Tensors or numpy arrays) into parameters, by name."""
+        values = dict(parameters or {}, **kwargs)
+        self._assign(self.get_params(), values, "set_params")
+
+    def set_states(self, states=None, **kwargs):
+        """Copies values into parameters and states, by name."""
+        values = dict(states or {}, **kwargs)
+        self._assign(self.get_states(), values, "set_states")
+
+    def has_layer_param(self, layer, names):
+        """True if some name in ``names`` belongs to ``layer`` (Apache SINGA's helper)."""
+        prefix = layer.name
+        return any(n.startswith(prefix) for n in names)
+
+    def set_attribute(self, attribute, attribute_value):
+        """Copies ``attribute_value`` into the tensor ``attribute`` after checking shapes."""
+        if _shape_of(attribute_value) != tuple(attribute.shape):
+            raise singa.ShapeError("%s: %s has shape %s, got a value of shape %s"
+                                   % (self._display_name(), attribute.name,
+                                      tuple(attribute.shape), _shape_of(attribute_value)))
+        attribute.copy_from(attribute_value)
+
+    # ---- devices and dtypes ------------------------------------------------------------------
+    def device_check(self, *inputs):
+        """Moves every tensor in ``inputs`` onto the device of the first one."""
+        dev = inputs[0].device
+        with graph_paused(dev):
+            for t in inputs[1:]:
+                if t is not None and not t.device == dev:
+                    t.to_device(dev)
+
+    def dtype_check(self, *inputs):
+        """Converts every tensor in ``inputs`` to the dtype of the first one."""
+        dtype = inputs[0].dtype
+        with graph_paused(inputs[0].device):
+            for t in inputs[1:]:
+                if t is not None and t.dtype != dtype:
+                    t.to_type(dtype)
+
+    def __repr__(self):
+        kids = ", ".join(self.__dict__.get("_layers", {}))
+        return "<%s %r%s>" % (type(self).__name__, self._display_name(),
+                              " [%s]" % kids if kids else "")

@@ -1,0 +1,26 @@
+"""Shared helpers for the Python tests of singa."""
+import numpy as np
+import pytest
+
+from singa import tensor
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
+
+
+def close(t, expected, rtol=1e-5, atol=1e-6):
+    """Asserts that Tensor t holds `expected` (values, shape, and dtype when expected is an
+    ndarray)."""
+    got = tensor.to_numpy(t)
+    exp = np.asarray(expected)
+    assert got.shape == exp.shape, "shape %s != expected %s" % (got.shape, exp.shape)
+    if isinstance(expected, np.ndarray):
+        assert got.dtype == exp.dtype, "dtype %s != expected %s" % (got.dtype, exp.dtype)
+    np.testing.assert_allclose(got, exp, rtol=rtol, atol=atol)
+
+
+def t_(a):
+    """A Tensor holding a copy of numpy array a."""
+    return tensor.from_numpy(np.asarray(a))
