@@ -16,7 +16,7 @@ from singa import device  # noqa: E402
 def main():
     t0 = time.time()
     print(__doc__.strip().splitlines()[0].replace("`make demo`: ", "singa demo: "))
-    acc = train.run(["cnn", "--data", "digits", "--epochs", "4", "--graph", "--lr", "0.05"])
+    acc = train.run(["cnn", "--data", "digits", "--epochs", "5", "--graph", "--lr", "0.02"])
     dev = device.get_default_device()
     stats = dev.mem_stats()
     print("device memory: peak %.1f MB in use, %.1f MB reserved from the system"

@@ -8,7 +8,21 @@ CNN is the seed's model (../shared/seeds/model-graph.md) verbatim in structure.
 from singa import layer, model
 
 
-class MLP(model.Model):
+class Classifier(model.Model):
+    """The training step all the examples share: softmax cross-entropy, then the optimizer
+    (backward and update), as in the seed's Model example."""
+
+    def train_one_batch(self, x, y):
+        out = self.forward(x)
+        loss = self.softmax_cross_entropy(out, y)
+        self.optimizer(loss)
+        return out, loss
+
+    def set_optimizer(self, optimizer):
+        self.optimizer = optimizer
+
+
+class MLP(Classifier):
     """784-100-10 by default (the seed's MLP)."""
 
     def __init__(self, data_size=784, perceptron_size=100, num_classes=10):
@@ -26,17 +40,8 @@ class MLP(model.Model):
         y = self.linear2(y)
         return y
 
-    def train_one_batch(self, x, y):
-        out = self.forward(x)
-        loss = self.softmax_cross_entropy(out, y)
-        self.optimizer(loss)
-        return out, loss
 
-    def set_optimizer(self, optimizer):
-        self.optimizer = optimizer
-
-
-class CNN(model.Model):
+class CNN(Classifier):
     """The seed's CNN: two 5x5 convolutions with ReLU, two 2x2 max poolings, two linear layers."""
 
     def __init__(self, num_classes=10, num_channels=1):
@@ -64,15 +69,6 @@ class CNN(model.Model):
         y = self.relu(y)
         y = self.linear2(y)
         return y
-
-    def train_one_batch(self, x, y):
-        out = self.forward(x)
-        loss = self.softmax_cross_entropy(out, y)
-        self.optimizer(loss)
-        return out, loss
-
-    def set_optimizer(self, optimizer):
-        self.optimizer = optimizer
 
 
 def conv3x3(out_planes, stride=1):
@@ -155,7 +151,7 @@ class Stage(layer.Layer):
         return x
 
 
-class ResNet(model.Model):
+class ResNet(Classifier):
     def __init__(self, block, layers, num_classes=10, num_channels=3, cifar=True):
         super(ResNet, self).__init__()
         self.num_classes = num_classes
@@ -185,15 +181,6 @@ class ResNet(model.Model):
         for i in range(1, 5):
             x = getattr(self, "layer%d" % i)(x)
         return self.fc(self.flatten(self.avgpool(x)))
-
-    def train_one_batch(self, x, y):
-        out = self.forward(x)
-        loss = self.softmax_cross_entropy(out, y)
-        self.optimizer(loss)
-        return out, loss
-
-    def set_optimizer(self, optimizer):
-        self.optimizer = optimizer
 
 
 def resnet18(num_classes=10, num_channels=3, cifar=True):

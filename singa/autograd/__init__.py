@@ -17,6 +17,9 @@ submodule reads. Layer classes (Linear, Conv2d...) are re-exported from singa.la
 import sys
 import types
 
+from .. import singa_wrap as singa  # noqa: F401  (Apache SINGA's autograd had these names)
+from .. import tensor  # noqa: F401
+from ..tensor import Tensor  # noqa: F401
 from . import base
 from .base import (CTensor, Operator, Operation, Dummy, infer_dependency, backward, gradients,
                    axis_helper, back_broadcast, ctensor2numpy)
@@ -43,8 +46,8 @@ from .shape import (Reshape, reshape, Flatten, flatten, Transpose, transpose, Sq
 from .index import (Gather, gather, Slice, slice, Pad, pad, ScatterElements, scatter_elements,
                     OneHot, onehot, Embedding, embedding, Shape, shape, ConstantOfShape,
                     constant_of_shape, NonZero, nonzero)
-from .nn import (_Conv2d, conv2d, _Pooling2d, pooling_2d, _BatchNorm2d, batchnorm_2d, Dropout,
-                 dropout)
+from .nn import (_Conv2d, conv2d, _Pooling2d, pooling_2d, BatchNormHandle, _BatchNorm2d,
+                 batchnorm_2d, Dropout, dropout)
 from .loss import (SoftMaxCrossEntropy, softmax_cross_entropy, CrossEntropy, cross_entropy,
                    BinaryCrossEntropy, binary_cross_entropy, MeanSquareError, mse_loss,
                    RankingLoss, ranking_loss, QALSTMLoss, qa_lstm_loss)

@@ -283,6 +283,7 @@ def backward(y, dy=None):
                 continue
             for i, g in enumerate(slots):
                 if g is not None and (src_op, i) in wanted:
+                    g = g if g.IsContiguous() else g.Contiguous()
                     yield wanted.pop((src_op, i)), Tensor(data=g, requires_grad=False,
                                                           name=src_op.grad_name(i))
             if src_op.requires_grad and not isinstance(src_op, Dummy):

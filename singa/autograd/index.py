@@ -5,10 +5,11 @@
     y = autograd.pad(x, "reflect", [0, 1, 0, 1])  # ONNX pads: all begins, then all ends
     e = autograd.embedding(ids, table)          # table[ids]; ids int32 (or integral float32)
 
-Indices given as Python lists or numpy arrays are constants of the operator, fixed when it is
-created; the backward of a gather adds each output slice's gradient at its index (repeated
-indices accumulate). Only shape, constant_of_shape and nonzero read tensor values into Python,
-so only those three cannot be buffered in a graph.
+Indices given as Python lists or numpy arrays are constants of the operator (checked when it
+runs); index Tensors are checked by the core. The backward of a gather adds each output slice's
+gradient at its index (repeated indices accumulate), through the core's IndexSelect / IndexAdd.
+Only constant_of_shape and nonzero read tensor values into Python, so only those two cannot be
+buffered in a graph.
 """
 import numpy as np
 
@@ -20,7 +21,7 @@ from .base import Operator, norm_axis, fill
 _INT = singa.kInt
 
 
-# ---- gather along one axis by constant indices ---------------------------------------------
+# ---- gather along one axis --------------------------------------------------------------------
 def _norm_indices(indices, n, op):
     """Integer numpy indices in [0, n); negative ones count from the end."""
     idx = np.asarray(indices)
@@ -35,83 +36,37 @@ def _norm_indices(indices, n, op):
     return np.where(idx < 0, idx + n, idx).astype(np.int32)
 
 
-def _runs(seq):
-    """Splits a sequence of ints into maximal runs of consecutive values: [(first, length)]."""
-    out = []
-    for v in seq:
-        if out and v == out[-1][0] + out[-1][1]:
-            out[-1][1] += 1
-        else:
-            out.append([int(v), 1])
-    return out
-
-
 def take(x, axis, idx):
-    """numpy.take(x, idx, axis) for non-negative int32 numpy ``idx`` (core ops only)."""
-    shape = list(x.shape())
-    out_shape = shape[:axis] + list(idx.shape) + shape[axis + 1:]
-    if hasattr(singa, "IndexSelect"):
-        return singa.IndexSelect(x, axis, base.const(idx, x))
-    flat = idx.reshape(-1)
-    if flat.size == 0:
-        return singa.Tensor(out_shape, x.device(), x.data_type())
-    pieces = [singa.SliceOn(x, s, s + n, axis) for s, n in _runs(flat)]
-    y = pieces[0] if len(pieces) == 1 else singa.ConcatOn(pieces, axis)
-    return singa.Reshape(y, out_shape)
+    """numpy.take(x, idx, axis) for integer numpy ``idx`` in range."""
+    return singa.IndexSelect(x, axis, base.const(idx, x))
 
 
 def take_backward(dy, axis, idx, x_shape):
     """The gradient of take: zeros of x_shape plus dy's slices added at their indices."""
-    if hasattr(singa, "IndexAdd"):
-        return singa.IndexAdd(dy, axis, base.const(idx, dy), list(x_shape))
-    n, flat = x_shape[axis], idx.reshape(-1)
-    shape = list(x_shape[:axis]) + [flat.size] + list(x_shape[axis + 1:])
-    dy = singa.Reshape(dy, shape)
-    sources = [[] for _ in range(n)]
-    for j, p in enumerate(flat):
-        sources[p].append(j)
-    pieces, p = [], 0
-    while p < n:
-        q = p
-        if not sources[p]:  # a run of positions nobody gathered: zeros
-            while q < n and not sources[q]:
-                q += 1
-            zshape = list(x_shape)
-            zshape[axis] = q - p
-            pieces.append(fill(zshape, 0, dy))
-        elif len(sources[p]) == 1:  # a run fed by consecutive output slices: one slice
-            j = sources[p][0]
-            while q < n and sources[q] == [j + q - p]:
-                q += 1
-            pieces.append(singa.SliceOn(dy, j, j + q - p, axis))
-        else:
-            q = p + 1
-            acc = singa.SliceOn(dy, sources[p][0], sources[p][0] + 1, axis)
-            for j in sources[p][1:]:
-                acc = singa.Add(acc, singa.SliceOn(dy, j, j + 1, axis))
-            pieces.append(acc)
-        p = q
-    return pieces[0] if len(pieces) == 1 else singa.ConcatOn(pieces, axis)
+    return singa.IndexAdd(dy, axis, base.const(idx, dy), list(x_shape))
 
 
 class Gather(Operator):
     """numpy.take(x, indices, axis): out shape x.shape[:axis] + indices' shape +
-    x.shape[axis+1:]. ``indices`` is an int, a (nested) list or a numpy array."""
+    x.shape[axis+1:]. ``indices`` is an int, a (nested) list, a numpy array or an integer
+    Tensor (whose values are checked when the gather runs)."""
 
     def __init__(self, axis, indices):
         super(Gather, self).__init__()
-        if isinstance(indices, Tensor):
-            indices = indices.to_numpy()
         self.axis, self.indices = axis, indices
 
     def forward(self, x):
         self.axis = norm_axis(self.axis, x.nDim(), "gather")
         self.x_shape = x.shape()
-        self.idx = _norm_indices(self.indices, self.x_shape[self.axis], "gather")
-        return take(x, self.axis, self.idx)
+        if isinstance(self.indices, Tensor):
+            self.idx = self.indices.data
+        else:
+            idx = _norm_indices(self.indices, self.x_shape[self.axis], "gather")
+            self.idx = base.const(idx, x)
+        return singa.IndexSelect(x, self.axis, self.idx)
 
     def backward(self, dy):
-        return take_backward(dy, self.axis, self.idx, self.x_shape)
+        return singa.IndexAdd(dy, self.axis, self.idx, list(self.x_shape))
 
 
 def gather(x, axis, indices):
@@ -144,8 +99,12 @@ class Slice(Operator):
         for a, s, e, st in zip(axes, self.starts, self.ends, self.steps):
             n = x.shape()[a]
             s, e = (int(np.clip(v, -n - 1, n + 1)) for v in (s, e))
-            self.plan.append((a, x.shape(), np.arange(n)[s:e:int(st)].astype(np.int32)))
-            x = take(x, a, self.plan[-1][2])
+            idx = np.arange(n)[s:e:int(st)].astype(np.int32)
+            self.plan.append((a, x.shape(), idx))
+            if idx.size and (idx.size == 1 or int(st) == 1):  # a contiguous run: copy it
+                x = singa.SliceOn(x, int(idx[0]), int(idx[-1]) + 1, a)
+            else:
+                x = take(x, a, idx)
         return x
 
     def backward(self, dy):
@@ -304,15 +263,10 @@ class Embedding(Operator):
             raise singa.ShapeError("embedding: the table must be a matrix (V, D), got shape %s"
                                    % (w.shape(),))
         self.x, self.w_shape = x, w.shape()
-        if hasattr(singa, "IndexSelect"):
-            return singa.IndexSelect(w, 0, x)
-        self.idx = _norm_indices(singa.to_numpy(x), w.shape()[0], "embedding")  # eager only
-        return take(w, 0, self.idx)
+        return singa.IndexSelect(w, 0, x)
 
     def backward(self, dy):
-        if hasattr(singa, "IndexAdd"):
-            return None, singa.IndexAdd(dy, 0, self.x, list(self.w_shape))
-        return None, take_backward(dy, 0, self.idx, self.w_shape)
+        return None, singa.IndexAdd(dy, 0, self.x, list(self.w_shape))
 
 
 def embedding(x, w):

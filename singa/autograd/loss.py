@@ -10,7 +10,7 @@ Shapes are checked before computing: a label count other than the batch size rai
 naming both shapes. Label values are checked by the core when the loss runs.
 """
 from .. import singa_wrap as singa
-from .base import Operator, fill
+from .base import Operator
 
 _M = singa.EltwiseMult
 
@@ -50,6 +50,8 @@ class SoftMaxCrossEntropy(Operator):
             raise singa.ShapeError("softmax_cross_entropy: target of shape %s does not match "
                                    "logits of shape %s (expected %d labels or a %s matrix)"
                                    % (t.shape(), x.shape(), n, x.shape()))
+        if not labels:
+            t = _float(t)  # an int32 one-hot matrix is a matrix, not labels
         self.x, self.t, self.n = x, t, n
         return singa.Div(_scalar(singa.SoftmaxCrossEntropyForward(x, t)), float(n))
 
@@ -73,6 +75,8 @@ class CrossEntropy(Operator):
             raise singa.ShapeError("cross_entropy: target of shape %s does not match predictions "
                                    "of shape %s (expected %s, (%d,) or (%d, 1))"
                                    % (t.shape(), y.shape(), y.shape(), n, n))
+        if t.shape() == y.shape():
+            t = _float(t)
         self.y, self.t, self.n = y, t, n
         return singa.Div(_scalar(singa.CrossEntropyFwd(y, t)), float(n))
 

@@ -13,18 +13,18 @@ import math as _math
 import numpy as np
 
 from .. import singa_wrap as singa
-from ..tensor import Tensor
+from ..tensor import Tensor, _dtype
 from . import base
-from .base import Operator, reduce_to, fill
+from .base import Operator, reduce_to
 
 _S = singa
 
 
 # ---- unary functions: one row per op ------------------------------------------------------
 class _Unary(Operator):
-    """y = fn(x) with dx = grad(x, y, dy); ``saves`` says which of x, y the gradient needs."""
+    """y = fn(x), dx = dy * deriv(x, y); ``saves`` says which of x and y deriv reads."""
     fn = None
-    grad = None
+    deriv = None
     saves = ""
 
     def forward(self, x):
@@ -34,16 +34,16 @@ class _Unary(Operator):
         return y
 
     def backward(self, dy):
-        if type(self).grad is None:  # piecewise constant: the gradient is zero
+        if type(self).deriv is None:  # piecewise constant: the gradient is zero
             return singa.EltwiseMult(dy, 0.0)
-        return type(self).grad(self.x, self.y, dy)
+        return singa.EltwiseMult(dy, type(self).deriv(self.x, self.y))
 
 
-def _unary(name, fn, grad, saves=""):
+def _unary(name, fn, deriv, saves="", base=_Unary):
     """Defines Operator class ``name`` for y = fn(x) and its function (e.g. Exp and exp)."""
-    cls = type(name, (_Unary,), {"fn": staticmethod(fn),
-                                 "grad": None if grad is None else staticmethod(grad),
-                                 "saves": saves, "__doc__": "Elementwise %s." % name.lower()})
+    cls = type(name, (base,), {"fn": staticmethod(fn),
+                               "deriv": None if deriv is None else staticmethod(deriv),
+                               "saves": saves, "__doc__": "Elementwise %s." % name.lower()})
 
     def function(x):
         return cls()(x)[0]
@@ -53,44 +53,65 @@ def _unary(name, fn, grad, saves=""):
     return cls, function
 
 
+class _ReLUBase(_Unary):
+    def backward(self, dy):  # one fused kernel instead of a mask and a product
+        return singa.ReLUBackward(dy, self.x)
+
+
+class _IdentityBase(_Unary):
+    def backward(self, dy):
+        return dy
+
+
+_M, _D, _sq, _neg, _inv = (singa.EltwiseMult, singa.Div, singa.Square, singa.Negative,
+                           singa.Reciprocal)
+
+
 def _rsqrt(t):
     return singa.Pow(t, -0.5)
 
 
-_M, _A, _D = singa.EltwiseMult, singa.Add, singa.Div
+def _one_minus(t):
+    return singa.Sub(1.0, t)
+
+
+def _one_plus(t):
+    return singa.Add(t, 1.0)
+
+
 _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 
-# name        class, function                 forward        d(loss)/dx from (x, y, dy)   keeps
-ReLU, relu = _unary("ReLU", _S.ReLU, lambda x, y, dy: _S.ReLUBackward(dy, x), "x")
-Sigmoid, sigmoid = _unary("Sigmoid", _S.Sigmoid, lambda x, y, dy: _M(dy, _M(y, _S.Sub(1.0, y))), "y")
-Tanh, tanh = _unary("Tanh", _S.Tanh, lambda x, y, dy: _M(dy, _S.Sub(1.0, _S.Square(y))), "y")
-Exp, exp = _unary("Exp", _S.Exp, lambda x, y, dy: _M(dy, y), "y")
-Log, log = _unary("Log", _S.Log, lambda x, y, dy: _D(dy, x), "x")
-Sqrt, sqrt = _unary("Sqrt", _S.Sqrt, lambda x, y, dy: _D(_M(dy, 0.5), y), "y")
-Abs, abs = _unary("Abs", _S.Abs, lambda x, y, dy: _M(dy, _S.Sign(x)), "x")
+# class, function                  forward         dy/dx from (x, y)                     keeps
+ReLU, relu = _unary("ReLU", _S.ReLU, None, "x", _ReLUBase)
+Sigmoid, sigmoid = _unary("Sigmoid", _S.Sigmoid, lambda x, y: _M(y, _one_minus(y)), "y")
+Tanh, tanh = _unary("Tanh", _S.Tanh, lambda x, y: _one_minus(_sq(y)), "y")
+Exp, exp = _unary("Exp", _S.Exp, lambda x, y: y, "y")
+Log, log = _unary("Log", _S.Log, lambda x, y: _inv(x), "x")
+Sqrt, sqrt = _unary("Sqrt", _S.Sqrt, lambda x, y: _D(0.5, y), "y")
+Abs, abs = _unary("Abs", _S.Abs, lambda x, y: _S.Sign(x), "x")
 Sign, sign = _unary("Sign", _S.Sign, None)
-Negative, negative = _unary("Negative", _S.Negative, lambda x, y, dy: _S.Negative(dy))
-Reciprocal, reciprocal = _unary("Reciprocal", _S.Reciprocal, lambda x, y, dy: _M(dy, _S.Negative(_S.Square(y))), "y")
-Square, square = _unary("Square", _S.Square, lambda x, y, dy: _M(dy, _M(x, 2.0)), "x")
-Sin, sin = _unary("Sin", _S.Sin, lambda x, y, dy: _M(dy, _S.Cos(x)), "x")
-Cos, cos = _unary("Cos", _S.Cos, lambda x, y, dy: _M(dy, _S.Negative(_S.Sin(x))), "x")
-Tan, tan = _unary("Tan", _S.Tan, lambda x, y, dy: _M(dy, _A(_S.Square(y), 1.0)), "y")
-Asin, asin = _unary("Asin", _S.Asin, lambda x, y, dy: _M(dy, _rsqrt(_S.Sub(1.0, _S.Square(x)))), "x")
-Acos, acos = _unary("Acos", _S.Acos, lambda x, y, dy: _M(_S.Negative(dy), _rsqrt(_S.Sub(1.0, _S.Square(x)))), "x")
-Atan, atan = _unary("Atan", _S.Atan, lambda x, y, dy: _D(dy, _A(_S.Square(x), 1.0)), "x")
-Sinh, sinh = _unary("Sinh", _S.Sinh, lambda x, y, dy: _M(dy, _S.Cosh(x)), "x")
-Cosh, cosh = _unary("Cosh", _S.Cosh, lambda x, y, dy: _M(dy, _S.Sinh(x)), "x")
-Asinh, asinh = _unary("Asinh", _S.Asinh, lambda x, y, dy: _M(dy, _rsqrt(_A(_S.Square(x), 1.0))), "x")
-Acosh, acosh = _unary("Acosh", _S.Acosh, lambda x, y, dy: _M(dy, _rsqrt(_S.Sub(_S.Square(x), 1.0))), "x")
-Atanh, atanh = _unary("Atanh", _S.Atanh, lambda x, y, dy: _D(dy, _S.Sub(1.0, _S.Square(x))), "x")
-SoftPlus, softplus = _unary("SoftPlus", _S.SoftPlus, lambda x, y, dy: _M(dy, _S.Sigmoid(x)), "x")
-SoftSign, softsign = _unary("SoftSign", _S.SoftSign, lambda x, y, dy: _D(dy, _S.Square(_A(_S.Abs(x), 1.0))), "x")
-Erf, erf = _unary("Erf", _S.Erf, lambda x, y, dy: _M(dy, _M(_S.Exp(_S.Negative(_S.Square(x))), _TWO_OVER_SQRT_PI)), "x")
+Negative, negative = _unary("Negative", _S.Negative, lambda x, y: -1.0)
+Reciprocal, reciprocal = _unary("Reciprocal", _S.Reciprocal, lambda x, y: _neg(_sq(y)), "y")
+Square, square = _unary("Square", _S.Square, lambda x, y: _M(x, 2.0), "x")
+Sin, sin = _unary("Sin", _S.Sin, lambda x, y: _S.Cos(x), "x")
+Cos, cos = _unary("Cos", _S.Cos, lambda x, y: _neg(_S.Sin(x)), "x")
+Tan, tan = _unary("Tan", _S.Tan, lambda x, y: _one_plus(_sq(y)), "y")
+Asin, asin = _unary("Asin", _S.Asin, lambda x, y: _rsqrt(_one_minus(_sq(x))), "x")
+Acos, acos = _unary("Acos", _S.Acos, lambda x, y: _neg(_rsqrt(_one_minus(_sq(x)))), "x")
+Atan, atan = _unary("Atan", _S.Atan, lambda x, y: _inv(_one_plus(_sq(x))), "x")
+Sinh, sinh = _unary("Sinh", _S.Sinh, lambda x, y: _S.Cosh(x), "x")
+Cosh, cosh = _unary("Cosh", _S.Cosh, lambda x, y: _S.Sinh(x), "x")
+Asinh, asinh = _unary("Asinh", _S.Asinh, lambda x, y: _rsqrt(_one_plus(_sq(x))), "x")
+Acosh, acosh = _unary("Acosh", _S.Acosh, lambda x, y: _rsqrt(_S.Sub(_sq(x), 1.0)), "x")
+Atanh, atanh = _unary("Atanh", _S.Atanh, lambda x, y: _inv(_one_minus(_sq(x))), "x")
+SoftPlus, softplus = _unary("SoftPlus", _S.SoftPlus, lambda x, y: _S.Sigmoid(x), "x")
+SoftSign, softsign = _unary("SoftSign", _S.SoftSign, lambda x, y: _sq(_one_minus(_S.Abs(y))), "y")
+Erf, erf = _unary("Erf", _S.Erf, lambda x, y: _M(_S.Exp(_neg(_sq(x))), _TWO_OVER_SQRT_PI), "x")
 Ceil, ceil = _unary("Ceil", _S.Ceil, None)
 Floor, floor = _unary("Floor", _S.Floor, None)
 Round, round = _unary("Round", _S.Round, None)
 Rounde, rounde = _unary("Rounde", _S.RoundE, None)
-Identity, identity = _unary("Identity", lambda x: x, lambda x, y, dy: dy)
+Identity, identity = _unary("Identity", lambda x: x, None, "", _IdentityBase)
 
 
 # ---- operands ---------------------------------------------------------------------------------
@@ -451,7 +472,6 @@ class Cast(Operator):
 
     def __init__(self, to):
         super(Cast, self).__init__()
-        from ..tensor import _dtype
         self.to = _dtype(to, "cast")
 
     def forward(self, x):

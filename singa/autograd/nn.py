@@ -2,8 +2,9 @@
 
     h = singa_wrap.ConvHandle(x.data, (3, 3), (1, 1), (1, 1), 3, 16, True)   # see cython/nn.pxi
     y = autograd.conv2d(h, x, W, b)
-    p = autograd.pooling_2d(singa_wrap.PoolingHandle(...), y)
-    z = autograd.batchnorm_2d(bn_handle, x, scale, bias, running_mean, running_var)
+    p = autograd.pooling_2d(singa_wrap.PoolingHandle(y.data, (2, 2), (2, 2), (0, 0), True), y)
+    bn = autograd.BatchNormHandle(x, momentum=0.9)
+    z = autograd.batchnorm_2d(bn, x, scale, bias, running_mean, running_var)
     d = autograd.dropout(x, ratio=0.5)         # identity when autograd.training is False
 
 The handles carry the geometry and are built by the layers (singa/layer.py). ``odd_padding``
@@ -115,14 +116,27 @@ def pooling_2d(handle, x, odd_padding=(0, 0, 0, 0)):
     return _Pooling2d(handle, odd_padding)(x)[0]
 
 
-def _bn_params(handle):
-    """(momentum in the core's convention, eps) of a batch-norm handle. The core updates
-    running = (1 - m) * running + m * batch; Apache SINGA's handle.factor is the weight of the
-    old value, so m = 1 - factor."""
-    eps = float(getattr(handle, "eps", 1e-5))
-    if hasattr(handle, "momentum"):
-        return float(handle.momentum), eps
-    return 1.0 - float(getattr(handle, "factor", 0.9)), eps
+class BatchNormHandle(object):
+    """The settings of a batch normalisation: ``factor``, the weight of the old running
+    statistics (Apache SINGA's momentum: running = factor * running + (1 - factor) * batch),
+    and ``eps``. Built as BatchNormHandle(x, momentum) or, as in Apache SINGA's singa_wrap,
+    BatchNormHandle(momentum, x); x (a Tensor, core tensor or shape) gives the input shape."""
+
+    def __init__(self, x, momentum=0.9, eps=1e-5):
+        if isinstance(x, (int, float)) and not isinstance(momentum, (int, float)):
+            x, momentum = momentum, x
+        shape = x.shape() if isinstance(x, singa.Tensor) else getattr(x, "shape", x)
+        self.shape = tuple(int(d) for d in shape)
+        if len(self.shape) < 2:
+            raise singa.ShapeError("BatchNormHandle: expected an input (N, C, ...), got shape %s"
+                                   % (self.shape,))
+        self.factor, self.eps = float(momentum), float(eps)
+        if not 0.0 <= self.factor <= 1.0:
+            raise ValueError("BatchNormHandle: momentum must be within [0, 1], got %r"
+                             % (momentum,))
+        self.batchsize, self.channels = self.shape[:2]
+        self.height = self.shape[2] if len(self.shape) > 2 else 1
+        self.width = self.shape[3] if len(self.shape) > 3 else 1
 
 
 class _BatchNorm2d(Operator):
@@ -139,7 +153,8 @@ class _BatchNorm2d(Operator):
         if x.nDim() < 2:
             raise singa.ShapeError("batchnorm_2d: expected an input (N, C, ...), got shape %s"
                                    % (x.shape(),))
-        momentum, self.eps = _bn_params(self.handle)
+        self.eps = float(getattr(self.handle, "eps", 1e-5))
+        momentum = 1.0 - float(getattr(self.handle, "factor", 0.9))  # the core's convention
         if not base.training:
             return singa.BatchNormForwardInference(x, scale, bias, self.running_mean,
                                                    self.running_var, self.eps)

@@ -74,16 +74,21 @@ def same_padding(mode, in_hw, kernel, stride):
     return padding_spec((t, b, l, r), "pad")
 
 
-def make_handle(cpu_name, gpu_name, x, *args):
-    """A core handle (e.g. ConvHandle) for input x: the CPU or the GPU class of singa_wrap,
-    or of singa.autograd when the handles live there."""
-    name = cpu_name if x.device.is_host() else gpu_name
+def handle_class(cpu_name, gpu_name, dev):
+    """The core handle class (e.g. ConvHandle) for ``dev``: from singa_wrap, or from
+    singa.autograd when the handles live there; None if this build has none."""
+    name = cpu_name if dev.is_host() else gpu_name
     from .. import autograd
-    cls = getattr(singa, name, None) or getattr(autograd, name, None)
+    return getattr(singa, name, None) or getattr(autograd, name, None)
+
+
+def make_handle(cpu_name, gpu_name, dev, *args):
+    """A core handle for ``dev`` built from ``args`` (Apache SINGA's argument order)."""
+    cls = handle_class(cpu_name, gpu_name, dev)
     if cls is None:
         raise NotImplementedError("this build of singa has no %s (needed on %r)"
-                                  % (name, x.device))
-    return cls(x.data, *args)
+                                  % (cpu_name if dev.is_host() else gpu_name, dev))
+    return cls(*args)
 
 
 def is_real(v):

@@ -11,7 +11,7 @@
 
     net = MLP()
     y = net(x)                                 # the first call creates fc1.W, fc1.b, fc2.W, fc2.b
-    net.get_params()                           # {'MLP#0.fc1.W': ..., ...}; {'fc1.W': ...} in a Model
+    net.get_params()                # {'MLP#0.fc1.W': ..., ...}; {'fc1.W': ...} in a Model
 
 Note: the life of a layer
   * A subclass defines ``initialize(*inputs)`` (create parameters from the first input's shape)
@@ -19,10 +19,11 @@ Note: the life of a layer
     ``initialize`` first, with the input's device taken out of graph buffering, so that parameter
     values are really computed even when the call happens while a graph is being recorded.
   * Names are paths of attribute names. A layer set as an attribute of another is registered under
-    that name; a Tensor with ``stores_grad=True`` set as an attribute becomes a parameter, named
-    ``<layer path>.<attribute>`` unless the caller gave it a name of its own. The root of a Model
-    has the empty path, so a Model's parameters are named like ``conv1.W``; a layer used on its own
-    gets a unique root name such as ``Linear#3``.
+    that name (a list or tuple of layers as ``<name>.0``, ``<name>.1``...; register_layers()
+    registers others); a Tensor with ``stores_grad=True`` set as an attribute becomes a
+    parameter, named ``<layer path>.<attribute>`` unless the caller gave it a name of its own.
+    The root of a Model has the empty path, so a Model's parameters are named like ``conv1.W``;
+    a layer used on its own gets a unique root name such as ``Linear#3``.
   * Parameter names must be unique: two different tensors under one name would share optimizer
     state (Apache SINGA's ResNet example wrote past a buffer that way), so collecting them raises.
 """
@@ -216,9 +217,8 @@ class Layer(object, metaclass=LayerMeta):
             if value is self:
                 raise ValueError("%s: a layer cannot be its own sub-layer" % type(self).__name__)
             self._register(name, value)
-            return
-        if isinstance(value, (list, tuple)) and value and all(isinstance(v, Layer)
-                                                               for v in value):
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Layer)
+                                                                 for v in value):
             for i, v in enumerate(value):
                 self._register("%s%s%d" % (name, Layer.sep, i), v)
             d["_layer_lists"][name] = len(value)
@@ -231,10 +231,11 @@ class Layer(object, metaclass=LayerMeta):
 
     def __delattr__(self, name):
         d = self.__dict__
-        if "_layers" in d and name in d["_layers"]:
+        if "_layers" in d:
+            registered = name in d["_layers"]
             self._forget(name)
-            return
-        self._forget(name)
+            if registered and name not in d:
+                return
         object.__delattr__(self, name)
 
     def _register(self, key, layer):
@@ -248,8 +249,13 @@ class Layer(object, metaclass=LayerMeta):
         """Drops what attribute ``name`` registered (a sub-layer, a list of them, a parameter)."""
         d = self.__dict__
         old = d["_layers"].pop(name, None)
-        if old is not None and old.__dict__.get("_parent") is self:
-            old.__dict__["_parent"] = None
+        if old is not None and old.__dict__.get("_parent") is self and \
+                old.__dict__.get("_local_name") == name:
+            others = [k for k, v in d["_layers"].items() if v is old]
+            if others:  # still registered here under another name
+                old.__dict__["_local_name"] = others[-1]
+            else:
+                old.__dict__["_parent"] = None
         n = d["_layer_lists"].pop(name, 0)
         for i in range(n):
             self._forget("%s%s%d" % (name, Layer.sep, i))
@@ -307,6 +313,8 @@ class Layer(object, metaclass=LayerMeta):
         return out
 
     def _collect(self, states):
+        if "_layers" not in self.__dict__:
+            _init_internals(self)
         out, owner, seen = OrderedDict(), {}, set()
 
         def add(name, t, who):

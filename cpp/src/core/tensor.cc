@@ -266,10 +266,16 @@ SINGA_INPLACE_OP(/=, Div)
 
 void CheckSameDevice(const char* op, const std::vector<const Tensor*>& tensors) {
   for (const Tensor* t : tensors) {
-    SINGA_CHECK_DEVICE(t->device() == tensors[0]->device(),
-                       op << ": operands live on different devices (" << tensors[0]->device()->lang()
-                          << ":" << tensors[0]->device()->id() << " and " << t->device()->lang()
-                          << ":" << t->device()->id() << ")");
+    if (t->device() == tensors[0]->device()) continue;
+    // Two host devices can share a lang and id: the address tells them apart.
+    auto name = [](const std::shared_ptr<Device>& d) {
+      std::ostringstream os;
+      os << (d->is_host() ? "cpu" : "cuda") << ":" << d->id() << "@" << d.get();
+      return os.str();
+    };
+    SINGA_THROW(DeviceError, op << ": operands live on different devices ("
+                                << name(tensors[0]->device()) << " and " << name(t->device())
+                                << "); move one with ToDevice()");
   }
 }
 

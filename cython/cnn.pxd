@@ -1,0 +1,75 @@
+# cnn.pxd: C++ declarations of singa/ops/nn.h (convolution, pooling, batch norm, losses, index
+# ops) for Cython; the Python wrappers are in nn.pxi.
+#
+#   from cnn cimport CConvHandle, c_Conv2dForward
+#
+# Same conventions as csinga.pxd: every call that can fail is `except +raise_py_error`.
+from libcpp cimport bool
+from libcpp.vector cimport vector
+
+from csinga cimport *
+
+cdef extern from "singa/ops/nn.h" namespace "singa":
+    cdef cppclass CConvHandle "singa::ConvHandle":
+        CConvHandle()
+        CConvHandle(const vector[size_t]& input_shape, const vector[size_t]& kernel_size,
+                    const vector[size_t]& stride, const vector[size_t]& padding,
+                    size_t in_channels, size_t out_channels, bool bias, size_t groups,
+                    const vector[size_t]& dilation) except +raise_py_error
+        size_t batchsize, channels, height, width
+        size_t kernel_h, kernel_w, stride_h, stride_w
+        size_t pad_h, pad_w, dilation_h, dilation_w
+        size_t num_filters, group
+        bool bias_term
+        size_t conv_height, conv_width
+        vector[size_t] OutputShape(size_t n)
+        vector[size_t] WeightShape()
+
+    cdef cppclass CPoolingHandle "singa::PoolingHandle":
+        CPoolingHandle()
+        CPoolingHandle(const vector[size_t]& input_shape, const vector[size_t]& kernel_size,
+                       const vector[size_t]& stride, const vector[size_t]& padding,
+                       bool is_max, bool count_include_pad) except +raise_py_error
+        size_t batchsize, channels, height, width
+        size_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w
+        bool is_max_pooling, count_include_pad
+        size_t pooled_height, pooled_width
+        vector[size_t] OutputShape(size_t n)
+
+    CTensor c_Conv2dForward "singa::Conv2dForward"(const CTensor& x, const CTensor& W,
+                                                   const CTensor& b, const CConvHandle& h) except +raise_py_error
+    CTensor c_Conv2dBackwardX "singa::Conv2dBackwardX"(const CTensor& dy, const CTensor& W,
+                                                       const CConvHandle& h) except +raise_py_error
+    CTensor c_Conv2dBackwardW "singa::Conv2dBackwardW"(const CTensor& dy, const CTensor& x,
+                                                       const CConvHandle& h) except +raise_py_error
+    CTensor c_Conv2dBackwardB "singa::Conv2dBackwardB"(const CTensor& dy,
+                                                       const CConvHandle& h) except +raise_py_error
+
+    CTensor c_Pool2dForward "singa::Pool2dForward"(const CTensor& x,
+                                                   const CPoolingHandle& h) except +raise_py_error
+    CTensor c_Pool2dBackward "singa::Pool2dBackward"(const CTensor& dy, const CTensor& x,
+                                                     const CTensor& y, const CPoolingHandle& h) except +raise_py_error
+
+    vector[CTensor] c_BatchNormForwardTraining "singa::BatchNormForwardTraining"(
+        const CTensor& x, const CTensor& scale, const CTensor& bias, CTensor* running_mean,
+        CTensor* running_var, float momentum, float eps) except +raise_py_error
+    CTensor c_BatchNormForwardInference "singa::BatchNormForwardInference"(
+        const CTensor& x, const CTensor& scale, const CTensor& bias, const CTensor& running_mean,
+        const CTensor& running_var, float eps) except +raise_py_error
+    vector[CTensor] c_BatchNormBackward "singa::BatchNormBackward"(
+        const CTensor& dy, const CTensor& x, const CTensor& scale, const CTensor& batch_mean,
+        const CTensor& batch_var, float eps) except +raise_py_error
+
+    CTensor c_SoftmaxCrossEntropyForward "singa::SoftmaxCrossEntropyForward"(
+        const CTensor& logits, const CTensor& target) except +raise_py_error
+    CTensor c_SoftmaxCrossEntropyBackward "singa::SoftmaxCrossEntropyBackward"(
+        const CTensor& logits, const CTensor& target) except +raise_py_error
+    CTensor c_CrossEntropyFwd "singa::CrossEntropyFwd"(const CTensor& p,
+                                                       const CTensor& t) except +raise_py_error
+    CTensor c_SoftmaxCrossEntropyBwd "singa::SoftmaxCrossEntropyBwd"(const CTensor& p,
+                                                                     const CTensor& t) except +raise_py_error
+
+    CTensor c_IndexSelect "singa::IndexSelect"(const CTensor& x, int axis,
+                                               const CTensor& indices) except +raise_py_error
+    CTensor c_IndexAdd "singa::IndexAdd"(const CTensor& dy, int axis, const CTensor& indices,
+                                         const vector[size_t]& x_shape) except +raise_py_error

@@ -1,0 +1,254 @@
+# nn.pxi (included by singa_wrap.pyx): wrappers of singa/ops/nn.h, the neural-network kernels.
+#
+#   h = ConvHandle(x, (3, 3), (1, 1), (1, 1), 3, 16, True)    # x: a Tensor or its shape
+#   y = Conv2dForward(x, W, b, h)                             # b may be None
+#   dx, dW, db = Conv2dBackwardX(dy, W, h), Conv2dBackwardW(dy, x, h), Conv2dBackwardB(dy, h)
+#   p = PoolingHandle(y, (2, 2), (2, 2), (0, 0), True)
+#   y, mean, var = BatchNormForwardTraining(x, scale, bias, running_mean, running_var, 0.1, 1e-5)
+#
+# Names and argument orders follow Apache SINGA's singa_wrap where it had the op (ConvHandle,
+# PoolingHandle, CrossEntropyFwd, SoftmaxCrossEntropyBwd); see nn.h for the semantics.
+from cnn cimport *
+
+
+cdef vector[size_t] as_pair(str op, str what, v) except *:
+    """(h, w) from an int (used for both) or a pair of non-negative ints."""
+    if isinstance(v, (int, np.integer)):
+        v = (v, v)
+    v = tuple(v)
+    if len(v) != 2:
+        raise ValueError("%s: %s must be an int or a pair (h, w), got %r" % (op, what, v))
+    return as_shape(op, v)
+
+
+cdef vector[size_t] as_input_shape(str op, x) except *:
+    if isinstance(x, Tensor):
+        return (<Tensor>x).c.shape()
+    return as_shape(op, x)
+
+
+cdef size_t as_count(str op, str what, v) except? 0:
+    if isinstance(v, type(True)) or not isinstance(v, (int, np.integer)):
+        raise TypeError("%s: %s must be an int, got %r" % (op, what, v))
+    if v < 0:
+        raise ValueError("%s: %s must be >= 0, got %d" % (op, what, v))
+    return <size_t>v
+
+
+cdef CTensor opt_tensor(Tensor t):
+    """t's C++ tensor, or an empty one for None or a never-written 0-d Tensor() (the Python
+    spelling of C++'s empty Tensor(): Tensor() here has shape () and one element)."""
+    if t is None or (t.c.nDim() == 0 and (t.c.block() == NULL or not t.c.block().initialized())):
+        return CTensor()
+    return t.c
+
+
+cdef class ConvHandle:
+    """The geometry of a 2-d convolution (singa::ConvHandle), for an input of x's shape.
+
+    ConvHandle(x, kernel_size, stride, padding, in_channels, out_channels, bias, groups=1,
+    dilation=(1, 1)); x is a Tensor or an (N, C, H, W) shape, the sizes ints or (h, w) pairs.
+    The batch size may change between calls; C, H and W may not."""
+    cdef CConvHandle c
+
+    def __init__(self, x, kernel_size, stride, padding, in_channels, out_channels, bias,
+                 groups=1, dilation=(1, 1)):
+        op = "ConvHandle"
+        self.c = CConvHandle(as_input_shape(op, x), as_pair(op, "kernel_size", kernel_size),
+                             as_pair(op, "stride", stride), as_pair(op, "padding", padding),
+                             as_count(op, "in_channels", in_channels),
+                             as_count(op, "out_channels", out_channels), True if bias else False,
+                             as_count(op, "groups", groups), as_pair(op, "dilation", dilation))
+
+    property batchsize:
+        def __get__(self): return self.c.batchsize
+    property channels:
+        def __get__(self): return self.c.channels
+    property in_channels:
+        def __get__(self): return self.c.channels
+    property height:
+        def __get__(self): return self.c.height
+    property width:
+        def __get__(self): return self.c.width
+    property kernel_h:
+        def __get__(self): return self.c.kernel_h
+    property kernel_w:
+        def __get__(self): return self.c.kernel_w
+    property stride_h:
+        def __get__(self): return self.c.stride_h
+    property stride_w:
+        def __get__(self): return self.c.stride_w
+    property pad_h:
+        def __get__(self): return self.c.pad_h
+    property pad_w:
+        def __get__(self): return self.c.pad_w
+    property dilation_h:
+        def __get__(self): return self.c.dilation_h
+    property dilation_w:
+        def __get__(self): return self.c.dilation_w
+    property num_filters:
+        def __get__(self): return self.c.num_filters
+    property out_channels:
+        def __get__(self): return self.c.num_filters
+    property group:
+        def __get__(self): return self.c.group
+    property bias_term:
+        def __get__(self): return self.c.bias_term
+    property conv_height:
+        def __get__(self): return self.c.conv_height
+    property conv_width:
+        def __get__(self): return self.c.conv_width
+
+    def output_shape(self, n=None):
+        """(N, out_channels, conv_height, conv_width); N defaults to the handle's batch size."""
+        return tuple(self.c.OutputShape(self.c.batchsize if n is None else
+                                        as_count("output_shape", "n", n)))
+
+    def weight_shape(self):
+        """(out_channels, in_channels / groups, kernel_h, kernel_w)."""
+        return tuple(self.c.WeightShape())
+
+    def __repr__(self):
+        return ("ConvHandle(input=(%d, %d, %d, %d), kernel=(%d, %d), stride=(%d, %d), "
+                "padding=(%d, %d), dilation=(%d, %d), out_channels=%d, groups=%d, bias=%s)"
+                % (self.c.batchsize, self.c.channels, self.c.height, self.c.width,
+                   self.c.kernel_h, self.c.kernel_w, self.c.stride_h, self.c.stride_w,
+                   self.c.pad_h, self.c.pad_w, self.c.dilation_h, self.c.dilation_w,
+                   self.c.num_filters, self.c.group, self.c.bias_term))
+
+
+cdef class PoolingHandle:
+    """The geometry of 2-d max / average pooling (singa::PoolingHandle).
+
+    PoolingHandle(x, kernel_size, stride, padding, is_max=True, count_include_pad=False)."""
+    cdef CPoolingHandle c
+
+    def __init__(self, x, kernel_size, stride, padding, is_max=True, count_include_pad=False):
+        op = "PoolingHandle"
+        self.c = CPoolingHandle(as_input_shape(op, x), as_pair(op, "kernel_size", kernel_size),
+                                as_pair(op, "stride", stride), as_pair(op, "padding", padding),
+                                True if is_max else False,
+                                True if count_include_pad else False)
+
+    property batchsize:
+        def __get__(self): return self.c.batchsize
+    property channels:
+        def __get__(self): return self.c.channels
+    property height:
+        def __get__(self): return self.c.height
+    property width:
+        def __get__(self): return self.c.width
+    property kernel_h:
+        def __get__(self): return self.c.kernel_h
+    property kernel_w:
+        def __get__(self): return self.c.kernel_w
+    property stride_h:
+        def __get__(self): return self.c.stride_h
+    property stride_w:
+        def __get__(self): return self.c.stride_w
+    property pad_h:
+        def __get__(self): return self.c.pad_h
+    property pad_w:
+        def __get__(self): return self.c.pad_w
+    property is_max_pooling:
+        def __get__(self): return self.c.is_max_pooling
+    property count_include_pad:
+        def __get__(self): return self.c.count_include_pad
+    property pooled_height:
+        def __get__(self): return self.c.pooled_height
+    property pooled_width:
+        def __get__(self): return self.c.pooled_width
+
+    def output_shape(self, n=None):
+        """(N, C, pooled_height, pooled_width); N defaults to the handle's batch size."""
+        return tuple(self.c.OutputShape(self.c.batchsize if n is None else
+                                        as_count("output_shape", "n", n)))
+
+    def __repr__(self):
+        return ("PoolingHandle(input=(%d, %d, %d, %d), kernel=(%d, %d), stride=(%d, %d), "
+                "padding=(%d, %d), %s)"
+                % (self.c.batchsize, self.c.channels, self.c.height, self.c.width,
+                   self.c.kernel_h, self.c.kernel_w, self.c.stride_h, self.c.stride_w,
+                   self.c.pad_h, self.c.pad_w, "max" if self.c.is_max_pooling else
+                   ("avg, count_include_pad" if self.c.count_include_pad else "avg")))
+
+
+# ---- convolution and pooling ---------------------------------------------------------------
+def Conv2dForward(Tensor x not None, Tensor W not None, Tensor b, ConvHandle h not None):
+    """conv(x, W) + b; b may be None (or an unwritten Tensor()) for no bias."""
+    return wrap(c_Conv2dForward(x.c, W.c, opt_tensor(b), h.c))
+
+def Conv2dBackwardX(Tensor dy not None, Tensor W not None, ConvHandle h not None):
+    return wrap(c_Conv2dBackwardX(dy.c, W.c, h.c))
+
+def Conv2dBackwardW(Tensor dy not None, Tensor x not None, ConvHandle h not None):
+    return wrap(c_Conv2dBackwardW(dy.c, x.c, h.c))
+
+def Conv2dBackwardB(Tensor dy not None, ConvHandle h not None):
+    return wrap(c_Conv2dBackwardB(dy.c, h.c))
+
+def Pool2dForward(Tensor x not None, PoolingHandle h not None):
+    return wrap(c_Pool2dForward(x.c, h.c))
+
+def Pool2dBackward(Tensor dy not None, Tensor x not None, Tensor y, PoolingHandle h not None):
+    """dx of pooling; y (the forward output) is optional (checked when given)."""
+    return wrap(c_Pool2dBackward(dy.c, x.c, opt_tensor(y), h.c))
+
+
+# ---- batch norm ----------------------------------------------------------------------------
+def BatchNormForwardTraining(Tensor x not None, Tensor scale not None, Tensor bias not None,
+                             Tensor running_mean, Tensor running_var, float momentum=0.1,
+                             float eps=1e-5):
+    """(y, batch_mean, batch_var) with the biased batch variance; updates running_mean and
+    running_var in place (either may be None): running = (1 - momentum) running + momentum
+    batch, the variance unbiased."""
+    cdef CTensor* rm = NULL
+    cdef CTensor* rv = NULL
+    if running_mean is not None:
+        rm = &running_mean.c
+    if running_var is not None:
+        rv = &running_var.c
+    cdef vector[CTensor] r = c_BatchNormForwardTraining(x.c, scale.c, bias.c, rm, rv, momentum,
+                                                        eps)
+    return wrap(r[0]), wrap(r[1]), wrap(r[2])
+
+def BatchNormForwardInference(Tensor x not None, Tensor scale not None, Tensor bias not None,
+                              Tensor running_mean not None, Tensor running_var not None,
+                              float eps=1e-5):
+    return wrap(c_BatchNormForwardInference(x.c, scale.c, bias.c, running_mean.c,
+                                            running_var.c, eps))
+
+def BatchNormBackward(Tensor dy not None, Tensor x not None, Tensor scale not None,
+                      Tensor batch_mean not None, Tensor batch_var not None, float eps=1e-5):
+    """(dx, dscale, dbias); batch_mean / batch_var from BatchNormForwardTraining."""
+    cdef vector[CTensor] r = c_BatchNormBackward(dy.c, x.c, scale.c, batch_mean.c, batch_var.c,
+                                                 eps)
+    return wrap(r[0]), wrap(r[1]), wrap(r[2])
+
+
+# ---- losses --------------------------------------------------------------------------------
+def SoftmaxCrossEntropyForward(Tensor logits not None, Tensor target not None):
+    """Per-sample loss (N,) of softmax(logits) against labels (N,) / (N, 1) or a (N, C) matrix."""
+    return wrap(c_SoftmaxCrossEntropyForward(logits.c, target.c))
+
+def SoftmaxCrossEntropyBackward(Tensor logits not None, Tensor target not None):
+    """softmax(logits) - onehot(target), not divided by N."""
+    return wrap(c_SoftmaxCrossEntropyBackward(logits.c, target.c))
+
+def CrossEntropyFwd(Tensor p not None, Tensor t not None):
+    """Per-sample -log(p[label]) (or -sum t log p), p clamped away from 0."""
+    return wrap(c_CrossEntropyFwd(p.c, t.c))
+
+def SoftmaxCrossEntropyBwd(Tensor p not None, Tensor t not None):
+    """p - onehot(t) (or p - t)."""
+    return wrap(c_SoftmaxCrossEntropyBwd(p.c, t.c))
+
+
+# ---- index ops -----------------------------------------------------------------------------
+def IndexSelect(Tensor x not None, int axis, Tensor indices not None):
+    """numpy.take(x, indices, axis): indices int32 (or float32 whole numbers), negatives wrap."""
+    return wrap(c_IndexSelect(x.c, axis, indices.c))
+
+def IndexAdd(Tensor dy not None, int axis, Tensor indices not None, x_shape):
+    """The backward of IndexSelect: zeros of x_shape with dy's slices added at the indices."""
+    return wrap(c_IndexAdd(dy.c, axis, indices.c, as_shape("IndexAdd", x_shape)))

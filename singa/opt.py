@@ -1,0 +1,425 @@
+"""Optimizers: SGD, RMSProp, AdaGrad, Adam, and learning-rate schedules (Apache SINGA 3.x's
+singa.opt).
+
+    sgd = opt.SGD(lr=0.05, momentum=0.9, weight_decay=1e-5)
+    sgd(loss)                        # backward from loss, update every parameter, then step()
+    # or, one parameter at a time (no step()):
+    for p, g in autograd.backward(loss):
+        sgd.update(p, g)
+    adam = opt.Adam(lr=opt.ExponentialDecay(0.1, decay_steps=100, decay_rate=0.5))
+
+Note: why hyper-parameters are device tensors
+  With the computational graph on, a training step is recorded once and replayed from C++; Python
+  code never runs again. So everything that changes from step to step lives on the device and is
+  changed by core operations recorded in the graph: the step counter (step_counter), every
+  hyper-parameter value (lr_value, mom_value, ... recomputed from step_counter by the schedules in
+  step()), and the updates themselves (EltwiseMult, Add, Sub with a (1,)-shaped tensor broadcast).
+  State tensors (momentum buffers, Adam's m and v) are created the first time a parameter is
+  seen, with the device taken out of buffering, so they hold their zeros before the graph runs.
+  Gradients are never modified in place: backward may still read them after yielding.
+"""
+import numbers
+
+import numpy as np
+
+from . import singa_wrap as singa
+from . import tensor
+from .layers.base import graph_paused
+from .tensor import Tensor
+
+__all__ = ["DecayScheduler", "Constant", "ExponentialDecay", "Optimizer", "SGD", "RMSProp",
+           "AdaGrad", "Adam", "DistOpt"]
+
+
+def _wrap(ct):
+    return tensor.from_raw_tensor(ct)
+
+
+# ---- schedules -------------------------------------------------------------------------------
+class DecayScheduler(object):
+    """A value that depends on the step: ``sched(step)`` maps a (1,)-shaped step Tensor to a
+    (1,)-shaped value Tensor, with core operations only (so a graph can replay it)."""
+
+    def __init__(self, init_value):
+        self.init_value = init_value
+
+    def __call__(self, step):
+        if not isinstance(step, Tensor):
+            raise TypeError("%s: the step must be a Tensor, got %s"
+                            % (type(self).__name__, type(step).__name__))
+        return self.call(step)
+
+    def call(self, step):
+        raise NotImplementedError("%s.call" % type(self).__name__)
+
+
+class Constant(DecayScheduler):
+    """The same value at every step."""
+
+    def call(self, step):
+        ret = Tensor((1,), step.device)
+        ret.set_value(self.init_value)
+        return ret
+
+
+class ExponentialDecay(DecayScheduler):
+    """init_value * decay_rate ** (step / decay_steps); with staircase the exponent is
+    floored, so the value drops every decay_steps steps."""
+
+    def __init__(self, init_value, decay_steps, decay_rate, staircase=False):
+        super(ExponentialDecay, self).__init__(init_value)
+        if not decay_steps > 0:
+            raise ValueError("ExponentialDecay: decay_steps must be positive, got %r"
+                             % (decay_steps,))
+        self.decay_steps = decay_steps
+        self.decay_rate = decay_rate
+        self.staircase = staircase
+
+    def call(self, step):
+        s = singa.Div(step.data, float(self.decay_steps))
+        if self.staircase:
+            s = singa.Floor(s)
+        return _wrap(singa.EltwiseMult(singa.Pow(float(self.decay_rate), s),
+                                       float(self.init_value)))
+
+
+def _schedule(value, what):
+    if isinstance(value, DecayScheduler):
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError("invalid %s value: %r (must be >= 0)" % (what, value))
+        return Constant(float(value))
+    raise TypeError("%s must be a number or a DecayScheduler, got %s"
+                    % (what, type(value).__name__))
+
+
+# ---- the base class --------------------------------------------------------------------------
+class Optimizer(object):
+    """Base optimizer. ``lr`` is a number or a DecayScheduler.
+
+    Subclasses declare their hyper-parameters with ``_hyper`` and implement ``apply``.
+    """
+
+    # the state dicts of get_states()/set_states(), by subclass: attribute names
+    _state_dicts = ()
+
+    def __init__(self, lr, dtype=tensor.float32):
+        self.dtype = dtype
+        self._hypers = []  # (schedule attribute, value attribute)
+        dev = tensor.get_default_device()
+        with graph_paused(dev):
+            self.step_counter = Tensor((1,), dev, tensor.float32)
+            self.step_counter.set_value(0)
+        self._cache = {}
+        self.lr = self._hyper("lr", "lr_value", lr, "learning rate")
+
+    def _hyper(self, attr, value_attr, value, what):
+        """Sets schedule ``attr`` and its current value tensor ``value_attr``."""
+        sched = _schedule(value, what)
+        with graph_paused(self.step_counter.device):
+            setattr(self, value_attr, sched(self.step_counter).as_type(self.dtype))
+        self._hypers.append((attr, value_attr))
+        return sched
+
+    def _value(self, value_attr):
+        return getattr(self, value_attr).data
+
+    def _constant(self, attr, value=None):
+        """True if schedule ``attr`` is a Constant (equal to ``value`` when given)."""
+        s = getattr(self, attr)
+        return type(s) is Constant and (value is None or s.init_value == value)
+
+    # ---- the training step -------------------------------------------------------------------
+    def __call__(self, loss):
+        """Backward from ``loss``, update every parameter, then advance the step."""
+        self.call(loss)
+        self.step()
+
+    def call(self, loss):
+        """Backward from ``loss`` and update every parameter (without step())."""
+        from . import autograd
+        seen = {}
+        # Values cached per step (1 - beta, bias corrections) are computed afresh by each call:
+        # a recording that failed midway must not leave never-computed tensors behind.
+        self._cache = {}
+        try:
+            for p, g in autograd.backward(loss):
+                name = p.name if p.name is not None else id(p)
+                other = seen.get(name)
+                if other is not None and other is not p:
+                    raise ValueError(
+                        "%s: two different parameters are named %r (shapes %s and %s); they "
+                        "would share optimizer state. Give every parameter a unique name "
+                        "(register sub-layers as attributes or with register_layers)"
+                        % (type(self).__name__, name, tuple(other.shape), tuple(p.shape)))
+                seen[name] = p
+                self.apply(name, p, g)
+        finally:
+            self._cache = {}
+
+    def step(self):
+        """Advances step_counter by one and recomputes the scheduled hyper-parameters (as core
+        operations: recorded when the device is buffering)."""
+        singa.Add(self.step_counter.data, 1.0, out=self.step_counter.data)
+        self._refresh()
+
+    def _refresh(self):
+        self._cache = {}
+        for attr, value_attr in self._hypers:
+            if not self._constant(attr):
+                getattr(self, value_attr).copy_data(
+                    getattr(self, attr)(self.step_counter).as_type(self.dtype))
+
+    def apply(self, param_name, param_value, param_grad):
+        """Updates ``param_value`` in place from its gradient ``param_grad``."""
+        raise NotImplementedError("%s.apply" % type(self).__name__)
+
+    def update(self, param, grad):
+        """Updates one parameter from its gradient (Apache SINGA's older API); no step()."""
+        self.apply(param.name if param.name is not None else id(param), param, grad)
+
+    def backward_and_update(self, loss):
+        self.__call__(loss)
+
+    # ---- helpers for apply() -----------------------------------------------------------------
+    def _check(self, name, p, g):
+        if not isinstance(p, Tensor) or not isinstance(g, Tensor):
+            raise TypeError("%s: the parameter and its gradient must be Tensors, got %s and %s"
+                            % (type(self).__name__, type(p).__name__, type(g).__name__))
+        if tuple(p.shape) != tuple(g.shape):
+            raise singa.ShapeError("%s: parameter %r has shape %s but its gradient has shape %s"
+                                   % (type(self).__name__, name, tuple(p.shape),
+                                      tuple(g.shape)))
+        if p.dtype != self.dtype:
+            raise singa.DTypeError("%s: parameter %r has dtype %s; this optimizer updates %s"
+                                   % (type(self).__name__, name, p.dtype, self.dtype))
+        if not p.device == self.step_counter.device:
+            self.device_check(p, self.step_counter,
+                              *[getattr(self, v) for _, v in self._hypers])
+
+    def _state(self, store, name, p):
+        """The state tensor of ``name`` in dict ``store`` (zeros the first time, created outside
+        buffering); raises if it was made for a parameter of another shape."""
+        buf = store.get(name)
+        if buf is None:
+            with graph_paused(p.device):
+                buf = tensor.zeros_like(p)
+            store[name] = buf
+        elif tuple(buf.shape) != tuple(p.shape):
+            raise singa.ShapeError(
+                "%s: parameter %r has shape %s but its optimizer state has shape %s: two "
+                "parameters share this name; parameter names must be unique"
+                % (type(self).__name__, name, tuple(p.shape), tuple(buf.shape)))
+        return buf
+
+    def _decayed_grad(self, p, g):
+        """g + weight_decay * p (a new tensor), or g itself without weight decay."""
+        if self._constant("weight_decay", 0):
+            return g.data
+        return singa.Add(g.data, singa.EltwiseMult(p.data, self._value("decay_value")))
+
+    def _descend(self, p, direction):
+        """p -= lr * direction, in place."""
+        singa.Sub(p.data, singa.EltwiseMult(direction, self._value("lr_value")), out=p.data)
+
+    def _one_minus(self, value_attr):
+        """1 - value, a (1,) tensor computed once per step."""
+        key = "1-" + value_attr
+        if key not in self._cache:
+            self._cache[key] = singa.Sub(1.0, self._value(value_attr))
+        return self._cache[key]
+
+    def device_check(self, *inputs):
+        """Moves every tensor in ``inputs`` onto the device of the first one."""
+        dev = inputs[0].device
+        with graph_paused(dev):
+            for t in inputs[1:]:
+                if not t.device == dev:
+                    t.to_device(dev)
+        self._cache = {}
+
+    # ---- states ------------------------------------------------------------------------------
+    def get_states(self):
+        """{'step_counter': float, <state dict name>: {param name: Tensor}, ...}."""
+        states = {"step_counter": float(tensor.to_numpy(self.step_counter)[0])}
+        for key in self._state_dicts:
+            states[key] = getattr(self, key)
+        return states
+
+    def set_states(self, states):
+        """Restores what get_states() returned (values are copied into the existing tensors, so
+        a recorded graph keeps working)."""
+        if "step_counter" not in states:
+            raise KeyError("%s.set_states: missing 'step_counter'" % type(self).__name__)
+        for key in self._state_dicts:
+            current = getattr(self, key)
+            for name, v in states.get(key, {}).items():
+                shape = tuple(v.shape) if isinstance(v, Tensor) else np.shape(v)
+                if name in current and shape != tuple(current[name].shape):
+                    raise singa.ShapeError("%s.set_states: %s[%r] has shape %s, got %s"
+                                           % (type(self).__name__, key, name,
+                                              tuple(current[name].shape), shape))
+        dev = self.step_counter.device
+        with graph_paused(dev):
+            self.step_counter.copy_from_numpy(np.array([states["step_counter"]], np.float32))
+            for key in self._state_dicts:
+                current = getattr(self, key)
+                for name, v in states.get(key, {}).items():
+                    if name in current:
+                        current[name].copy_from(v)
+                    elif isinstance(v, Tensor):
+                        current[name] = v.clone()
+                    else:
+                        current[name] = tensor.from_numpy(np.asarray(v, np.float32), dev)
+            self._refresh()
+
+
+# ---- the optimizers --------------------------------------------------------------------------
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum, dampening, Nesterov momentum and
+    weight decay (L2 penalty), as in Apache SINGA (and PyTorch, except that the momentum buffer
+    starts from zero):
+
+        g = grad + weight_decay * p
+        buf = momentum * buf + (1 - dampening) * g
+        g = g + momentum * buf   (nesterov)   or   g = buf
+        p = p - lr * g
+
+    Every hyper-parameter may be a number or a DecayScheduler.
+    """
+
+    _state_dicts = ("moments",)
+
+    def __init__(self, lr=0.1, momentum=0, dampening=0, weight_decay=0, nesterov=False,
+                 dtype=tensor.float32):
+        super(SGD, self).__init__(lr, dtype)
+        self.momentum = self._hyper("momentum", "mom_value", momentum, "momentum")
+        self.dampening = self._hyper("dampening", "dam_value", dampening, "dampening")
+        self.weight_decay = self._hyper("weight_decay", "decay_value", weight_decay,
+                                        "weight_decay")
+        self.nesterov = nesterov
+        self.moments = dict()
+        if nesterov and (self.momentum.init_value <= 0 or self.dampening.init_value != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+
+    def apply(self, param_name, param_value, param_grad):
+        self._check(param_name, param_value, param_grad)
+        g = self._decayed_grad(param_value, param_grad)
+        if not self._constant("momentum", 0):
+            buf = self._state(self.moments, param_name, param_value).data
+            mom = self._value("mom_value")
+            singa.EltwiseMult(buf, mom, out=buf)
+            if self._constant("dampening", 0):
+                singa.Add(buf, g, out=buf)
+            else:
+                singa.Add(buf, singa.EltwiseMult(g, self._one_minus("dam_value")), out=buf)
+            if self.nesterov:
+                g = singa.Add(g, singa.EltwiseMult(buf, mom))
+            else:
+                g = buf
+        self._descend(param_value, g)
+
+    def get_states(self):
+        states = super(SGD, self).get_states()
+        if self._constant("momentum", 0):
+            del states["moments"]
+        return states
+
+
+class RMSProp(Optimizer):
+    """RMSProp: avg = rho * avg + (1 - rho) * g^2; p = p - lr * g / sqrt(avg + epsilon)."""
+
+    _state_dicts = ("running_average",)
+
+    def __init__(self, lr=0.1, rho=0.9, epsilon=1e-8, weight_decay=0, dtype=tensor.float32):
+        super(RMSProp, self).__init__(lr, dtype)
+        self.weight_decay = self._hyper("weight_decay", "decay_value", weight_decay,
+                                        "weight_decay")
+        self.rho = self._hyper("rho", "rho_value", rho, "rho")
+        self.epsilon = self._hyper("epsilon", "epsilon_value", epsilon, "epsilon")
+        self.running_average = dict()
+
+    def apply(self, param_name, param_value, param_grad):
+        self._check(param_name, param_value, param_grad)
+        g = self._decayed_grad(param_value, param_grad)
+        avg = self._state(self.running_average, param_name, param_value).data
+        singa.EltwiseMult(avg, self._value("rho_value"), out=avg)
+        singa.Add(avg, singa.EltwiseMult(singa.Square(g), self._one_minus("rho_value")), out=avg)
+        denom = singa.Sqrt(singa.Add(avg, self._value("epsilon_value")))
+        self._descend(param_value, singa.Div(g, denom))
+
+
+class AdaGrad(Optimizer):
+    """AdaGrad: history += g^2; p = p - lr * g / sqrt(history + epsilon)."""
+
+    _state_dicts = ("history",)
+
+    def __init__(self, lr=0.1, epsilon=1e-8, weight_decay=0, dtype=tensor.float32):
+        super(AdaGrad, self).__init__(lr, dtype)
+        self.weight_decay = self._hyper("weight_decay", "decay_value", weight_decay,
+                                        "weight_decay")
+        self.epsilon = self._hyper("epsilon", "epsilon_value", epsilon, "epsilon")
+        self.history = dict()
+
+    def apply(self, param_name, param_value, param_grad):
+        self._check(param_name, param_value, param_grad)
+        g = self._decayed_grad(param_value, param_grad)
+        hist = self._state(self.history, param_name, param_value).data
+        singa.Add(hist, singa.Square(g), out=hist)
+        denom = singa.Sqrt(singa.Add(hist, self._value("epsilon_value")))
+        self._descend(param_value, singa.Div(g, denom))
+
+
+class Adam(Optimizer):
+    """Adam with bias correction (t = number of steps taken + 1):
+
+        m = beta_1 * m + (1 - beta_1) * g
+        v = beta_2 * v + (1 - beta_2) * g^2
+        p = p - lr * (m / (1 - beta_1^t)) / (sqrt(v / (1 - beta_2^t)) + epsilon)
+    """
+
+    _state_dicts = ("m", "v")
+
+    def __init__(self, lr=0.1, beta_1=0.9, beta_2=0.999, epsilon=1e-8, weight_decay=0,
+                 dtype=tensor.float32):
+        super(Adam, self).__init__(lr, dtype)
+        self.weight_decay = self._hyper("weight_decay", "decay_value", weight_decay,
+                                        "weight_decay")
+        self.beta_1 = self._hyper("beta_1", "beta_1_value", beta_1, "beta_1")
+        self.beta_2 = self._hyper("beta_2", "beta_2_value", beta_2, "beta_2")
+        self.epsilon = self._hyper("epsilon", "epsilon_value", epsilon, "epsilon")
+        self.m = dict()
+        self.v = dict()
+
+    def _corrections(self):
+        """(1 - beta_1^t, 1 - beta_2^t), computed once per step."""
+        if "bias" not in self._cache:
+            t = singa.Add(self.step_counter.data, 1.0)
+            self._cache["bias"] = (
+                singa.Sub(1.0, singa.Pow(self._value("beta_1_value"), t)),
+                singa.Sub(1.0, singa.Pow(self._value("beta_2_value"), t)))
+        return self._cache["bias"]
+
+    def apply(self, param_name, param_value, param_grad):
+        self._check(param_name, param_value, param_grad)
+        g = self._decayed_grad(param_value, param_grad)
+        m = self._state(self.m, param_name, param_value).data
+        v = self._state(self.v, param_name, param_value).data
+        singa.EltwiseMult(m, self._value("beta_1_value"), out=m)
+        singa.Add(m, singa.EltwiseMult(g, self._one_minus("beta_1_value")), out=m)
+        singa.EltwiseMult(v, self._value("beta_2_value"), out=v)
+        singa.Add(v, singa.EltwiseMult(singa.Square(g), self._one_minus("beta_2_value")), out=v)
+        c1, c2 = self._corrections()
+        m_hat = singa.Div(m, c1)
+        v_hat = singa.Div(v, c2)
+        denom = singa.Add(singa.Sqrt(v_hat), self._value("epsilon_value"))
+        self._descend(param_value, singa.Div(m_hat, denom))
+
+
+class DistOpt(object):
+    """Apache SINGA's distributed (NCCL/MPI) optimizer wrapper; not part of this build."""
+
+    def __init__(self, opt=None, *args, **kwargs):
+        raise NotImplementedError("DistOpt needs singa built with CUDA, NCCL and MPI "
+                                  "(singa_wrap.USE_DIST is False)")
