@@ -11,6 +11,10 @@ point: measured by the kernel, not by singa's counters. Time(s) covers --iters i
 "model: disable graph". For graph rows, LB(MB) is the liveness lower bound computed from the
 graph itself (bytes the graph never frees + the largest total of simultaneously live recyclable
 blocks in the executed order) and Plan(MB) what the planner reserves (persistent + arena).
+
+By default the workers run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (this machine sets
+them, which keeps OpenBLAS off its AVX-512 kernels; PyTorch's oneDNN ignores them). --keep-env
+keeps them. The header line says which.
 """
 import argparse
 import json
@@ -121,9 +125,9 @@ def worker(cfg):
     print("RESULT " + json.dumps(out))
 
 
-def run_one(cfg):
+def run_one(cfg, env):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -138,6 +142,8 @@ def main():
     ap.add_argument("--batch", type=int, default=0, help="0: the model's default")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--keep-env", action="store_true",
+                    help="keep OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE for the workers")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -147,8 +153,12 @@ def main():
         have_torch = True
     except ImportError:
         have_torch = False
-    print("machine: %d cores, %s; OPENBLAS_CORETYPE=%s" % (
-        os.cpu_count(), time.strftime("%Y-%m-%d"), os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
+    env = dict(os.environ)
+    if not args.keep_env:
+        env.pop("OPENBLAS_CORETYPE", None)
+        env.pop("OPENBLAS_L2_SIZE", None)
+    print("machine: %d cores, %s; workers run with OPENBLAS_CORETYPE=%s" % (
+        os.cpu_count(), time.strftime("%Y-%m-%d"), env.get("OPENBLAS_CORETYPE", "(unset)")))
     for name in args.models:
         bs = args.batch or DEFAULT_BATCH[name]
         print("\n%s, batch %d, %d iterations after %d warm-up\n" % (name, bs, args.iters,
@@ -161,7 +171,7 @@ def main():
             if mode not in args.modes or (mode == "torch" and not have_torch):
                 continue
             r = run_one({"model": name, "mode": mode, "batch": bs, "iters": args.iters,
-                         "warmup": args.warmup})
+                         "warmup": args.warmup}, env)
             if r is None:
                 print("| %s | failed | | | | | | | |" % label)
                 continue

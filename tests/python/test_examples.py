@@ -1,0 +1,33 @@
+"""The examples train on real data: the seed's CNN reaches 95% on scikit-learn's digits."""
+import os
+import sys
+
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+sys.path.insert(0, EXAMPLES)
+
+pytest.importorskip("sklearn")
+import train  # noqa: E402
+
+
+@pytest.mark.parametrize("graph", [True, False], ids=["graph", "eager"])
+def test_seed_cnn_learns_digits(graph, capsys):
+    args = ["cnn", "--data", "digits", "--epochs", "5", "--lr", "0.02"]
+    acc = train.run(args + (["--graph"] if graph else []))
+    out = capsys.readouterr().out
+    assert "final test accuracy" in out
+    assert acc >= 0.95, out
+
+
+def test_mlp_learns_digits(capsys):
+    acc = train.run(["mlp", "--data", "digits", "--epochs", "4", "--lr", "0.05", "--graph"])
+    assert acc >= 0.9, capsys.readouterr().out
+
+
+def test_resnet18_trains_a_few_steps(capsys):
+    # Not to convergence (too slow for CI): a few steps must run and print an accuracy line.
+    acc = train.run(["resnet18", "--data", "digits", "--epochs", "1", "--max-steps", "3",
+                     "--batch-size", "16", "--graph"])
+    assert 0.0 <= acc <= 1.0
+    assert "final test accuracy" in capsys.readouterr().out
