@@ -133,7 +133,10 @@ class Operator(object):
                                 % (type(self).__name__, i, type(x).__name__))
         record = training and self.differentiable and any(x.requires_grad for x in xs)
         self.requires_grad = record
-        self.needs_grad = tuple(record and x.requires_grad for x in xs)
+        # An input's gradient is needed only when it is returned (stores_grad) or flows on to a
+        # recorded operator; the gradient of a plain input (data, labels) is never computed.
+        self.needs_grad = tuple(record and x.requires_grad and (x.stores_grad or _flows(x))
+                                for x in xs)
         self.src = [(x.creator, id(x), x if x.stores_grad else None, x.stores_grad)
                     for x in xs] if record else []
         self._x_shapes = tuple(x.data.shape() for x in xs)
@@ -205,6 +208,12 @@ class Dummy(Operator):
         if t is None:
             raise AttributeError("%s: its tensor is gone (no attribute %r)" % (self.name, name))
         return getattr(t, name)
+
+
+def _flows(x):
+    """True when x was produced by a recorded operator (its gradient propagates further)."""
+    c = x.creator
+    return c is not None and not isinstance(c, Dummy) and c.requires_grad
 
 
 # ---- backward ------------------------------------------------------------------------------

@@ -24,3 +24,12 @@ def close(t, expected, rtol=1e-5, atol=1e-6):
 def t_(a):
     """A Tensor holding a copy of numpy array a."""
     return tensor.from_numpy(np.asarray(a))
+
+
+@pytest.fixture(autouse=True)
+def _reset_training_flag():
+    """Model.train() and some tests switch autograd.training on; every test starts from off."""
+    from singa import autograd
+    autograd.training = False
+    yield
+    autograd.training = False
