@@ -179,3 +179,8 @@ cdef extern from "singa/ops/random.h" namespace "singa":
     void c_Uniform "singa::Uniform"(float, float, CTensor*) except +raise_py_error
     void c_Gaussian "singa::Gaussian"(float, float, CTensor*) except +raise_py_error
     void c_Bernoulli "singa::Bernoulli"(float, CTensor*) except +raise_py_error
+
+cdef extern from "singa/ops/optim.h" namespace "singa":
+    void c_SGDUpdate "singa::SGDUpdate"(CTensor*, const CTensor&, CTensor*, const CTensor&,
+                                        const CTensor&, const CTensor&, const CTensor&,
+                                        bool) except +raise_py_error

@@ -202,3 +202,14 @@ def Gaussian(float mean, float std, Tensor t not None):
 def Bernoulli(float p, Tensor t not None):
     c_Bernoulli(p, &t.c)
     return t
+
+
+# ---- fused optimizer updates -----------------------------------------------------------------
+def SGDUpdate(Tensor param not None, Tensor grad not None, Tensor buf, Tensor lr not None,
+              Tensor momentum not None, Tensor dampening not None, Tensor weight_decay not None,
+              bool nesterov=False):
+    """One fused SGD step in place (singa/ops/optim.h); buf None means no momentum."""
+    cdef CTensor* b = NULL
+    if buf is not None:
+        b = &buf.c
+    c_SGDUpdate(&param.c, grad.c, b, lr.c, momentum.c, dampening.c, weight_decay.c, nesterov)

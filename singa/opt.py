@@ -305,20 +305,13 @@ class SGD(Optimizer):
 
     def apply(self, param_name, param_value, param_grad):
         self._check(param_name, param_value, param_grad)
-        g = self._decayed_grad(param_value, param_grad)
+        buf = None
         if not self._constant("momentum", 0):
             buf = self._state(self.moments, param_name, param_value).data
-            mom = self._value("mom_value")
-            singa.EltwiseMult(buf, mom, out=buf)
-            if self._constant("dampening", 0):
-                singa.Add(buf, g, out=buf)
-            else:
-                singa.Add(buf, singa.EltwiseMult(g, self._one_minus("dam_value")), out=buf)
-            if self.nesterov:
-                g = singa.Add(g, singa.EltwiseMult(buf, mom))
-            else:
-                g = buf
-        self._descend(param_value, g)
+        # One fused pass (singa/ops/optim.h) with the arithmetic of the formulas above.
+        singa.SGDUpdate(param_value.data, param_grad.data, buf, self._value("lr_value"),
+                        self._value("mom_value"), self._value("dam_value"),
+                        self._value("decay_value"), self.nesterov)
 
     def get_states(self):
         states = super(SGD, self).get_states()

@@ -13,6 +13,7 @@
 #include "singa/graph/graph.h"
 #include "singa/ops/blas.h"
 #include "singa/ops/elementwise.h"
+#include "singa/ops/optim.h"
 #include "singa/ops/random.h"
 #include "singa/ops/reduce.h"
 #include "singa/ops/shape.h"
