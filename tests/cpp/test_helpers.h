@@ -43,6 +43,8 @@ class Hold {
       ADD_FAILURE() << "expected " #Kind " from " #stmt;                          \
     } catch (const Kind& e) {                                                      \
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); \
+    } catch (const std::exception& e) {                                            \
+      ADD_FAILURE() << #stmt " threw the wrong exception type: " << e.what();      \
     }                                                                              \
   } while (0)
 

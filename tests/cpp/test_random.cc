@@ -13,22 +13,13 @@
 #include "singa/core/error.h"
 #include "singa/ops/shape.h"
 
+#include "test_helpers.h"
+
 namespace {
 
 using singa::Shape;
 using singa::Tensor;
 
-#define EXPECT_THROW_MSG(stmt, Ex, needle)                                               \
-  do {                                                                                   \
-    try {                                                                                \
-      stmt;                                                                              \
-      ADD_FAILURE() << #stmt " did not throw";                                           \
-    } catch (const Ex& e) {                                                              \
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();      \
-    } catch (const std::exception& e) {                                                  \
-      ADD_FAILURE() << #stmt " threw the wrong exception type: " << e.what();            \
-    }                                                                                    \
-  } while (0)
 
 constexpr size_t kN = 100000;
 

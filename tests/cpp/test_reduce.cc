@@ -16,6 +16,8 @@
 #include "singa/core/error.h"
 #include "singa/ops/shape.h"
 
+#include "test_helpers.h"
+
 namespace {
 
 using singa::Shape;
@@ -23,17 +25,6 @@ using singa::Tensor;
 using singa::operator<<;  // Shape is a std::vector: ADL does not look in singa
 
 // Expects `stmt` to throw exactly-or-derived `Ex` with a message containing `needle`.
-#define EXPECT_THROW_MSG(stmt, Ex, needle)                                               \
-  do {                                                                                   \
-    try {                                                                                \
-      stmt;                                                                              \
-      ADD_FAILURE() << #stmt " did not throw";                                           \
-    } catch (const Ex& e) {                                                              \
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();      \
-    } catch (const std::exception& e) {                                                  \
-      ADD_FAILURE() << #stmt " threw the wrong exception type: " << e.what();            \
-    }                                                                                    \
-  } while (0)
 
 std::vector<float> RandomValues(size_t n, unsigned seed, float lo = -2.f, float hi = 2.f) {
   std::mt19937 g(seed);
