@@ -315,6 +315,137 @@ TEST(NnConv, BadInputsThrow) {
                    "kernel_size needs 1 or 2 values");
 }
 
+// ---- convolution: GEMM paths (samples grouped per GEMM, or one GEMM per sample) -------------
+
+namespace {
+
+// The GEMM paths (conv_im2col.cc) put S samples side by side in one GEMM when a sample has fewer
+// than 128 output positions (S about 256 / positions), else one GEMM per sample; threads take
+// whole groups for y and dx, while dW runs one multithreaded GEMM per group. The cases cover
+// both, at batch sizes that are not multiples of S, with a last group of one sample, S == N, and
+// groups, strides, dilation and 1x1 kernels inside a group.
+const std::vector<ConvCase> kConvGemmPathCases = {
+    // N  C  H  W  OC kh kw sh sw ph pw dh dw g  bias
+    {5, 3, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},     // P = 36: groups of 3 and 2
+    {2, 3, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, false},    // S == N (dW; y and dx on 1 thread)
+    {33, 2, 4, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},    // P = 16: S = 16, a last group of 1
+    {7, 3, 9, 9, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, true},     // stride 2, P = 25
+    {5, 4, 5, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2, true},     // groups 2 inside a sample group
+    {6, 6, 7, 6, 9, 3, 2, 2, 1, 1, 0, 1, 1, 3, false},    // groups 3, non-square, stride in h
+    {4, 2, 9, 9, 3, 3, 3, 1, 1, 2, 2, 2, 2, 1, true},     // dilation 2
+    {5, 6, 4, 4, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1, true},     // 1x1: copied into the group buffer
+    {5, 4, 4, 3, 4, 1, 1, 1, 1, 0, 0, 1, 1, 2, false},    // 1x1 grouped
+    {3, 3, 9, 9, 4, 1, 1, 2, 2, 0, 0, 1, 1, 1, true},     // 1x1 stride 2
+    {3, 3, 12, 12, 4, 1, 1, 1, 1, 0, 0, 1, 1, 1, true},   // P = 144: per sample, x is the matrix
+    {3, 2, 16, 12, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, false},  // P = 192: per sample, im2col
+    {1, 3, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},     // one sample: per sample
+};
+
+// Restores the thread count on scope exit.
+class ThreadCount {
+ public:
+  explicit ThreadCount(int n) : before_(GetNumThreads()) { SetNumThreads(n); }
+  ~ThreadCount() { SetNumThreads(before_); }
+
+ private:
+  int before_;
+};
+
+void ExpectConvMatchesReference(const ConvCase& c, unsigned seed) {
+  ConvRef ref(c);
+  ConvHandle h = HandleOf(c);
+  auto xv = Rand(c.N * c.C * c.H * c.W, seed), wv = Rand(c.OC * ref.Cg * c.kh * c.kw, seed + 1),
+       bv = Rand(c.OC, seed + 2), dyv = Rand(c.N * c.OC * ref.OH * ref.OW, seed + 3);
+  Tensor x = FromVector(xv, {c.N, c.C, c.H, c.W}), W = FromVector(wv, h.WeightShape());
+  Tensor b = c.bias ? FromVector(bv, {c.OC}) : Tensor(), dy = FromVector(dyv, h.OutputShape(c.N));
+  ExpectClose(Conv2dForward(x, W, b, h).ToVector<float>(), ref.Forward(xv, wv, bv), 1e-4f, "y");
+  ExpectClose(Conv2dBackwardX(dy, W, h).ToVector<float>(), ref.BackX(dyv, wv), 1e-4f, "dx");
+  ExpectClose(Conv2dBackwardW(dy, x, h).ToVector<float>(), ref.BackW(dyv, xv), 1e-4f, "dW");
+}
+
+}  // namespace
+
+TEST(NnConv, GemmPathsMatchReferenceForAnyThreadCount) {
+  // The plan depends on the thread count: 1 (groups in turn, multithreaded loops), 2, and 3
+  // (groups rounded up to a multiple of the threads).
+  for (int threads : {1, 2, 3}) {
+    ThreadCount tc(threads);
+    for (size_t k = 0; k < kConvGemmPathCases.size(); ++k) {
+      SCOPED_TRACE(::testing::Message() << kConvGemmPathCases[k] << ", " << threads << " threads");
+      ExpectConvMatchesReference(kConvGemmPathCases[k], unsigned(10 * k + 1));
+    }
+  }
+}
+
+TEST(NnConv, GroupedBackwardMatchesFiniteDifferences) {
+  // L = sum(conv(x, W) * R) for a case with groups of samples, conv groups and stride 2.
+  const ConvCase c{5, 4, 7, 7, 6, 3, 3, 2, 2, 1, 1, 1, 1, 2, false};
+  ConvHandle h = HandleOf(c);
+  const Shape xs{c.N, c.C, c.H, c.W}, ws = h.WeightShape(), ys = h.OutputShape(c.N);
+  auto xv = Rand(Product(xs), 17), wv = Rand(Product(ws), 18), rv = Rand(Product(ys), 19);
+  Tensor R = FromVector(rv, ys);
+  auto loss = [&](const std::vector<float>& x, const std::vector<float>& w) {
+    return DotV(Conv2dForward(FromVector(x, xs), FromVector(w, ws), Tensor(), h).ToVector<float>(),
+                rv);
+  };
+  const float eps = 1e-2f;
+  ExpectGradMatches(Conv2dBackwardX(R, FromVector(wv, ws), h).ToVector<float>(),
+                    NumericGrad(xv, [&](const std::vector<float>& v) { return loss(v, wv); }, eps),
+                    2e-3, "dx");
+  ExpectGradMatches(Conv2dBackwardW(R, FromVector(xv, xs), h).ToVector<float>(),
+                    NumericGrad(wv, [&](const std::vector<float>& v) { return loss(xv, v); }, eps),
+                    2e-3, "dW");
+}
+
+TEST(NnConv, EmptyBatchGivesZeroWeightGradient) {
+  ConvHandle h({0, 3, 6, 6}, {3, 3}, {1, 1}, {1, 1}, 3, 4, false);
+  Tensor dy(h.OutputShape(0)), x(Shape{0, 3, 6, 6});
+  EXPECT_EQ(Conv2dForward(x, FromVector(Rand(4 * 27, 1), h.WeightShape()), Tensor(), h).shape(),
+            h.OutputShape(0));
+  std::vector<float> dw = Conv2dBackwardW(dy, x, h).ToVector<float>();
+  EXPECT_EQ(dw, std::vector<float>(4 * 27, 0.f));
+}
+
+TEST(NnGraph, GroupedConvReplayMatchesEager) {
+  // Grouped GEMM paths inside a graph: the scratch tensors are planned (and may share bytes with
+  // other recyclable blocks); replays must still give the eager results.
+  auto dev = std::make_shared<CppCPU>();
+  const ConvCase c{7, 4, 6, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2, true};
+  ConvHandle h = HandleOf(c);
+  ConvHandle h2({c.N, c.OC, 6, 6}, {3, 3}, {2, 2}, {1, 1}, c.OC, 8, false);
+  auto make = [&](const std::vector<float>& v, const Shape& s) {
+    Tensor t(s, dev);
+    t.CopyDataFromHostPtr(v.data(), v.size());
+    return t;
+  };
+  Tensor x = make(Rand(c.N * c.C * 36, 91), {c.N, c.C, 6, 6});
+  Tensor W = make(Rand(Product(h.WeightShape()), 92), h.WeightShape());
+  Tensor b = make(Rand(c.OC, 93), {c.OC});
+  Tensor W2 = make(Rand(Product(h2.WeightShape()), 94), h2.WeightShape());
+  Tensor dz = make(Rand(Product(h2.OutputShape(c.N)), 95), h2.OutputShape(c.N));
+  auto step = [&]() {
+    Tensor y = Conv2dForward(x, W, b, h);
+    Tensor z = Conv2dForward(y, W2, Tensor(), h2);
+    Tensor dy = Conv2dBackwardX(dz, W2, h2);
+    return std::vector<Tensor>{z, Conv2dBackwardW(dz, y, h2), Conv2dBackwardX(dy, W, h),
+                               Conv2dBackwardW(dy, x, h)};
+  };
+  auto eager = step();
+  dev->EnableGraph(true);
+  auto rec = step();
+  dev->EnableGraph(false);
+  std::vector<std::unique_ptr<Hold>> holds;
+  for (const Tensor& t : rec) holds.push_back(std::make_unique<Hold>(t));
+  for (int it = 0; it < 3; ++it) {
+    dev->RunGraph(it == 2);
+    for (size_t k = 0; k < rec.size(); ++k)
+      ExpectClose(rec[k].ToVector<float>(), eager[k].ToVector<float>(), 1e-4f,
+                  "output " + std::to_string(k));
+  }
+  holds.clear();
+  dev->ResetGraph();
+}
+
 // ---- pooling -------------------------------------------------------------------------------
 
 namespace {

@@ -1,53 +1,22 @@
-// 2-d convolution on the CPU: im2col + OpenBLAS sgemm (see singa/ops/nn.h).
+// 2-d convolution on the CPU (see singa/ops/nn.h): the handle, the checks, and the depthwise
+// loops. Every other convolution is im2col + OpenBLAS sgemm, in conv_im2col.cc; this file owns
+// Im2Col / Col2Im because they share the tap walk (ForEachTapRow) with the depthwise loops.
 //
-// Per sample n and group g, with K = C/g * kh * kw and P = conv_height * conv_width:
-//   forward   y[n, g] (OC/g, P)  = W[g] (OC/g, K) x col(x[n])[g] (K, P)   (+ bias, via beta = 1)
-//   backward  col(dx[n])[g]      = W[g]^T x dy[n, g], then col2im adds the columns back into dx
-//             dW[g]             += dy[n, g] x col(x[n])[g]^T
-// A 1x1 kernel with stride 1 and no padding needs no im2col: the sample itself is the matrix.
-// Depthwise convolutions (in_channels == groups) skip im2col and GEMM: direct loops per plane.
-//
-// Threads: with at least as many samples as threads, samples are split between OpenMP threads,
-// each with its own slice of the scratch tensor (and its own dW accumulator); sgemm inside an
-// OpenMP region runs single-threaded (OpenBLAS' OpenMP build), so the cores never oversubscribe.
-// With fewer samples (inference on one image), im2col/col2im are split over channels and each
-// sgemm uses every thread. The scratch is a Tensor created before Exec and listed as written,
-// so the graph's memory planner sees it (and may reuse its bytes after the operation).
-#include <cblas.h>
-
+// Depthwise convolutions (in_channels == groups) skip im2col and GEMM: direct loops per plane,
+// split over (sample, channel) planes between OpenMP threads.
 #include <algorithm>
 #include <cstring>
 
 #include "singa/ops/nn.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 namespace singa {
 namespace {
 
-constexpr size_t kGrain = 1 << 15;  // elements before a loop over channels goes parallel
+constexpr size_t kGrain = 1 << 15;  // work (elements x taps) before a depthwise loop goes parallel
 
 // Data pointers, fetched inside kernels (a replayed graph may move a block between runs).
 const float* In(const Tensor& t) { return static_cast<const float*>(t.block()->data()); }
 float* Out(const Tensor& t) { return static_cast<float*>(t.block()->mutable_data()); }
-
-int MaxThreads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
-int ThreadId() {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
 
 void PairOf(const char* op, const char* what, const std::vector<size_t>& v, size_t* h,
             size_t* w) {
@@ -57,13 +26,7 @@ void PairOf(const char* op, const char* what, const std::vector<size_t>& v, size
   *w = v.size() == 2 ? v[1] : v[0];
 }
 
-bool Is1x1(const ConvHandle& h) {
-  return h.kernel_h == 1 && h.kernel_w == 1 && h.stride_h == 1 && h.stride_w == 1 &&
-         h.pad_h == 0 && h.pad_w == 0;
-}
-
-// Rows of the column matrix per group, and its number of columns.
-size_t ColRows(const ConvHandle& h) { return h.channels / h.group * h.kernel_h * h.kernel_w; }
+// Output positions per sample and channel.
 size_t ColCols(const ConvHandle& h) { return h.conv_height * h.conv_width; }
 
 // The range [lo, hi) of output columns ow whose input column ow * s + off lies in [0, W).
@@ -95,48 +58,6 @@ inline void ForEachTapRow(const ConvHandle& h, F&& f) {
           in ? ih * std::ptrdiff_t(h.width) + std::ptrdiff_t(lo * h.stride_w) + offw : -1, lo, hi);
       }
     }
-}
-
-// col rows for channels [c0, c1) of one image x (C, H, W): row (c*kh + i)*kw + j, column
-// oh*OW + ow holds x[c, oh*sh - ph + i*dh, ow*sw - pw + j*dw], or 0 in the padding.
-void Im2Col(const float* x, const ConvHandle& h, size_t c0, size_t c1, float* col) {
-  const size_t OW = h.conv_width, P = h.conv_height * OW, T = h.kernel_h * h.kernel_w,
-               s = h.stride_w;
-  for (size_t c = c0; c < c1; ++c) {
-    const float* xc = x + c * h.height * h.width;
-    ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
-      float* r = col + (c * T + t) * P + oh * OW;
-      if (in < 0) {
-        std::memset(r, 0, OW * sizeof(float));
-        return;
-      }
-      std::memset(r, 0, lo * sizeof(float));
-      const float* src = xc + in;
-      if (s == 1) std::memcpy(r + lo, src, (hi - lo) * sizeof(float));
-      else
-        for (size_t ow = lo; ow < hi; ++ow) r[ow] = src[(ow - lo) * s];
-      std::memset(r + hi, 0, (OW - hi) * sizeof(float));
-    });
-  }
-}
-
-// The adjoint of Im2Col for channels [c0, c1): adds the column entries into dx (zeroed by the
-// caller).
-void Col2Im(const float* col, const ConvHandle& h, size_t c0, size_t c1, float* dx) {
-  const size_t OW = h.conv_width, P = h.conv_height * OW, T = h.kernel_h * h.kernel_w,
-               s = h.stride_w;
-  for (size_t c = c0; c < c1; ++c) {
-    float* dxc = dx + c * h.height * h.width;
-    ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
-      if (in < 0) return;
-      const float* r = col + (c * T + t) * P + oh * OW;
-      float* dst = dxc + in;
-      if (s == 1)
-        for (size_t ow = lo; ow < hi; ++ow) dst[ow - lo] += r[ow];
-      else
-        for (size_t ow = lo; ow < hi; ++ow) dst[(ow - lo) * s] += r[ow];
-    });
-  }
 }
 
 // ---- depthwise (one input channel per group): direct loops, no im2col, no GEMM ----
@@ -186,44 +107,6 @@ void DepthwisePlaneBackW(const ConvHandle& h, const float* dy, const float* x, d
   });
 }
 
-// Im2Col / Col2Im of a whole image, split over channels when the image is large.
-void Im2ColParallel(const float* x, const ConvHandle& h, float* col) {
-  const std::ptrdiff_t C = static_cast<std::ptrdiff_t>(h.channels);
-#pragma omp parallel for schedule(static) if (C > 1 && ColRows(h) * h.group * ColCols(h) >= kGrain)
-  for (std::ptrdiff_t c = 0; c < C; ++c) Im2Col(x, h, size_t(c), size_t(c) + 1, col);
-}
-
-void Col2ImParallel(const float* col, const ConvHandle& h, float* dx) {
-  const std::ptrdiff_t C = static_cast<std::ptrdiff_t>(h.channels);
-  const size_t plane = h.height * h.width;
-#pragma omp parallel for schedule(static) if (C > 1 && h.channels * plane >= kGrain / 4)
-  for (std::ptrdiff_t c = 0; c < C; ++c) {
-    std::memset(dx + size_t(c) * plane, 0, plane * sizeof(float));
-    Col2Im(col, h, size_t(c), size_t(c) + 1, dx);
-  }
-}
-
-// Threads that take whole samples: 1 means "loop over samples, parallelise inside".
-int SampleThreads(size_t n) {
-  const int nt = MaxThreads();
-  return (nt > 1 && n >= static_cast<size_t>(nt)) ? nt : 1;
-}
-
-// Runs body(n, slot) for every sample, samples split between `nt` threads when nt > 1.
-template <typename Body>
-void ForEachSample(size_t N, int nt, Body&& body) {
-  if (nt > 1) {
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = ThreadId();
-#pragma omp for schedule(static)
-      for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) body(size_t(n), t);
-    }
-  } else {
-    for (size_t n = 0; n < N; ++n) body(n, 0);
-  }
-}
-
 void CheckFloat(const char* op, const char* what, const Tensor& t) {
   SINGA_CHECK(t.block() != nullptr, ValueError, op << ": the " << what << " tensor is empty");
   SINGA_CHECK_DTYPE(t.data_type() == kFloat32,
@@ -252,6 +135,67 @@ void CheckWeight(const char* op, const Tensor& W, const ConvHandle& h) {
 }
 
 }  // namespace
+
+namespace conv_detail {
+
+// col rows for channels [c0, c1) of one image x (C, H, W): row (c*kh + i)*kw + j (stored at
+// col + row * ld), column oh*OW + ow holds x[c, oh*sh - ph + i*dh, ow*sw - pw + j*dw], or 0 in
+// the padding. ld is OH*OW for one sample's matrix, S*OH*OW when S samples sit side by side.
+void Im2Col(const float* x, const ConvHandle& h, size_t c0, size_t c1, float* col, size_t ld) {
+  const size_t OW = h.conv_width, T = h.kernel_h * h.kernel_w, s = h.stride_w;
+  for (size_t c = c0; c < c1; ++c) {
+    const float* xc = x + c * h.height * h.width;
+    ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
+      float* r = col + (c * T + t) * ld + oh * OW;
+      if (in < 0) {
+        std::memset(r, 0, OW * sizeof(float));
+        return;
+      }
+      std::memset(r, 0, lo * sizeof(float));
+      const float* src = xc + in;
+      float* dst = r + lo;
+      const size_t n = hi - lo;
+      // Local copies and a constant stride 2 (ResNet's downsampling) keep the strided copy in
+      // registers; through the lambda's captures GCC reloaded the stride every element.
+      if (s == 1) std::memcpy(dst, src, n * sizeof(float));
+      else if (s == 2)
+        for (size_t k = 0; k < n; ++k) dst[k] = src[2 * k];
+      else
+        for (size_t k = 0, st = s; k < n; ++k) dst[k] = src[k * st];
+      std::memset(r + hi, 0, (OW - hi) * sizeof(float));
+    });
+  }
+}
+
+// The adjoint of Im2Col for channels [c0, c1): adds the column entries into dx (zeroed by the
+// caller).
+void Col2Im(const float* col, const ConvHandle& h, size_t c0, size_t c1, float* dx, size_t ld) {
+  const size_t OW = h.conv_width, T = h.kernel_h * h.kernel_w, s = h.stride_w;
+  for (size_t c = c0; c < c1; ++c) {
+    float* dxc = dx + c * h.height * h.width;
+    ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
+      if (in < 0) return;
+      const float* src = col + (c * T + t) * ld + oh * OW + lo;
+      float* dst = dxc + in;
+      const size_t n = hi - lo;  // local copies, as in Im2Col
+      if (s == 1)
+        for (size_t k = 0; k < n; ++k) dst[k] += src[k];
+      else if (s == 2)
+        for (size_t k = 0; k < n; ++k) dst[2 * k] += src[k];
+      else
+        for (size_t k = 0, st = s; k < n; ++k) dst[k * st] += src[k];
+    });
+  }
+}
+
+// Defined in conv_im2col.cc. Inputs checked and contiguous, output allocated and non-empty,
+// the convolution not depthwise.
+void GemmForward(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& y,
+                 const ConvHandle& h);
+void GemmBackwardX(const Tensor& dy, const Tensor& W, const Tensor& dx, const ConvHandle& h);
+void GemmBackwardW(const Tensor& dy, const Tensor& x, const Tensor& dW, const ConvHandle& h);
+
+}  // namespace conv_detail
 
 ConvHandle::ConvHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
                        const std::vector<size_t>& stride, const std::vector<size_t>& padding,
@@ -337,38 +281,7 @@ Tensor Conv2dForward(const Tensor& x_in, const Tensor& W_in, const Tensor& b_in,
         reads, {y.block()}, "Conv2dForward");
     return y;
   }
-  const bool direct = Is1x1(h);
-  const int nt = SampleThreads(N);
-  const size_t K = ColRows(h), P = ColCols(h), colsize = K * h.group * P;
-  Tensor scratch = direct ? Tensor() : Tensor(Shape{size_t(nt) * colsize}, x.device(), kFloat32);
-  std::vector<Block*> reads{x.block(), W.block()}, writes{y.block()};
-  if (has_bias) reads.push_back(b.block());
-  if (!direct) writes.push_back(scratch.block());
-  x.device()->Exec(
-      [x, W, b, y, scratch, h, N, nt, K, P, colsize, has_bias, direct](Context*) {
-        const float *px = In(x), *pw = In(W), *pb = has_bias ? In(b) : nullptr;
-        float* py = Out(y);
-        float* pcol = direct ? nullptr : Out(scratch);
-        const size_t OC = h.num_filters, OCg = OC / h.group, in = h.channels * h.height * h.width;
-        ForEachSample(N, nt, [&](size_t n, int slot) {
-          const float* xn = px + n * in;
-          float* yn = py + n * OC * P;
-          const float* col = xn;
-          if (!direct) {
-            float* c = pcol + size_t(slot) * colsize;
-            if (nt > 1) Im2Col(xn, h, 0, h.channels, c);
-            else Im2ColParallel(xn, h, c);
-            col = c;
-          }
-          if (has_bias)
-            for (size_t o = 0; o < OC; ++o) std::fill(yn + o * P, yn + (o + 1) * P, pb[o]);
-          for (size_t g = 0; g < h.group; ++g)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(OCg), int(P), int(K), 1.f,
-                        pw + g * OCg * K, int(K), col + g * K * P, int(P), has_bias ? 1.f : 0.f,
-                        yn + g * OCg * P, int(P));
-        });
-      },
-      reads, writes, "Conv2dForward");
+  conv_detail::GemmForward(x, W, b, y, h);
   return y;
 }
 
@@ -401,36 +314,7 @@ Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle
         {dy.block(), W.block()}, {dx.block()}, "Conv2dBackwardX");
     return dx;
   }
-  const bool direct = Is1x1(h);
-  const int nt = SampleThreads(N);
-  const size_t K = ColRows(h), P = ColCols(h), colsize = K * h.group * P;
-  Tensor scratch = direct ? Tensor() : Tensor(Shape{size_t(nt) * colsize}, dy.device(), kFloat32);
-  std::vector<Block*> writes{dx.block()};
-  if (!direct) writes.push_back(scratch.block());
-  dy.device()->Exec(
-      [dy, W, dx, scratch, h, N, nt, K, P, colsize, direct](Context*) {
-        const float *pdy = In(dy), *pw = In(W);
-        float* pdx = Out(dx);
-        float* pcol = direct ? nullptr : Out(scratch);
-        const size_t OCg = h.num_filters / h.group, in = h.channels * h.height * h.width;
-        ForEachSample(N, nt, [&](size_t n, int slot) {
-          const float* dyn = pdy + n * h.num_filters * P;
-          float* dxn = pdx + n * in;
-          float* col = direct ? dxn : pcol + size_t(slot) * colsize;
-          for (size_t g = 0; g < h.group; ++g)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(K), int(P), int(OCg), 1.f,
-                        pw + g * OCg * K, int(K), dyn + g * OCg * P, int(P), 0.f,
-                        col + g * K * P, int(P));
-          if (direct) return;
-          if (nt > 1) {
-            std::memset(dxn, 0, in * sizeof(float));
-            Col2Im(col, h, 0, h.channels, dxn);
-          } else {
-            Col2ImParallel(col, h, dxn);
-          }
-        });
-      },
-      {dy.block(), W.block()}, writes, "Conv2dBackwardX");
+  conv_detail::GemmBackwardX(dy, W, dx, h);
   return dx;
 }
 
@@ -466,52 +350,7 @@ Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle
         {dy.block(), x.block()}, {dW.block()}, "Conv2dBackwardW");
     return dW;
   }
-  const bool direct = Is1x1(h);
-  const int nt = SampleThreads(N);
-  const size_t K = ColRows(h), P = ColCols(h), colsize = direct ? 0 : K * h.group * P;
-  const size_t wsize = dW.Size();
-  // Per thread: an im2col buffer, and (with several threads) a private dW accumulator.
-  const size_t slot_size = colsize + (nt > 1 ? wsize : 0);
-  Tensor scratch = slot_size == 0 ? Tensor()
-                                  : Tensor(Shape{size_t(nt) * slot_size}, x.device(), kFloat32);
-  std::vector<Block*> writes{dW.block()};
-  if (slot_size) writes.push_back(scratch.block());
-  x.device()->Exec(
-      [dy, x, dW, scratch, h, N, nt, K, P, colsize, wsize, slot_size, direct](Context*) {
-        const float *pdy = In(dy), *px = In(x);
-        float* pdw = Out(dW);
-        float* ps = slot_size ? Out(scratch) : nullptr;
-        const size_t OCg = h.num_filters / h.group, in = h.channels * h.height * h.width;
-        std::memset(pdw, 0, wsize * sizeof(float));
-        if (nt > 1)
-          for (int t = 0; t < nt; ++t)
-            std::memset(ps + size_t(t) * slot_size + colsize, 0, wsize * sizeof(float));
-        ForEachSample(N, nt, [&](size_t n, int slot) {
-          const float* xn = px + n * in;
-          const float* dyn = pdy + n * h.num_filters * P;
-          float* acc = nt > 1 ? ps + size_t(slot) * slot_size + colsize : pdw;
-          const float* col = xn;
-          if (!direct) {
-            float* c = ps + size_t(slot) * slot_size;
-            if (nt > 1) Im2Col(xn, h, 0, h.channels, c);
-            else Im2ColParallel(xn, h, c);
-            col = c;
-          }
-          for (size_t g = 0; g < h.group; ++g)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(OCg), int(K), int(P), 1.f,
-                        dyn + g * OCg * P, int(P), col + g * K * P, int(P), 1.f,
-                        acc + g * OCg * K, int(K));
-        });
-        if (nt > 1) {
-#pragma omp parallel for schedule(static) if (wsize >= kGrain)
-          for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(wsize); ++i) {
-            float s = 0.f;
-            for (int t = 0; t < nt; ++t) s += ps[size_t(t) * slot_size + colsize + size_t(i)];
-            pdw[i] = s;
-          }
-        }
-      },
-      {dy.block(), x.block()}, writes, "Conv2dBackwardW");
+  conv_detail::GemmBackwardW(dy, x, dW, h);
   return dW;
 }
 
