@@ -251,7 +251,7 @@ def _seed(y, dy):
                     % type(dy).__name__)
 
 
-def backward(y, dy=None):
+def backward(y, dy=None, retain_graph=False):
     """Runs backpropagation from ``y`` and yields ``(tensor, gradient)`` for every tensor with
     ``stores_grad`` on the way (parameters), each once, when its gradient is complete.
 
@@ -259,6 +259,8 @@ def backward(y, dy=None):
         y: a Tensor, usually the loss; any shape (the seed has y's shape).
         dy: the gradient of the objective with respect to y: None (ones), a number or a Tensor
             of y's shape.
+        retain_graph: keep what the operators saved, so that backward can run again on the
+            same graph (by default it is freed as backward passes, like PyTorch).
     """
     if not isinstance(y, Tensor):
         raise TypeError("backward: y must be a singa Tensor, got %s" % type(y).__name__)
@@ -268,6 +270,10 @@ def backward(y, dy=None):
     root = y.creator
     if root is None or isinstance(root, Dummy) or not root.requires_grad:
         return
+    if getattr(root, "_released", False):
+        raise RuntimeError("backward: this graph already ran a backward pass and its saved "
+                           "tensors were freed; pass retain_graph=True to the first backward "
+                           "to run it twice")
     deps, _ = infer_dependency(root)
     grads = {root: [None] * len(root.y_id2idx)}
     grads[root][root.y_id2idx[id(y)]] = seed
@@ -299,8 +305,23 @@ def backward(y, dy=None):
                 ready.append(src_op)
             else:
                 del grads[src_op]
+        if not retain_graph:
+            _release(op)
 
 
-def gradients(y, dy=None):
+def _release(op):
+    """Drops what ``op`` saved for its backward, once that ran (like PyTorch without
+    retain_graph): the activations of a step are freed as backward passes them, not when the
+    next step replaces the returned loss. In graph mode this also lets the planner recycle them,
+    since a block that Python still references is never recycled."""
+    for k, v in list(vars(op).items()):
+        if isinstance(v, (CTensor, Tensor)) or (
+                isinstance(v, (tuple, list)) and any(isinstance(e, (CTensor, Tensor)) for e in v)):
+            setattr(op, k, None)
+    op.src = []
+    op._released = True
+
+
+def gradients(y, dy=None, retain_graph=False):
     """A dict from every tensor with stores_grad reached by backward(y, dy) to its gradient."""
-    return {p: g for p, g in backward(y, dy)}
+    return {p: g for p, g in backward(y, dy, retain_graph)}

@@ -48,12 +48,15 @@ def test_backward_yields_pairs_and_gradients_is_a_dict():
     w, b = param(np.ones((2, 2))), param(np.zeros(2))
     x = const(np.eye(2))
     loss = autograd.reduce_mean(autograd.add_bias(autograd.matmul(x, w), b))
-    pairs = list(autograd.backward(loss))
+    pairs = list(autograd.backward(loss, retain_graph=True))
     assert {id(p) for p, _ in pairs} == {id(w), id(b)}
     assert all(isinstance(g, tensor.Tensor) for _, g in pairs)
     grads = autograd.gradients(loss)
     assert set(grads) == {w, b}
     np.testing.assert_allclose(np_(grads[b]), [0.5, 0.5])
+    # the second pass freed what the operators saved: a third one explains what happened
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        autograd.gradients(loss)
 
 
 def test_requires_grad_false_input_is_not_recorded():
@@ -151,8 +154,20 @@ def test_dy_of_wrong_shape_raises():
 def test_backward_twice_gives_the_same_gradients():
     w = param([[1.0, 2.0], [3.0, 4.0]])
     y = autograd.reduce_sum(autograd.tanh(autograd.matmul(const([[0.1, 0.2]]), w)))
-    g1, g2 = np_(autograd.gradients(y)[w]), np_(autograd.gradients(y)[w])
+    g1 = np_(autograd.gradients(y, retain_graph=True)[w])
+    g2 = np_(autograd.gradients(y)[w])
     np.testing.assert_allclose(g1, g2)
+
+
+def test_backward_frees_what_operators_saved():
+    w = param([[1.0, 2.0], [3.0, 4.0]])
+    h = autograd.tanh(autograd.matmul(const([[0.1, 0.2]]), w))
+    y = autograd.reduce_sum(h)
+    op = h.creator
+    assert any(isinstance(v, sw.Tensor) for v in vars(op).values())
+    autograd.gradients(y)
+    assert not any(isinstance(v, sw.Tensor) for v in vars(op).values())
+    assert op.src == []
 
 
 # ---- the training flag ----------------------------------------------------------------------
