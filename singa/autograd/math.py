@@ -54,8 +54,10 @@ def _unary(name, fn, deriv, saves="", base=_Unary):
 
 
 class _ReLUBase(_Unary):
+    # Saves its output, not its input: y > 0 exactly where x > 0, and y is usually kept anyway
+    # (the next layer's input), so the input (e.g. a batch norm output) is freed right away.
     def backward(self, dy):  # one fused kernel instead of a mask and a product
-        return singa.ReLUBackward(dy, self.x)
+        return singa.ReLUBackward(dy, self.y)
 
 
 class _IdentityBase(_Unary):
@@ -82,7 +84,7 @@ def _one_plus(t):
 _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 
 # class, function                  forward         dy/dx from (x, y)                     keeps
-ReLU, relu = _unary("ReLU", _S.ReLU, None, "x", _ReLUBase)
+ReLU, relu = _unary("ReLU", _S.ReLU, None, "y", _ReLUBase)
 Sigmoid, sigmoid = _unary("Sigmoid", _S.Sigmoid, lambda x, y: _M(y, _one_minus(y)), "y")
 Tanh, tanh = _unary("Tanh", _S.Tanh, lambda x, y: _one_minus(_sq(y)), "y")
 Exp, exp = _unary("Exp", _S.Exp, lambda x, y: y, "y")
