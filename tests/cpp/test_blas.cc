@@ -95,3 +95,24 @@ TEST(Blas, RowAndColumnOps) {
   EXPECT_EQ(M.ToVector<float>(), (std::vector<float>{7, 12.5, 18, 9, 14.5, 20}));
   EXPECT_THROW_MSG(AddRow(FromVector({1, 2}, {2}), &M), ShapeError, "AddRow");
 }
+
+// Medium products are split between threads by rows or by columns (blas.cc, SplitSgemm): every
+// layout and both split directions must match the reference.
+TEST(Blas, SplitProductsMatchReference) {
+  struct Case { size_t m, k, n; bool ta, tb; };
+  for (Case c : {Case{100, 300, 70, false, false}, Case{40, 200, 400, false, false},
+                 Case{100, 300, 70, true, false}, Case{40, 200, 400, false, true},
+                 Case{97, 131, 61, true, true}}) {
+    auto a = Iota(c.m * c.k, -1.f, 0.001f), b = Iota(c.k * c.n, 0.5f, -0.0007f);
+    Tensor A = c.ta ? Transpose(FromVector(a, {c.k, c.m})) : FromVector(a, {c.m, c.k});
+    Tensor B = c.tb ? Transpose(FromVector(b, {c.n, c.k})) : FromVector(b, {c.k, c.n});
+    auto ac = A.Contiguous().ToVector<float>(), bc = B.Contiguous().ToVector<float>();
+    ExpectNear(Mult(A, B).ToVector<float>(), RefMatmul(ac, bc, c.m, c.k, c.n));
+    Tensor C({c.m, c.n});
+    C.SetValue(1.f);
+    Mult(0.5f, A, B, 2.f, &C);
+    auto ref = RefMatmul(ac, bc, c.m, c.k, c.n);
+    for (float& v : ref) v = 0.5f * v + 2.f;
+    ExpectNear(C.ToVector<float>(), ref);
+  }
+}
