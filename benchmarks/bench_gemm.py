@@ -44,7 +44,11 @@ def main():
         ta, tb = tensor.from_numpy(a, dev), tensor.from_numpy(b, dev)
         flops = 2.0 * n ** 3
         t_np = best_time(lambda: a @ b, args.repeat)
+        # numpy's OpenBLAS threads spin for a while after a call; on 2 cores they would steal
+        # the time of singa's threads (and the reverse), so let them go to sleep first.
+        time.sleep(1.0)
         t_sg = best_time(lambda: tensor.mult(ta, tb), args.repeat)
+        time.sleep(1.0)
         err = np.abs(tensor.to_numpy(tensor.mult(ta, tb)) - a @ b).max()
         assert err < 1e-2 * n ** 0.5, "mismatch %g" % err
         g_np, g_sg = flops / t_np / 1e9, flops / t_sg / 1e9

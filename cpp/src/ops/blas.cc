@@ -58,7 +58,7 @@ void CheckFloatOperands(const char* op, const Tensor& A, const Tensor& B) {
 // on one, for 784x64x100 with A transposed), so below kSplitMacs we split the larger of m and n
 // between the OpenMP threads ourselves and each runs a single-threaded sgemm (OpenBLAS' OpenMP
 // build stays on one thread inside a parallel region). Large products keep OpenBLAS' threading.
-constexpr double kSplitMacs = 1 << 26, kTinyMacs = 1 << 18;  // tiny: not worth a fork
+constexpr double kSplitMacs = 1 << 23, kTinyMacs = 1 << 18;  // tiny: not worth a fork
 void SplitSgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* pa, int lda,
                 const float* pb, int ldb, float beta, float* pc, int ldc) {
   const CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
