@@ -31,6 +31,7 @@
 #include <cstring>
 
 #include "singa/ops/nn.h"
+#include "strided.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -59,14 +60,6 @@ constexpr size_t kMaxScratchFloats = size_t(32) << 18;  // 32 MiB
 
 const float* In(const Tensor& t) { return static_cast<const float*>(t.block()->data()); }
 float* Out(const Tensor& t) { return static_cast<float*>(t.block()->mutable_data()); }
-
-int MaxThreads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
 
 int ThreadId() {
 #ifdef _OPENMP

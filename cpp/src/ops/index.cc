@@ -13,6 +13,7 @@
 
 #include "../core/dispatch.h"
 #include "singa/ops/nn.h"
+#include "strided.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -22,14 +23,6 @@ namespace singa {
 namespace {
 
 constexpr size_t kGrain = 1 << 15;
-
-int MaxThreads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
 
 void CheckIndices(const char* op, const Tensor& indices) {
   SINGA_CHECK(indices.block() != nullptr, ValueError, op << ": the indices tensor is empty");

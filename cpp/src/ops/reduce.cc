@@ -32,14 +32,6 @@ namespace {
 // Columns handled together by one task: a stack array of states, and a contiguous inner loop.
 constexpr size_t kBlock = 256;
 
-int MaxThreads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
 void CheckInput(const char* op, const Tensor& in) {
   SINGA_CHECK(in.block() != nullptr, ValueError, op << ": the input tensor is empty (no memory)");
 }

@@ -27,6 +27,15 @@ namespace singa {
 template <size_t N>
 using Offsets = std::array<std::ptrdiff_t, N>;
 
+/// The OpenMP team size a parallel region would get (1 without OpenMP).
+inline int MaxThreads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
 /// Minimum number of elements before a loop is split between threads.
 constexpr size_t kParallelGrain = 1 << 15;
 
