@@ -73,7 +73,6 @@ def worker(cfg):
             loss.backward()
             sgd.step()
             return loss
-        extra = {}
     else:
         import models
         from singa import autograd, device, layer, opt, tensor
@@ -104,7 +103,6 @@ def worker(cfg):
         else:
             def step():
                 return net(tx, ty)[1]
-        extra = {}
     for _ in range(cfg["warmup"]):
         step()
     t0 = time.perf_counter()
@@ -115,6 +113,7 @@ def worker(cfg):
     else:
         float(tensor.to_numpy(loss).reshape(-1)[0])
     elapsed = time.perf_counter() - t0
+    extra = {}
     if mode not in ("torch", "layer", "eager"):
         plan = dev.graph_memory_plan()
         extra = {"lb_mb": (plan["persistent_bytes"] + plan["lower_bound_bytes"]) / 2**20,

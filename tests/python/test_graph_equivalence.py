@@ -37,8 +37,8 @@ def data(name, steps, seed=0):
 
 def run(net, dev, batches):
     """Trains on the batches; returns the losses and the final states."""
-    tx = tensor.Tensor((BATCH_OF(batches),) + batches[0][0].shape[1:], dev)
-    ty = tensor.Tensor((BATCH_OF(batches),), dev, tensor.int32)
+    tx = tensor.Tensor(batches[0][0].shape, dev)
+    ty = tensor.Tensor(batches[0][1].shape, dev, tensor.int32)
     losses = []
     for x, y in batches:
         tx.copy_from_numpy(x)
@@ -46,10 +46,6 @@ def run(net, dev, batches):
         _, loss = net(tx, ty)
         losses.append(N(loss).copy())
     return np.concatenate(losses), {k: N(v) for k, v in net.get_states().items()}
-
-
-def BATCH_OF(batches):
-    return batches[0][0].shape[0]
 
 
 def twin(name, make_opt, dev, use_graph, sequential, init_states=None):

@@ -44,6 +44,7 @@ void Graph::Reset() {
   nodes_.clear();
   order_.clear();
   blocks_.clear();
+  release_after_.clear();
   plan_ = GraphMemoryPlan{};
   built_ = false;
   iterations_ = 0;
@@ -133,7 +134,6 @@ void Graph::ComputeOrder(bool sequential) {
 
 void Graph::AnalyseBlocks() {
   blocks_.clear();
-  std::unordered_map<Block*, bool> read_after_first;
   for (size_t pos = 0; pos < order_.size(); ++pos) {
     const Node& n = nodes_[order_[pos]];
     auto touch = [&](Block* b, bool is_read) {
@@ -151,7 +151,6 @@ void Graph::AnalyseBlocks() {
     };
     for (Block* b : n.reads) touch(b, true);
     for (Block* b : n.writes) touch(b, false);
-    for (Block* b : n.reads) blocks_[b].readers++;
   }
   plan_ = GraphMemoryPlan{};
   // Lower bound: the largest total of recyclable blocks alive at one position.
@@ -168,6 +167,9 @@ void Graph::AnalyseBlocks() {
       plan_.persistent_bytes += b->size();
     }
   }
+  release_after_.assign(order_.size(), {});
+  for (auto& [b, info] : blocks_)
+    if (info.recyclable) release_after_[info.last].push_back(b);
   long long live = 0;
   for (long long d : delta) {
     live += d;
@@ -236,16 +238,10 @@ void Graph::Run(bool sequential) {
   if (!built_ || sequential != built_sequential_ || planned_ != built_planned_) Build(sequential);
   const bool recycle = !planned_;
   for (size_t pos = 0; pos < order_.size(); ++pos) {
-    const size_t i = order_[pos];
-    RunNode(i);
-    if (!recycle) continue;
+    RunNode(order_[pos]);
     // Automatic recycling: a block goes back to the pool after its last access.
-    auto release = [&](Block* b) {
-      const BlockInfo& info = blocks_[b];
-      if (info.recyclable && info.last == pos) b->Release();
-    };
-    for (Block* b : nodes_[i].reads) release(b);
-    for (Block* b : nodes_[i].writes) release(b);
+    if (recycle)
+      for (Block* b : release_after_[pos]) b->Release();
   }
   ++iterations_;
 }

@@ -66,7 +66,6 @@ class Graph {
     bool recyclable = false;
     size_t first = 0, last = 0;  ///< positions in the execution order
     size_t offset = 0;           ///< in the arena, when planned
-    size_t readers = 0;          ///< nodes reading it (automatic recycling counts them down)
   };
 
   explicit Graph(Device* device);
@@ -111,6 +110,9 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<size_t> order_;
   std::unordered_map<Block*, BlockInfo> blocks_;
+  /// Recyclable blocks whose last access is at each position (dynamic recycling releases them
+  /// right after that position runs; computed once per build, not per replay).
+  std::vector<std::vector<Block*>> release_after_;
   GraphMemoryPlan plan_;
   bool built_ = false;
   bool built_sequential_ = false;
