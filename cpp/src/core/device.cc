@@ -28,6 +28,17 @@ void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
   }
 }
 
+void Device::set_backend(Backend b) {
+  SINGA_CHECK_DEVICE(SupportsBackend(b), "set_backend: this device cannot run the "
+                                             << BackendName(b) << " backend"
+                                             << (b == Backend::kCpuDnnl
+                                                     ? " (libsinga was built without oneDNN)"
+                                                     : ""));
+  backend_ = b;
+}
+
+Backend DeviceBackend(const Device& dev) { return dev.backend(); }
+
 void Device::RunGraph(bool sequential) {
   SINGA_CHECK(!buffering_, Error,
               "RunGraph: buffering is still on; call EnableGraph(false) before running the graph");
@@ -108,7 +119,18 @@ void Device::Free(void* ptr) noexcept {
 CppCPU::CppCPU(int id, std::unique_ptr<MemPool> pool)
     : Device(id, kCpp,
              pool ? std::move(pool)
-                  : std::make_unique<CnMemPool>(std::make_unique<HostAllocator>())) {}
+                  : std::make_unique<CnMemPool>(std::make_unique<HostAllocator>())) {
+#ifdef SINGA_USE_DNNL
+  backend_ = Backend::kCpuDnnl;
+#endif
+}
+
+bool CppCPU::SupportsBackend(Backend b) const {
+#ifdef SINGA_USE_DNNL
+  if (b == Backend::kCpuDnnl) return true;
+#endif
+  return b == Backend::kCpuRef;
+}
 
 void CppCPU::CopyRaw(void* dst, const void* src, size_t nbytes, CopyDirection, Context*) {
   if (dst != src) std::memmove(dst, src, nbytes);

@@ -25,6 +25,7 @@
 #include "singa/core/block.h"
 #include "singa/core/common.h"
 #include "singa/core/context.h"
+#include "singa/core/kernel.h"
 #include "singa/memory/pool.h"
 
 namespace singa {
@@ -43,6 +44,14 @@ class Device {
   LangType lang() const { return lang_; }
   bool is_host() const { return lang_ == kCpp; }
   Context* context() { return &ctx_; }
+
+  /// The kernel family this device computes with (singa/core/kernel.h).
+  Backend backend() const { return backend_; }
+  /// Switches the kernel family, e.g. a CPU device to its reference kernels (kCpuRef) to compare
+  /// with oneDNN; throws DeviceError when this device or build cannot run `b`. Affects operations
+  /// submitted afterwards (a recorded graph keeps the kernels it recorded).
+  void set_backend(Backend b);
+  virtual bool SupportsBackend(Backend b) const = 0;
 
   /// Submits an operation. See the file comment for the contract.
   void Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
@@ -104,12 +113,17 @@ class Device {
   bool buffering_ = false;
   int verbosity_ = 0;
   int skip_iteration_ = 5;
+
+ protected:
+  Backend backend_ = Backend::kCpuRef;
 };
 
 /// The host device: OpenBLAS and our own OpenMP kernels, memory from a CnMemPool over malloc.
 class CppCPU : public Device {
  public:
   explicit CppCPU(int id = -1, std::unique_ptr<MemPool> pool = nullptr);
+  /// kCpuRef always; kCpuDnnl when built with oneDNN (SINGA_USE_DNNL), then also the default.
+  bool SupportsBackend(Backend b) const override;
 
  protected:
   void CopyRaw(void* dst, const void* src, size_t nbytes, CopyDirection direction,
