@@ -7,13 +7,17 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 BUILD := build
 JOBS ?= 2
-APT_PKGS := g++ make libopenblas-openmp-dev libgtest-dev
-PIP_PKGS := "numpy>=1.26" "cython>=3.0" "pytest>=7" "scikit-build-core>=0.10" "tqdm>=4.60" "scikit-learn>=1.3"
+APT_PKGS := g++ make libopenblas-openmp-dev libgtest-dev libdnnl-dev
+PIP_PKGS := "numpy>=1.26" "cython>=3.0" "pytest>=7" "scikit-build-core>=0.10" "tqdm>=4.60" \
+  "scikit-learn>=1.3" "pillow>=10" "matplotlib>=3.7"
+# The reference for the RNN, ONNX and benchmark comparisons (tests skip without it). Pinned: the
+# benchmarks' peer; the CPU wheel is on the local package mirror.
+PIP_REF_PKGS := "torch==2.13.0"
 SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo)
 CMAKE := $(shell command -v cmake 2>/dev/null || echo $(CURDIR)/$(VENV)/bin/cmake)
-PYTEST_ARGS ?= -q
+PYTEST_ARGS ?= -q -rs
 
-.PHONY: test demo deps build ctest pytest example-cpp asan clean
+.PHONY: test demo deps build ctest pytest example-cpp asan mutate clean
 
 test: build ctest example-cpp pytest
 
@@ -31,6 +35,8 @@ $(VENV)/.deps-ok: Makefile
 	@$(PYTHON) -m venv --help >/dev/null 2>&1 || $(SUDO) apt-get install -y -q python3-venv
 	[ -x $(VPY) ] || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --disable-pip-version-check $(PIP_PKGS) $(if $(shell command -v cmake),,cmake)
+	$(VPY) -m pip install -q --disable-pip-version-check $(PIP_REF_PKGS) || \
+	  echo "== torch is not installable here: the tests that compare with it will skip"
 	@# `import singa` from anywhere with the venv's python: the source tree holds the built extension.
 	$(VPY) -c "import site,os; open(os.path.join(site.getsitepackages()[0],'singa-dev.pth'),'w').write(os.getcwd()+'\n')"
 	touch $@
@@ -64,6 +70,13 @@ asan: deps
 	cd /tmp && LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
 	  ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$(CURDIR)/$(ASAN_BUILD)/py \
 	  $(CURDIR)/$(VPY) -m pytest -q -p no:cacheprovider $(CURDIR)/tests/python
+
+# Mutation testing (mutmut) of the Python modules against the whole suite; TESTING.md has the
+# numbers. Not part of `make test` (a full run takes tens of minutes on 2 cores).
+MUTATE_ARGS ?=
+mutate: build
+	$(VENV)/bin/pip install -q --disable-pip-version-check "mutmut==3.8.1"
+	$(VPY) tools/mutate.py $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(BUILD) singa/*.so
