@@ -12,9 +12,10 @@ point: measured by the kernel, not by singa's counters. Time(s) covers --iters i
 graph itself (bytes the graph never frees + the largest total of simultaneously live recyclable
 blocks in the executed order) and Plan(MB) what the planner reserves (persistent + arena).
 
-By default the workers run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (this machine sets
-them, which keeps OpenBLAS off its AVX-512 kernels; PyTorch's oneDNN ignores them). --keep-env
-keeps them. The header line says which.
+The workers run in the machine's default environment (this machine sets OPENBLAS_CORETYPE and
+OPENBLAS_L2_SIZE, which keeps OpenBLAS off its AVX-512 kernels; PyTorch's oneDNN ignores them, as
+does ours); --unset-openblas-env unsets both for a comparison table. The header line says which.
+The "reference kernels" rows run singa's own CPU kernels (im2col + OpenBLAS) instead of oneDNN.
 """
 import argparse
 import json
@@ -33,6 +34,7 @@ MODES = [("layer", "layer"), ("eager", "model: disable graph"),
          ("bfs", "model: enable graph, bfs"), ("serial", "model: enable graph, serial"),
          ("bfs-noplan", "model: enable graph, bfs, planner off"),
          ("serial-noplan", "model: enable graph, serial, planner off"),
+         ("bfs-ref", "model: enable graph, bfs, reference kernels"),
          ("torch", "pytorch 2.13 eager")]
 
 
@@ -78,6 +80,8 @@ def worker(cfg):
         from singa import autograd, device, layer, opt, tensor
         dev = device.get_default_device()
         dev.SetRandSeed(0)
+        if mode.endswith("-ref"):
+            dev.SetBackend("cpu")
         reset_peak()
         base = rss_kb("VmRSS")
         net = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": models.resnet18,
@@ -143,8 +147,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1,
                     help="run every configuration this many times, interleaved; keep the fastest")
-    ap.add_argument("--keep-env", action="store_true",
-                    help="keep OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE for the workers")
+    ap.add_argument("--unset-openblas-env", action="store_true",
+                    help="run the workers with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -155,7 +159,7 @@ def main():
     except ImportError:
         have_torch = False
     env = dict(os.environ)
-    if not args.keep_env:
+    if args.unset_openblas_env:
         env.pop("OPENBLAS_CORETYPE", None)
         env.pop("OPENBLAS_L2_SIZE", None)
     print("machine: %d cores, %s; workers run with OPENBLAS_CORETYPE=%s" % (
@@ -165,8 +169,8 @@ def main():
         print("\n%s, batch %d, %d iterations after %d warm-up\n" % (name, bs, args.iters,
                                                                    args.warmup))
         print("| Cases | Mem(MB) | Time(s) | Speed(it/s) | Throughput | Reduction | Speedup "
-              "| LB(MB) | Plan(MB) |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "| LB(MB) | Plan(MB) | Speed / PyTorch | Mem / PyTorch |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         rows = {}
         modes = [(m, l) for m, l in MODES
                  if m in args.modes and (m != "torch" or have_torch)]
@@ -179,16 +183,20 @@ def main():
         for mode, label in modes:
             r = rows.get(mode)
             if r is None:
-                print("| %s | failed | | | | | | | |" % label)
+                print("| %s | failed | | | | | | | | | |" % label)
                 continue
             ref = rows.get("eager")
+            pt = rows.get("torch")
             speed = args.iters / r["time"]
             red = "%.1f%%" % (100 * (1 - r["mem_mb"] / ref["mem_mb"])) if ref else ""
             spd = "%.3f" % (ref["time"] / r["time"]) if ref else ""
-            print("| %s | %.0f | %.3f | %.3f | %.1f | %s | %s | %s | %s |" % (
+            print("| %s | %.0f | %.3f | %.3f | %.1f | %s | %s | %s | %s | %s | %s |" % (
                 label, r["mem_mb"], r["time"], speed, speed * bs, red, spd,
                 "%.0f" % r["lb_mb"] if "lb_mb" in r else "",
-                "%.0f" % r["plan_mb"] if "plan_mb" in r else ""), flush=True)
+                "%.0f" % r["plan_mb"] if "plan_mb" in r else "",
+                "%.2fx" % (pt["time"] / r["time"]) if pt else "",
+                "%.2fx" % (r["mem_mb"] / pt["mem_mb"]) if pt and pt["mem_mb"] > 0 else ""),
+                flush=True)
 
 
 if __name__ == "__main__":
