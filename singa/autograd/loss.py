@@ -10,6 +10,7 @@ Shapes are checked before computing: a label count other than the batch size rai
 naming both shapes. Label values are checked by the core when the loss runs.
 """
 from .. import singa_wrap as singa
+from .errors import ShapeError
 from .base import Operator
 
 _M = singa.EltwiseMult
@@ -26,8 +27,8 @@ def _float(t):
 
 def _batch(x, op):
     if x.nDim() == 0 or x.shape()[0] == 0:
-        raise singa.ShapeError("%s: expected a non-empty batch along axis 0, got shape %s"
-                               % (op, x.shape()))
+        raise ShapeError("%s: expected a non-empty batch along axis 0, got shape %s"
+                         % (op, x.shape()))
     return x.shape()[0]
 
 
@@ -42,14 +43,14 @@ class SoftMaxCrossEntropy(Operator):
     def forward(self, x, t=None):
         t = self.t if t is None else t
         if x.nDim() != 2:
-            raise singa.ShapeError("softmax_cross_entropy: the logits must be (N, C), got shape "
-                                   "%s" % (x.shape(),))
+            raise ShapeError("softmax_cross_entropy: the logits must be (N, C), got shape "
+                             "%s" % (x.shape(),))
         n = x.shape()[0]
         labels = t.nDim() == 1 or (t.nDim() == 2 and t.shape()[1] == 1 and x.shape()[1] != 1)
         if (labels and t.shape()[0] != n) or (not labels and t.shape() != x.shape()):
-            raise singa.ShapeError("softmax_cross_entropy: target of shape %s does not match "
-                                   "logits of shape %s (expected %d labels or a %s matrix)"
-                                   % (t.shape(), x.shape(), n, x.shape()))
+            raise ShapeError("softmax_cross_entropy: target of shape %s does not match "
+                             "logits of shape %s (expected %d labels or a %s matrix)"
+                             % (t.shape(), x.shape(), n, x.shape()))
         if not labels:
             t = _float(t)  # an int32 one-hot matrix is a matrix, not labels
         self.x, self.t, self.n = x, t, n
@@ -72,9 +73,9 @@ class CrossEntropy(Operator):
     def forward(self, y, t):
         n = _batch(y, "cross_entropy")
         if y.nDim() != 2 or not (t.shape() == y.shape() or t.shape() in ((n,), (n, 1))):
-            raise singa.ShapeError("cross_entropy: target of shape %s does not match predictions "
-                                   "of shape %s (expected %s, (%d,) or (%d, 1))"
-                                   % (t.shape(), y.shape(), y.shape(), n, n))
+            raise ShapeError("cross_entropy: target of shape %s does not match predictions "
+                             "of shape %s (expected %s, (%d,) or (%d, 1))"
+                             % (t.shape(), y.shape(), y.shape(), n, n))
         if t.shape() == y.shape():
             t = _float(t)
         self.y, self.t, self.n = y, t, n
@@ -98,8 +99,8 @@ class BinaryCrossEntropy(Operator):
 
     def forward(self, x, t):
         if x.shape() != t.shape():
-            raise singa.ShapeError("binary_cross_entropy: target of shape %s does not match "
-                                   "predictions of shape %s" % (t.shape(), x.shape()))
+            raise ShapeError("binary_cross_entropy: target of shape %s does not match "
+                             "predictions of shape %s" % (t.shape(), x.shape()))
         self.n = _batch(x, "binary_cross_entropy")
         self.x, self.t = x, _float(t)
         pos = _M(self.t, singa.Log(x))
@@ -122,8 +123,8 @@ class MeanSquareError(Operator):
 
     def forward(self, x, t):
         if x.shape() != t.shape():
-            raise singa.ShapeError("mse_loss: target of shape %s does not match predictions of "
-                                   "shape %s" % (t.shape(), x.shape()))
+            raise ShapeError("mse_loss: target of shape %s does not match predictions of "
+                             "shape %s" % (t.shape(), x.shape()))
         self.n = _batch(x, "mse_loss")
         self.err = singa.Sub(x, t)
         return singa.Div(_scalar(singa.Square(self.err)), 2.0 * self.n)
@@ -147,8 +148,8 @@ class RankingLoss(Operator):
 
     def forward(self, pos, neg):
         if pos.shape() != neg.shape():
-            raise singa.ShapeError("ranking_loss: pos of shape %s and neg of shape %s differ"
-                                   % (pos.shape(), neg.shape()))
+            raise ShapeError("ranking_loss: pos of shape %s and neg of shape %s differ"
+                             % (pos.shape(), neg.shape()))
         self.n = _batch(pos, "ranking_loss")
         margin = singa.Add(singa.Sub(neg, pos), self.M)
         self.active = _float(singa.GT(margin, 0.0))

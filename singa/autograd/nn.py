@@ -12,6 +12,7 @@ The handles carry the geometry and are built by the layers (singa/layer.py). ``o
 symmetric (pad_h, pad_w) of a handle cannot express.
 """
 from .. import singa_wrap as singa
+from .errors import ShapeError, InputError
 from . import base
 from .base import Operator, fill
 
@@ -20,8 +21,8 @@ _M = singa.EltwiseMult
 
 def _check_4d(x, op):
     if x.nDim() != 4:
-        raise singa.ShapeError("%s: expected a 4-d input (N, C, H, W), got shape %s"
-                               % (op, x.shape()))
+        raise ShapeError("%s: expected a 4-d input (N, C, H, W), got shape %s"
+                         % (op, x.shape()))
 
 
 def _odd_pad(x, odd_padding):
@@ -47,7 +48,7 @@ def _odd_unpad(dx, odd_padding):
 def _norm_odd(odd_padding):
     odd = tuple(int(k) for k in odd_padding)
     if len(odd) != 4 or any(k < 0 for k in odd):
-        raise ValueError("odd_padding must be four non-negative ints (top, bottom, left, "
+        raise InputError("odd_padding must be four non-negative ints (top, bottom, left, "
                          "right), got %r" % (odd_padding,))
     return odd
 
@@ -68,17 +69,16 @@ class _Conv2d(Operator):
         return singa.Conv2dForward(x, W, b if b is not None else singa.Tensor(), self.handle)
 
     def backward(self, dy):
-        need = self.needs_grad
         dx = dW = None
-        if need[0]:
+        if self.need(0):
             dx = singa.Conv2dBackwardX(dy, self.W, self.handle)
             if any(self.odd_padding):
                 dx = _odd_unpad(dx, self.odd_padding)
-        if need[1]:
+        if self.need(1):
             dW = singa.Conv2dBackwardW(dy, self.x, self.handle)
         if not self.has_bias:
             return dx, dW
-        db = singa.Conv2dBackwardB(dy, self.handle) if need[2] else None
+        db = singa.Conv2dBackwardB(dy, self.handle) if self.need(2) else None
         return dx, dW, db
 
 
@@ -128,11 +128,11 @@ class BatchNormHandle(object):
         shape = x.shape() if isinstance(x, singa.Tensor) else getattr(x, "shape", x)
         self.shape = tuple(int(d) for d in shape)
         if len(self.shape) < 2:
-            raise singa.ShapeError("BatchNormHandle: expected an input (N, C, ...), got shape %s"
-                                   % (self.shape,))
+            raise ShapeError("BatchNormHandle: expected an input (N, C, ...), got shape %s"
+                             % (self.shape,))
         self.factor, self.eps = float(momentum), float(eps)
         if not 0.0 <= self.factor <= 1.0:
-            raise ValueError("BatchNormHandle: momentum must be within [0, 1], got %r"
+            raise InputError("BatchNormHandle: momentum must be within [0, 1], got %r"
                              % (momentum,))
         self.batchsize, self.channels = self.shape[:2]
         self.height = self.shape[2] if len(self.shape) > 2 else 1
@@ -151,8 +151,8 @@ class _BatchNorm2d(Operator):
 
     def forward(self, x, scale, bias):
         if x.nDim() < 2:
-            raise singa.ShapeError("batchnorm_2d: expected an input (N, C, ...), got shape %s"
-                                   % (x.shape(),))
+            raise ShapeError("batchnorm_2d: expected an input (N, C, ...), got shape %s"
+                             % (x.shape(),))
         self.eps = float(getattr(self.handle, "eps", 1e-5))
         momentum = 1.0 - float(getattr(self.handle, "factor", 0.9))  # the core's convention
         if not base.training:
@@ -182,7 +182,7 @@ class Dropout(Operator):
         super(Dropout, self).__init__()
         ratio = float(ratio)
         if not 0.0 <= ratio < 1.0:
-            raise ValueError("dropout: ratio must be in [0, 1), got %r" % (ratio,))
+            raise InputError("dropout: ratio must be in [0, 1), got %r" % (ratio,))
         self.ratio = ratio
 
     def forward(self, x):
