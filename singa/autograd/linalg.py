@@ -141,6 +141,14 @@ def add_bias(x, b, axis=0):
 class CosSim(Operator):
     """Cosine similarity of the rows of a and b (both (N, D)); returns (N,)."""
 
+    @classmethod
+    def dot(cls, a, b):
+        """The dot products of the rows of core tensors a and b (both (N, D)), shape (N,)."""
+        if a.nDim() != 2 or a.shape() != b.shape():
+            raise ShapeError("CosSim.dot: a and b must be matrices of the same shape, got %s "
+                             "and %s" % (a.shape(), b.shape()))
+        return singa.Reshape(singa.ReduceSum(_M(a, b), [1], False), [a.shape()[0]])
+
     def forward(self, a, b):
         if a.nDim() != 2 or a.shape() != b.shape():
             raise ShapeError("cossim: a and b must be matrices of the same shape, got %s "

@@ -6,6 +6,7 @@
     bn = autograd.BatchNormHandle(x, momentum=0.9)
     z = autograd.batchnorm_2d(bn, x, scale, bias, running_mean, running_var)
     d = autograd.dropout(x, ratio=0.5)         # identity when autograd.training is False
+    d = autograd.dropout(x, 7, 0.5)            # SINGA's order: seed, then ratio
 
 The handles carry the geometry and are built by the layers (singa/layer.py). ``odd_padding``
 = (top, bottom, left, right) adds zero rows/columns before the op, for paddings that the
@@ -176,19 +177,31 @@ def batchnorm_2d(handle, x, scale, bias, running_mean, running_var):
 
 class Dropout(Operator):
     """In training, zeroes each element with probability ``ratio`` and scales the rest by
-    1 / (1 - ratio); otherwise the identity."""
+    1 / (1 - ratio); otherwise the identity.
 
-    def __init__(self, ratio=0.5):
+    A non-zero ``seed`` seeds the device's random generator at the operator's first forward,
+    as SINGA does. Seed 0, the default, leaves the generator alone: SINGA reseeds with 0 there
+    too, which gives every call of autograd.dropout the same mask (and resets every other
+    random draw on the device), so we do not copy that. SINGA also scales by 1 - ratio instead
+    of 1 / (1 - ratio) (``1 / 1 - ratio``); ours keeps the expectation, as documented by both."""
+
+    def __init__(self, seed=0, ratio=0.5):
         super(Dropout, self).__init__()
         ratio = float(ratio)
         if not 0.0 <= ratio < 1.0:
             raise InputError("dropout: ratio must be in [0, 1), got %r" % (ratio,))
-        self.ratio = ratio
+        if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+            raise InputError("dropout: seed must be a non-negative int, got %r" % (seed,))
+        self.seed, self.ratio = int(seed), ratio
+        self.init_seed = self.seed == 0
 
     def forward(self, x):
         if not base.training or self.ratio == 0.0:
             self.mask = None
             return x
+        if not self.init_seed:
+            x.device().SetRandSeed(self.seed)
+            self.init_seed = True
         mask = singa.Tensor(x.shape(), x.device(), singa.kFloat32)
         singa.Bernoulli(1.0 - self.ratio, mask)
         self.mask = _M(mask, 1.0 / (1.0 - self.ratio))
@@ -198,6 +211,7 @@ class Dropout(Operator):
         return dy if self.mask is None else _M(dy, self.mask)
 
 
-def dropout(x, ratio=0.5):
-    """Dropout of x with drop probability ``ratio`` (active only while training)."""
-    return Dropout(ratio)(x)[0]
+def dropout(x, seed=0, ratio=0.5):
+    """Dropout of x with drop probability ``ratio`` (active only while training); see
+    Dropout for ``seed``."""
+    return Dropout(seed, ratio)(x)[0]

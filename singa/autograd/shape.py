@@ -104,7 +104,7 @@ def transpose(x, shape=None):
 class Squeeze(_Rearrange):
     """Removes the listed axes, which must have size 1 (all size-1 axes when axis is empty)."""
 
-    def __init__(self, axis=None):
+    def __init__(self, axis=[]):  # noqa: B006  (SINGA's default; never mutated)
         super(Squeeze, self).__init__()
         self.axis = [] if axis is None else _ints(axis, "squeeze", "the axes")
 
@@ -121,7 +121,7 @@ class Squeeze(_Rearrange):
         return singa.Reshape(x, [d for i, d in enumerate(self.x_shape) if i not in axes])
 
 
-def squeeze(x, axis=None):
+def squeeze(x, axis=[]):  # noqa: B006  (SINGA's default; never mutated)
     """x without the size-1 axes listed in ``axis`` (all of them by default)."""
     return Squeeze(axis)(x)[0]
 
@@ -354,19 +354,23 @@ def depth_to_space(x, blocksize, mode="DCR"):
 
 
 class SpaceToDepth(_Permute):
-    """(N, C, H*b, W*b) -> (N, C*b*b, H, W) (the inverse of DCR depth_to_space)."""
+    """(N, C, H*b, W*b) -> (N, C*b*b, H, W): the inverse of depth_to_space with the same
+    ``mode``; 'DCR' is ONNX SpaceToDepth, 'CRD' keeps each channel's block together."""
     op = "space_to_depth"
 
-    def __init__(self, blocksize):
+    def __init__(self, blocksize, mode="DCR"):
         super(SpaceToDepth, self).__init__()
-        self.b = int(blocksize)
+        if mode not in ("DCR", "CRD"):
+            raise InputError("space_to_depth: mode must be 'DCR' or 'CRD', got %r" % (mode,))
+        self.b, self.mode = int(blocksize), mode
 
     def plan(self, n, c, h, w):
         b = self.b
         self.check(b > 0 and h % b == 0 and w % b == 0, "H and W must be divisible by blocksize")
-        return [n, c, h // b, b, w // b, b], [0, 3, 5, 1, 2, 4], [n, c * b * b, h // b, w // b]
+        perm = [0, 3, 5, 1, 2, 4] if self.mode == "DCR" else [0, 1, 3, 5, 2, 4]
+        return [n, c, h // b, b, w // b, b], perm, [n, c * b * b, h // b, w // b]
 
 
-def space_to_depth(x, blocksize):
-    """Moves blocks of space into channels (ONNX SpaceToDepth)."""
-    return SpaceToDepth(blocksize)(x)[0]
+def space_to_depth(x, blocksize, mode="DCR"):
+    """Moves blocks of space into channels (the inverse of depth_to_space in ``mode``)."""
+    return SpaceToDepth(blocksize, mode)(x)[0]

@@ -192,9 +192,9 @@ def test_inference_records_nothing():
 def test_dropout_is_identity_in_inference_and_masks_in_training():
     x = param(np.ones((50, 40)))
     autograd.training = False
-    np.testing.assert_allclose(np_(autograd.dropout(x, 0.5)), np.ones((50, 40)))
+    np.testing.assert_allclose(np_(autograd.dropout(x, ratio=0.5)), np.ones((50, 40)))
     autograd.training = True
-    y = autograd.dropout(x, 0.5)
+    y = autograd.dropout(x, ratio=0.5)
     yv = np_(y)
     assert set(np.unique(yv)) <= {0.0, 2.0} and 0.3 < np.mean(yv == 0) < 0.7
     g = np_(autograd.gradients(autograd.reduce_sum(y))[x])
@@ -367,7 +367,7 @@ BAD = [
     ("add_bias size", lambda: autograd.add_bias(f32(2, 3), f32(2)), ValueError),
     ("gemm C shape", lambda: autograd.gemm(f32(2, 3), f32(3, 4), f32(3, 4)), ValueError),
     ("pad count", lambda: autograd.pad(f32(2, 3), "constant", [1, 1]), ValueError),
-    ("dropout ratio", lambda: autograd.dropout(f32(2, 3), 1.0), ValueError),
+    ("dropout ratio", lambda: autograd.dropout(f32(2, 3), ratio=1.0), ValueError),
     ("sce label count", lambda: autograd.softmax_cross_entropy(f32(4, 3), const([0, 1, 2])),
      ValueError),
     ("sce target shape", lambda: autograd.softmax_cross_entropy(f32(4, 3), f32(4, 2)), ValueError),

@@ -390,7 +390,7 @@ NN = [
          rtol=1e-4, atol=1e-4),
     case("batchnorm_2d_matrix", batchnorm, bn_np, [u(6, 3, lo=-2, hi=2), u(3, lo=0.5), u(3)],
          rtol=1e-4, atol=1e-4),
-    case("dropout_ratio_0", lambda ag, x: ag.dropout(x, 0.0), lambda x: x, [u(3, 4)]),
+    case("dropout_ratio_0", lambda ag, x: ag.dropout(x, ratio=0.0), lambda x: x, [u(3, 4)]),
 ]
 
 ALL = UNARY + ACTIVATIONS + ARITHMETIC + PREDICATES + LINALG + REDUCE + SHAPE + INDEX + LOSS + NN
