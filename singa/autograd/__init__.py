@@ -21,6 +21,7 @@ from .. import singa_wrap as singa  # noqa: F401  (Apache SINGA's autograd had t
 from .. import tensor  # noqa: F401
 from ..tensor import Tensor  # noqa: F401
 from . import base
+from .errors import ShapeError, AxisError, InputError, NoGradientError  # noqa: F401
 from .base import (CTensor, Operator, Operation, Dummy, infer_dependency, backward, gradients,
                    axis_helper, back_broadcast, ctensor2numpy)
 from .math import (

@@ -5,7 +5,7 @@
     g = autograd.globalaveragepool(x)                   # (N, C, H, W) -> (N, C, 1, 1)
 """
 from .. import singa_wrap as singa
-from .errors import ShapeError, AxisError, InputError
+from .errors import ShapeError, AxisError
 from .base import Operator, norm_axis
 
 
