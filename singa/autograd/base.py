@@ -12,7 +12,16 @@ Note: how recording works
     the results in new Tensors. When ``training`` is on and some input has ``requires_grad``, each
     output gets the operator as its ``creator`` and the operator remembers its inputs in ``src``:
     ``(creator of x, id(x), x or None, x.stores_grad)``; x itself is kept only when its gradient
-    is to be returned. Otherwise the outputs get a fresh Dummy creator and nothing is kept.
+    is to be returned. A non-differentiable operator (comparisons, shape queries) is still the
+    creator, as in SINGA, but records no inputs and its outputs do not require a gradient.
+    Otherwise the outputs get a fresh Dummy creator and nothing is kept.
+  * ``op.backward(*dys)`` called directly returns the gradient of every input, as SINGA's does
+    (its tests call ``y.creator.backward(dy)``). Only ``backward`` below prunes: it runs each
+    operator with ``need(i)`` false for the inputs whose gradient nobody uses.
+  * What operators saved stays until their outputs are dropped, so that backward can run twice
+    through one graph (SINGA's GAN example does). While the device records a graph (Model's
+    graph mode) backward frees it as it passes, so that the planner can recycle the memory;
+    ``retain_graph=False`` asks for that in eager mode too.
   * ``backward`` walks the creators from the root, counting how many recorded consumers each
     operator has, so that an operator runs its ``backward`` once, after every consumer of its
     outputs has contributed; contributions to the same output are summed (a tensor used twice gets

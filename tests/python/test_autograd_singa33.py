@@ -366,3 +366,50 @@ def test_bad_input_is_also_an_assertion_error(name, call, kind):
     with pytest.raises(AssertionError) as info:
         call(x)
     assert isinstance(info.value, kind)
+
+
+# ---- every operator of the op table, called directly ----------------------------------------
+from test_autograd_ops import ALL as OP_TABLE  # noqa: E402
+
+
+@pytest.mark.parametrize("c", OP_TABLE)
+def test_every_operator_called_directly_returns_a_gradient_per_float_input(c):
+    """y.creator.backward(dy) for the last operator of every op-table row: one gradient per
+    input of that operator (None only for integer inputs such as ids), each equal to finite
+    differences where the input is one of the row's own arrays."""
+    arrays = [np.asarray(a) for a in c.inputs]
+    autograd.training = True
+    ts = [tensor.from_numpy(a) for a in arrays]
+    ys = c.op(autograd, *ts)
+    ys = tuple(ys) if isinstance(ys, (tuple, list)) else (ys,)
+    op = ys[0].creator
+    if not op.requires_grad:  # comparisons, shape queries...: the op is the creator, no grad
+        assert not isinstance(op, autograd.Dummy) and not ys[0].requires_grad
+        return
+    dys = [R.uniform(-1, 1, size=y.shape).astype(np.float32) for y in ys]
+    dxs = op.backward(*[tensor.from_numpy(d).data for d in dys])
+    dxs = tuple(dxs) if isinstance(dxs, (tuple, list)) else (dxs,)
+    assert len(dxs) == len(op.src), "%s returned %d gradients for %d inputs" % (
+        type(op).__name__, len(dxs), len(op.src))
+    positions = {}  # input tensor id -> its positions among op's inputs (x * x: two)
+    for k, (_, x_id, _, _) in enumerate(op.src):
+        positions.setdefault(x_id, []).append(k)
+    int_output = ys[0].data.data_type() == sw.kInt  # e.g. a cast to int: nothing flows back
+    grad = c.grad if c.grad is not None else [i for i, a in enumerate(arrays)
+                                              if a.dtype.kind == "f"]
+    for k, (dx, shape) in enumerate(zip(dxs, op._x_shapes)):
+        if dx is None:
+            mine = [j for j, t in enumerate(ts) if k in positions.get(id(t), [])]
+            assert int_output or (mine and arrays[mine[0]].dtype.kind != "f"), \
+                "%s: no gradient for float input %d" % (type(op).__name__, k)
+            continue
+        assert dx.shape() == shape
+    direct = [j for j in grad if id(ts[j]) in positions]
+    if len(ys) != 1 or not direct:
+        return
+    want = numeric_grads(c.ref, arrays, direct, dys)
+    for j in direct:
+        dx = sum(np_(dxs[k]) for k in positions[id(ts[j])])
+        scale = max(1.0, float(np.max(np.abs(want[j]))) if want[j].size else 1.0)
+        np.testing.assert_allclose(dx, want[j], rtol=2e-3, atol=2e-3 * scale,
+                                   err_msg="gradient of input %d" % j)

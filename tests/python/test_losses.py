@@ -71,7 +71,8 @@ LOSSES = [
      bce_value, bce_grad, R.uniform(0.05, 0.95, (4, 3)).astype(np.float32),
      R.uniform(0, 1, (4, 3)).astype(np.float32)),
     ("mse", autograd.MeanSquareError, autograd.mse_loss, mse_value, mse_grad,
-     R.uniform(-1, 1, (2, 3, 4)).astype(np.float32), R.uniform(-1, 1, (2, 3, 4)).astype(np.float32)),
+     R.uniform(-1, 1, (2, 3, 4)).astype(np.float32),
+     R.uniform(-1, 1, (2, 3, 4)).astype(np.float32)),
 ]
 IDS = [c[0] for c in LOSSES]
 
