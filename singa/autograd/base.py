@@ -359,6 +359,23 @@ def _release(op):
     op._released = True
 
 
+def release_graph(*ys):
+    """Frees what the operators behind tensors ``ys`` saved for backward (the graph that
+    produced them), as backward(retain_graph=False) would have: for callers that know no
+    further backward will run through it, e.g. a training loop about to start its next step
+    while the previous loss is still referenced. A later backward through it raises."""
+    stack = [y.creator for y in ys if isinstance(y, Tensor) and y.creator is not None]
+    seen = set()
+    while stack:
+        op = stack.pop()
+        if op in seen or isinstance(op, Dummy):
+            continue
+        seen.add(op)
+        stack.extend(src_op for src_op, _, _, _ in op.src)
+        if op.requires_grad:
+            _release(op)
+
+
 class Gradients(dict):
     """What gradients() returns: a dict from ``id(param)`` to the gradient, as SINGA code looks
     it up (``grads[id(p)]``). Indexing with the tensor itself works too; the dict keeps the

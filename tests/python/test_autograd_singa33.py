@@ -413,3 +413,22 @@ def test_every_operator_called_directly_returns_a_gradient_per_float_input(c):
         scale = max(1.0, float(np.max(np.abs(want[j]))) if want[j].size else 1.0)
         np.testing.assert_allclose(dx, want[j], rtol=2e-3, atol=2e-3 * scale,
                                    err_msg="gradient of input %d" % j)
+
+
+def test_release_graph_frees_a_finished_graph_and_later_backward_refuses():
+    autograd.training = True
+    w_np, b_np, x_np, t_np = u(4, 3), u(3), u(5, 4), u(5, 3)
+    w, b, loss = _mlp(w_np, b_np, x_np, t_np)
+    ops, stack = [], [loss.creator]
+    while stack:  # every recorded operator behind the loss
+        op = stack.pop()
+        if op.requires_grad and op not in ops:
+            ops.append(op)
+            stack.extend(s for s, _, _, _ in op.src)
+    assert len(ops) == 4  # matmul, add_bias, tanh, mse
+    autograd.gradients(loss)
+    autograd.release_graph(loss)
+    for op in ops:
+        assert op.src == [] and not any(isinstance(v, sw.Tensor) for v in vars(op).values())
+    with pytest.raises(RuntimeError, match="freed"):
+        autograd.gradients(loss)
