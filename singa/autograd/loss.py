@@ -15,6 +15,8 @@ The target is a constant: it gets no gradient. Shapes are checked before computi
 count other than the batch size raises ShapeError naming both shapes. Label values are checked
 by the core when the loss runs.
 """
+import numbers
+
 from .. import singa_wrap as singa
 from .errors import ShapeError
 from .base import Operator
@@ -33,6 +35,11 @@ def _scalar(t):
 
 def _float(t):
     return t if t.data_type() == singa.kFloat32 else t.AsType(singa.kFloat32)
+
+
+def _scale(dy):
+    """dy as a float, or as a core tensor (a (1,) seed from autograd.backward, or a Tensor)."""
+    return float(dy) if isinstance(dy, numbers.Real) else getattr(dy, "data", dy)
 
 
 def _batch(x, op):
@@ -61,10 +68,7 @@ class _TargetLoss(Operator):
         return self.loss(x, t)
 
     def backward(self, dy=1.0):
-        if isinstance(dy, (int, float)):
-            dx = _M(self.grad(), float(dy))
-        else:
-            dx = _M(self.grad(), dy)
+        dx = _M(self.grad(), _scale(dy))
         return (dx, None) if self.explicit else dx
 
 
@@ -191,8 +195,8 @@ class RankingLoss(Operator):
     def backward(self, dy=1.0):
         # SINGA's QALSTMLoss returns -active and active here, without the 1/N of its forward
         # nor dy: not the gradient of its loss. Ours is.
-        scale = float(dy) / self.n if isinstance(dy, (int, float)) else singa.Div(dy, float(self.n))
-        g = _M(self.active, scale)
+        dy = _scale(dy)
+        g = _M(self.active, dy / self.n if isinstance(dy, float) else singa.Div(dy, float(self.n)))
         return singa.Negative(g), g
 
 

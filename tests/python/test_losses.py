@@ -88,6 +88,10 @@ def test_operator_takes_the_target_in_the_constructor(name, cls, fn, value, grad
     assert isinstance(dx, sw.Tensor)
     np.testing.assert_allclose(np_(dx), grad(x, t), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(np_(op.backward(2.5)), 2.5 * grad(x, t), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np_(op.backward(np.float32(0.5))), 0.5 * grad(x, t), rtol=1e-4,
+                               atol=1e-6)
+    seed = tensor.from_numpy(np.array([-2.0], np.float32))
+    np.testing.assert_allclose(np_(op.backward(seed)), -2.0 * grad(x, t), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(np_(op.forward(tensor.from_numpy(x).data)), [value(x, t)],
                                rtol=1e-5, atol=1e-6)
 
