@@ -21,8 +21,9 @@ from .. import singa_wrap as singa  # noqa: F401  (Apache SINGA's autograd had t
 from .. import tensor  # noqa: F401
 from ..tensor import Tensor  # noqa: F401
 from . import base
+from .errors import ShapeError, AxisError, InputError, NoGradientError  # noqa: F401
 from .base import (CTensor, Operator, Operation, Dummy, infer_dependency, backward, gradients,
-                   axis_helper, back_broadcast, ctensor2numpy)
+                   axis_helper, back_broadcast, ctensor2numpy, release_graph)
 from .math import (
     ReLU, relu, Sigmoid, sigmoid, Tanh, tanh, Exp, exp, Log, log, Sqrt, sqrt, Abs, abs, Sign, sign,
     Negative, negative, Reciprocal, reciprocal, Square, square, Sin, sin, Cos, cos, Tan, tan, Asin,

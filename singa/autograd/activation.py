@@ -110,13 +110,12 @@ class PRelu(Operator):
         return singa.Add(singa.ReLU(x), _M(self.neg, slope))
 
     def backward(self, dy):
-        need_x, need_slope = self.needs_grad
         dx = dslope = None
-        if need_x:
+        if self.need(0):
             pos = _float_mask(singa.GT(self.x, 0.0))
             local = singa.Add(pos, _M(singa.Sub(1.0, pos), self.slope))
             dx = reduce_to(_M(dy, local), self.x.shape())
-        if need_slope:
+        if self.need(1):
             dslope = reduce_to(_M(dy, self.neg), self.slope.shape())
         return dx, dslope
 

@@ -12,7 +12,16 @@ Note: how recording works
     the results in new Tensors. When ``training`` is on and some input has ``requires_grad``, each
     output gets the operator as its ``creator`` and the operator remembers its inputs in ``src``:
     ``(creator of x, id(x), x or None, x.stores_grad)``; x itself is kept only when its gradient
-    is to be returned. Otherwise the outputs get a fresh Dummy creator and nothing is kept.
+    is to be returned. A non-differentiable operator (comparisons, shape queries) is still the
+    creator, as in SINGA, but records no inputs and its outputs do not require a gradient.
+    Otherwise the outputs get a fresh Dummy creator and nothing is kept.
+  * ``op.backward(*dys)`` called directly returns the gradient of every input, as SINGA's does
+    (its tests call ``y.creator.backward(dy)``). Only ``backward`` below prunes: it runs each
+    operator with ``need(i)`` false for the inputs whose gradient nobody uses.
+  * What operators saved stays until their outputs are dropped, so that backward can run twice
+    through one graph (SINGA's GAN example does). While the device records a graph (Model's
+    graph mode) backward frees it as it passes, so that the planner can recycle the memory;
+    ``retain_graph=False`` asks for that in eager mode too.
   * ``backward`` walks the creators from the root, counting how many recorded consumers each
     operator has, so that an operator runs its ``backward`` once, after every consumer of its
     outputs has contributed; contributions to the same output are summed (a tensor used twice gets
@@ -28,6 +37,7 @@ from collections import Counter
 import numpy as np
 
 from .. import singa_wrap as singa
+from .errors import ShapeError, AxisError
 from ..tensor import Tensor
 
 CTensor = singa.Tensor
@@ -61,8 +71,8 @@ def norm_axis(axis, nd, op, allow_end=False):
         raise TypeError("%s: axis must be an int, got %r" % (op, axis))
     hi = nd + 1 if allow_end else nd
     if not -hi <= axis < hi:
-        raise singa.AxisError("%s: axis %d is out of range for a tensor of rank %d"
-                              % (op, axis, nd))
+        raise AxisError("%s: axis %d is out of range for a tensor of rank %d"
+                        % (op, axis, nd))
     return int(axis) % hi if hi else 0
 
 
@@ -107,6 +117,7 @@ class Operator(object):
 
     op_count = 0
     differentiable = True
+    _pruning = False
 
     def __init__(self, name=None):
         if name is None:
@@ -131,12 +142,16 @@ class Operator(object):
             if not isinstance(x, Tensor):
                 raise TypeError("%s: input %d must be a singa Tensor, got %s"
                                 % (type(self).__name__, i, type(x).__name__))
-        record = training and self.differentiable and any(x.requires_grad for x in xs)
+        grads = training and any(x.requires_grad for x in xs)
+        # A non-differentiable operator (comparisons, shape queries...) is still its outputs'
+        # creator, as in SINGA, but its outputs carry no gradient and it records no inputs.
+        record = grads and self.differentiable
         self.requires_grad = record
-        # An input's gradient is needed only when it is returned (stores_grad) or flows on to a
-        # recorded operator; the gradient of a plain input (data, labels) is never computed.
-        self.needs_grad = tuple(record and x.requires_grad and (x.stores_grad or _flows(x))
-                                for x in xs)
+        # The inputs whose gradient autograd.backward needs: returned (stores_grad) or flowing
+        # on to a recorded operator. backward() computes only these; a direct call of
+        # op.backward(dy) computes every input's gradient, as in SINGA.
+        self._wanted = tuple(record and x.requires_grad and (x.stores_grad or _flows(x))
+                             for x in xs)
         self.src = [(x.creator, id(x), x if x.stores_grad else None, x.stores_grad)
                     for x in xs] if record else []
         self._x_shapes = tuple(x.data.shape() for x in xs)
@@ -144,20 +159,37 @@ class Operator(object):
         if not isinstance(ys, tuple):
             ys = (ys,)
         self._y_meta = tuple((y.shape(), y.data_type()) for y in ys)
+        creator = self if grads else None
         outs = tuple(Tensor(data=y, requires_grad=record, stores_grad=False,
-                            creator=self if record else None, name=self.output_name(i))
+                            creator=creator, name=self.output_name(i))
                      for i, y in enumerate(ys))
-        self.y_id2idx = {id(y): i for i, y in enumerate(outs)} if record else {}
+        self.y_id2idx = {id(y): i for i, y in enumerate(outs)} if grads else {}
         return outs
 
-    def _do_backward(self, *dys):
+    def need(self, i):
+        """Whether backward computes the gradient of input i: always, except inside
+        autograd.backward, which skips the gradients nobody uses."""
+        return not self._pruning or self._wanted[i]
+
+    @property
+    def needs_grad(self):
+        """need(i) for every input, as a tuple."""
+        n = len(self._x_shapes) if hasattr(self, "_x_shapes") else 0
+        return tuple(self.need(i) for i in range(n))
+
+    def _do_backward(self, *dys, prune=False):
+        """backward(*dys) with None dys as zeros, checked; ``prune``: skip unneeded gradients."""
         like = None
         for dy in dys:
             if dy is not None:
                 like = dy
         dys = tuple(dy if dy is not None else fill(shape, 0, like, dtype)
                     for dy, (shape, dtype) in zip(dys, self._y_meta))
-        dxs = self.backward(*dys)
+        self._pruning = prune
+        try:
+            dxs = self.backward(*dys)
+        finally:
+            self._pruning = False
         if not isinstance(dxs, (tuple, list)):
             dxs = (dxs,)
         if len(dxs) != len(self.src):
@@ -242,8 +274,8 @@ def _seed(y, dy):
         dy = dy.data
     if isinstance(dy, CTensor):
         if dy.shape() != y.shape:
-            raise singa.ShapeError("backward: dy has shape %s but y has shape %s"
-                                   % (dy.shape(), y.shape))
+            raise ShapeError("backward: dy has shape %s but y has shape %s"
+                             % (dy.shape(), y.shape))
         return dy
     if isinstance(dy, (int, float, np.number)) and not isinstance(dy, bool):
         return fill(y.shape, float(dy), y.data, singa.kFloat32)
@@ -251,7 +283,7 @@ def _seed(y, dy):
                     % type(dy).__name__)
 
 
-def backward(y, dy=None, retain_graph=False):
+def backward(y, dy=None, retain_graph=None):
     """Runs backpropagation from ``y`` and yields ``(tensor, gradient)`` for every tensor with
     ``stores_grad`` on the way (parameters), each once, when its gradient is complete.
 
@@ -259,8 +291,12 @@ def backward(y, dy=None, retain_graph=False):
         y: a Tensor, usually the loss; any shape (the seed has y's shape).
         dy: the gradient of the objective with respect to y: None (ones), a number or a Tensor
             of y's shape.
-        retain_graph: keep what the operators saved, so that backward can run again on the
-            same graph (by default it is freed as backward passes, like PyTorch).
+        retain_graph: whether the operators keep what they saved, so that backward can run
+            again through the same graph. None (the default) keeps it, as SINGA does (its GAN
+            example runs backward twice on one loss), except while the device records a graph
+            (Model's graph mode), where it is freed as backward passes so that the planner can
+            recycle the memory. False frees it as backward passes (like PyTorch); a second
+            backward then raises RuntimeError.
     """
     if not isinstance(y, Tensor):
         raise TypeError("backward: y must be a singa Tensor, got %s" % type(y).__name__)
@@ -271,9 +307,10 @@ def backward(y, dy=None, retain_graph=False):
     if root is None or isinstance(root, Dummy) or not root.requires_grad:
         return
     if getattr(root, "_released", False):
-        raise RuntimeError("backward: this graph already ran a backward pass and its saved "
-                           "tensors were freed; pass retain_graph=True to the first backward "
-                           "to run it twice")
+        raise RuntimeError("backward: this graph already ran a backward pass that freed its "
+                           "saved tensors (retain_graph=False, or while a graph was recorded)")
+    if retain_graph is None:
+        retain_graph = not y.data.device().graph_enabled()
     deps, _ = infer_dependency(root)
     grads = {root: [None] * len(root.y_id2idx)}
     grads[root][root.y_id2idx[id(y)]] = seed
@@ -281,7 +318,7 @@ def backward(y, dy=None, retain_graph=False):
     ready = [root]
     while ready:
         op = ready.pop()
-        dxs = op._do_backward(*grads.pop(op))
+        dxs = op._do_backward(*grads.pop(op), prune=True)
         for (src_op, x_id, x, x_stores_grad), dx in zip(op.src, dxs):
             idx = src_op.y_id2idx[x_id]
             needed = x_stores_grad or (src_op.requires_grad and not isinstance(src_op, Dummy))
@@ -310,10 +347,10 @@ def backward(y, dy=None, retain_graph=False):
 
 
 def _release(op):
-    """Drops what ``op`` saved for its backward, once that ran (like PyTorch without
-    retain_graph): the activations of a step are freed as backward passes them, not when the
-    next step replaces the returned loss. In graph mode this also lets the planner recycle them,
-    since a block that Python still references is never recycled."""
+    """Drops what ``op`` saved for its backward, once that ran: the activations of a step are
+    freed as backward passes them, not when the next step replaces the returned loss. While a
+    graph is recorded this lets the planner recycle them, since a block that Python still
+    references is never recycled."""
     for k, v in list(vars(op).items()):
         if isinstance(v, (CTensor, Tensor)) or (
                 isinstance(v, (tuple, list)) and any(isinstance(e, (CTensor, Tensor)) for e in v)):
@@ -322,6 +359,50 @@ def _release(op):
     op._released = True
 
 
-def gradients(y, dy=None, retain_graph=False):
-    """A dict from every tensor with stores_grad reached by backward(y, dy) to its gradient."""
-    return {p: g for p, g in backward(y, dy, retain_graph)}
+def release_graph(*ys):
+    """Frees what the operators behind tensors ``ys`` saved for backward (the graph that
+    produced them), as backward(retain_graph=False) would have: for callers that know no
+    further backward will run through it, e.g. a training loop about to start its next step
+    while the previous loss is still referenced. A later backward through it raises."""
+    stack = [y.creator for y in ys if isinstance(y, Tensor) and y.creator is not None]
+    seen = set()
+    while stack:
+        op = stack.pop()
+        if op in seen or isinstance(op, Dummy):
+            continue
+        seen.add(op)
+        stack.extend(src_op for src_op, _, _, _ in op.src)
+        if op.requires_grad:
+            _release(op)
+
+
+class Gradients(dict):
+    """What gradients() returns: a dict from ``id(param)`` to the gradient, as SINGA code looks
+    it up (``grads[id(p)]``). Indexing with the tensor itself works too; the dict keeps the
+    tensors alive, so that their ids stay theirs."""
+
+    def __init__(self, pairs):
+        super(Gradients, self).__init__((id(p), g) for p, g in pairs)
+        self.tensors = {id(p): p for p, _ in pairs}
+
+    @staticmethod
+    def _key(k):
+        return id(k) if isinstance(k, Tensor) else k
+
+    def __getitem__(self, k):
+        return super(Gradients, self).__getitem__(self._key(k))
+
+    def __contains__(self, k):
+        return super(Gradients, self).__contains__(self._key(k))
+
+    def get(self, k, default=None):
+        return super(Gradients, self).get(self._key(k), default)
+
+    def pop(self, k, *default):
+        return super(Gradients, self).pop(self._key(k), *default)
+
+
+def gradients(y, dy=None, retain_graph=None):
+    """The gradients of y with respect to every tensor with stores_grad that backward(y, dy)
+    reaches, as a dict keyed by id(tensor) (see Gradients)."""
+    return Gradients(list(backward(y, dy, retain_graph)))

@@ -14,9 +14,11 @@ buffered in a graph.
 import numpy as np
 
 from .. import singa_wrap as singa
+from .errors import ShapeError, AxisError, InputError
 from ..tensor import Tensor
 from . import base
 from .base import Operator, norm_axis, fill
+from .errors import NoGradientError
 
 _INT = singa.kInt
 
@@ -31,8 +33,8 @@ def _norm_indices(indices, n, op):
         raise TypeError("%s: indices must be integers, got %r" % (op, indices))
     bad = (idx < -n) | (idx >= n)
     if bad.any():
-        raise singa.AxisError("%s: index %d is out of range for an axis of size %d"
-                              % (op, int(idx[bad].flat[0]), n))
+        raise AxisError("%s: index %d is out of range for an axis of size %d"
+                        % (op, int(idx[bad].flat[0]), n))
     return np.where(idx < 0, idx + n, idx).astype(np.int32)
 
 
@@ -84,17 +86,17 @@ class Slice(Operator):
         self.steps = [1] * len(self.starts) if steps is None else list(steps)
         if not len(self.starts) == len(self.ends) == len(self.steps) or \
                 (self.axes is not None and len(self.axes) != len(self.starts)):
-            raise ValueError("slice: starts %r, ends %r, axes %r and steps %r differ in length"
+            raise InputError("slice: starts %r, ends %r, axes %r and steps %r differ in length"
                              % (starts, ends, axes, steps))
         if 0 in self.steps:
-            raise ValueError("slice: steps must not be 0, got %r" % (steps,))
+            raise InputError("slice: steps must not be 0, got %r" % (steps,))
 
     def forward(self, x):
         nd = x.nDim()
         axes = list(range(len(self.starts))) if self.axes is None else self.axes
         axes = [norm_axis(a, nd, "slice") for a in axes]
         if len(set(axes)) != len(axes):
-            raise singa.AxisError("slice: repeated axis in %r" % (self.axes,))
+            raise AxisError("slice: repeated axis in %r" % (self.axes,))
         self.plan = []
         for a, s, e, st in zip(axes, self.starts, self.ends, self.steps):
             n = x.shape()[a]
@@ -125,16 +127,16 @@ class Pad(Operator):
     def __init__(self, mode, pads, constant=0.0):
         super(Pad, self).__init__()
         if mode not in ("constant", "reflect", "edge"):
-            raise ValueError("pad: mode must be 'constant', 'reflect' or 'edge', got %r" % (mode,))
+            raise InputError("pad: mode must be 'constant', 'reflect' or 'edge', got %r" % (mode,))
         self.mode, self.pads, self.constant = mode, [int(p) for p in pads], float(constant)
         if any(p < 0 for p in self.pads):
-            raise ValueError("pad: pads must not be negative, got %r" % (pads,))
+            raise InputError("pad: pads must not be negative, got %r" % (pads,))
 
     def forward(self, x):
         nd = x.nDim()
         if len(self.pads) != 2 * nd:
-            raise singa.ShapeError("pad: %d pads for a tensor of rank %d (shape %s); expected %d"
-                                   % (len(self.pads), nd, x.shape(), 2 * nd))
+            raise ShapeError("pad: %d pads for a tensor of rank %d (shape %s); expected %d"
+                             % (len(self.pads), nd, x.shape(), 2 * nd))
         self.plan = []
         for a in range(nd):
             b, e, n = self.pads[a], self.pads[a + nd], x.shape()[a]
@@ -150,17 +152,15 @@ class Pad(Operator):
                 x = singa.ConcatOn([p for p in (parts[0], x, parts[1]) if p is not None], a)
                 self.plan.append((a, shape, (b, n)))
                 continue
-            if self.mode == "reflect" and (b >= n or e >= n):
-                raise singa.ShapeError("pad: reflect pads (%d, %d) must be smaller than the size "
-                                       "%d of axis %d" % (b, e, n, a))
             if n == 0:
-                raise singa.ShapeError("pad: cannot pad the empty axis %d in mode %r"
-                                       % (a, self.mode))
+                raise ShapeError("pad: cannot pad the empty axis %d in mode %r"
+                                 % (a, self.mode))
+            idx = np.arange(-b, n + e)
             if self.mode == "edge":
-                idx = [0] * b + list(range(n)) + [n - 1] * e
+                idx = np.clip(idx, 0, n - 1)
             else:
-                idx = list(range(b, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - e, -1))
-            idx = np.asarray(idx, dtype=np.int32)
+                idx = _reflect(idx, n)
+            idx = idx.astype(np.int32)
             self.plan.append((a, shape, idx))
             x = take(x, a, idx)
         return x
@@ -172,6 +172,16 @@ class Pad(Operator):
             else:
                 dy = take_backward(dy, a, how, shape)
         return dy
+
+
+def _reflect(idx, n):
+    """numpy.pad's 'reflect' positions for any pad size: mirrored at the edges (which are not
+    repeated), again and again when a pad is as large as the axis or larger."""
+    if n == 1:
+        return np.zeros_like(idx)
+    period = 2 * (n - 1)
+    m = np.mod(idx, period)
+    return np.where(m < n, m, period - m)
 
 
 def pad(x, mode, pads, constant=0.0):
@@ -199,9 +209,9 @@ class ScatterElements(Operator):
             upd = base.const(np.asarray(upd, dtype=np.float32), x)
         if idx.ndim != len(shape) or upd.shape() != idx.shape or \
                 any(i > s for i, s in zip(idx.shape, shape)):
-            raise singa.ShapeError("scatter_elements: indices %s and updates %s must have the "
-                                   "same shape, of x's rank and within x's shape %s"
-                                   % (idx.shape, upd.shape(), shape))
+            raise ShapeError("scatter_elements: indices %s and updates %s must have the "
+                             "same shape, of x's rank and within x's shape %s"
+                             % (idx.shape, upd.shape(), shape))
         # the flat position in x written by every update; later updates win on repeats
         where = np.indices(idx.shape)
         where[axis] = idx
@@ -248,6 +258,9 @@ class OneHot(Operator):
         hit = singa.EQ(ids, self.range)
         return singa.Add(singa.EltwiseMult(hit, self.on - self.off), self.off)
 
+    def backward(self, dy):
+        raise NoGradientError("OneHot has no gradient")
+
 
 def onehot(axis, indices, depth, values):
     """The one-hot encoding of ``indices`` with ``depth`` classes along ``axis``."""
@@ -260,8 +273,8 @@ class Embedding(Operator):
 
     def forward(self, x, w):
         if w.nDim() != 2:
-            raise singa.ShapeError("embedding: the table must be a matrix (V, D), got shape %s"
-                                   % (w.shape(),))
+            raise ShapeError("embedding: the table must be a matrix (V, D), got shape %s"
+                             % (w.shape(),))
         self.x, self.w_shape = x, w.shape()
         return singa.IndexSelect(w, 0, x)
 
@@ -276,14 +289,24 @@ def embedding(x, w):
 
 # ---- value and shape queries (no gradient) -------------------------------------------------
 class _Query(Operator):
+    """A query of x's values or shape: the creator of its output, which carries no gradient."""
     differentiable = False
+
+    def backward(self, dy):
+        raise NoGradientError("%s has no gradient" % type(self).__name__)
 
 
 class Shape(_Query):
     """The shape of x as a 1-d int32 tensor."""
 
     def forward(self, x):
+        self.x_shape = x.shape()
         return base.const(np.asarray(x.shape(), dtype=np.int32).reshape(-1), x)
+
+    def backward(self, dy):
+        # The shape does not depend on x's values: x's gradient is zero. (SINGA returns
+        # dy's shape as a Python list here, which is no gradient at all.)
+        return fill(self.x_shape, 0, dy, singa.kFloat32)
 
 
 def shape(x):
@@ -302,7 +325,7 @@ class ConstantOfShape(_Query):
     def forward(self, x):
         dims = singa.to_numpy(x).reshape(-1)
         if (dims < 0).any() or np.any(dims != np.round(dims)):
-            raise ValueError("constant_of_shape: the shape must hold non-negative integers, "
+            raise InputError("constant_of_shape: the shape must hold non-negative integers, "
                              "got %s" % (dims,))
         return fill([int(d) for d in dims], self.value, x, singa.kFloat32)
 

@@ -6,6 +6,7 @@
     s = autograd.cossim(a, b)                     # row-wise cosine similarity, (N,)
 """
 from .. import singa_wrap as singa
+from .errors import ShapeError, InputError
 from .base import Operator, reduce_to
 
 _M = singa.EltwiseMult
@@ -24,8 +25,8 @@ class Matmul(Operator):
 
     def forward(self, x, w):
         if x.nDim() == 0 or w.nDim() == 0:
-            raise singa.ShapeError("matmul: operands must have at least one axis, got shapes "
-                                   "%s and %s" % (x.shape(), w.shape()))
+            raise ShapeError("matmul: operands must have at least one axis, got shapes "
+                             "%s and %s" % (x.shape(), w.shape()))
         self.x, self.w = x, w
         return singa.Mult(x, w)
 
@@ -40,12 +41,11 @@ class Matmul(Operator):
         if w.nDim() == 1:
             shape.append(1)
         dy2 = singa.Reshape(dy, shape)
-        need_x, need_w = self.needs_grad
         dx = dw = None
-        if need_x:
+        if self.need(0):
             dx = singa.Reshape(reduce_to(singa.Mult(dy2, _swap_last(w2)), x2.shape()),
                                list(x.shape()))
-        if need_w:
+        if self.need(1):
             dw = singa.Reshape(reduce_to(singa.Mult(_swap_last(x2), dy2), w2.shape()),
                                list(w.shape()))
         return dx, dw
@@ -67,8 +67,8 @@ class Gemm(Operator):
 
     def forward(self, A, B, C=None):
         if A.nDim() != 2 or B.nDim() != 2:
-            raise singa.ShapeError("gemm: A and B must be matrices, got shapes %s and %s"
-                                   % (A.shape(), B.shape()))
+            raise ShapeError("gemm: A and B must be matrices, got shapes %s and %s"
+                             % (A.shape(), B.shape()))
         self.A = singa.Transpose(A) if self.transA else A
         self.B = singa.Transpose(B) if self.transB else B
         y = singa.Mult(self.A, self.B)
@@ -79,23 +79,22 @@ class Gemm(Operator):
             self.c_shape = C.shape()
             out = singa.Add(y, _M(C, self.beta))
             if out.shape() != y.shape():
-                raise singa.ShapeError("gemm: C of shape %s does not broadcast to the product's "
-                                       "shape %s" % (C.shape(), y.shape()))
+                raise ShapeError("gemm: C of shape %s does not broadcast to the product's "
+                                 "shape %s" % (C.shape(), y.shape()))
             y = out
         return y
 
     def backward(self, dy):
-        need = self.needs_grad
         dA = dB = dC = None
-        if need[0]:
+        if self.need(0):
             dA = _M(singa.Mult(dy, singa.Transpose(self.B)), self.alpha)
             dA = singa.Transpose(dA) if self.transA else dA
-        if need[1]:
+        if self.need(1):
             dB = _M(singa.Mult(singa.Transpose(self.A), dy), self.alpha)
             dB = singa.Transpose(dB) if self.transB else dB
         if self.c_shape is None:
             return dA, dB
-        if need[2]:
+        if self.need(2):
             dC = reduce_to(_M(dy, self.beta), self.c_shape)
         return dA, dB, dC
 
@@ -113,23 +112,23 @@ class AddBias(Operator):
     def __init__(self, axis=0):
         super(AddBias, self).__init__()
         if axis not in (0, 1):
-            raise ValueError("add_bias: axis must be 0 (rows) or 1 (columns), got %r" % (axis,))
+            raise InputError("add_bias: axis must be 0 (rows) or 1 (columns), got %r" % (axis,))
         self.axis = axis
 
     def forward(self, x, b):
         if x.nDim() != 2:
-            raise singa.ShapeError("add_bias: x must be a matrix, got shape %s" % (x.shape(),))
+            raise ShapeError("add_bias: x must be a matrix, got shape %s" % (x.shape(),))
         n = x.shape()[1 - self.axis]
         if b.Size() != n:
-            raise singa.ShapeError("add_bias: b of shape %s does not match %s of x %s (expected "
-                                   "%d values)" % (b.shape(), "the columns" if self.axis == 0
-                                                   else "the rows", x.shape(), n))
+            raise ShapeError("add_bias: b of shape %s does not match %s of x %s (expected "
+                             "%d values)" % (b.shape(), "the columns" if self.axis == 0
+                                             else "the rows", x.shape(), n))
         self.b_shape = b.shape()
         return singa.Add(x, singa.Reshape(b, [1, n] if self.axis == 0 else [n, 1]))
 
     def backward(self, dy):
         db = None
-        if self.needs_grad[1]:
+        if self.need(1):
             db = singa.Reshape(singa.ReduceSum(dy, [self.axis], False), list(self.b_shape))
         return dy, db
 
@@ -142,10 +141,18 @@ def add_bias(x, b, axis=0):
 class CosSim(Operator):
     """Cosine similarity of the rows of a and b (both (N, D)); returns (N,)."""
 
+    @classmethod
+    def dot(cls, a, b):
+        """The dot products of the rows of core tensors a and b (both (N, D)), shape (N,)."""
+        if a.nDim() != 2 or a.shape() != b.shape():
+            raise ShapeError("CosSim.dot: a and b must be matrices of the same shape, got %s "
+                             "and %s" % (a.shape(), b.shape()))
+        return singa.Reshape(singa.ReduceSum(_M(a, b), [1], False), [a.shape()[0]])
+
     def forward(self, a, b):
         if a.nDim() != 2 or a.shape() != b.shape():
-            raise singa.ShapeError("cossim: a and b must be matrices of the same shape, got %s "
-                                   "and %s" % (a.shape(), b.shape()))
+            raise ShapeError("cossim: a and b must be matrices of the same shape, got %s "
+                             "and %s" % (a.shape(), b.shape()))
         self.a, self.b = a, b
         self.na = singa.Sqrt(singa.ReduceSum(singa.Square(a), [1], True))  # (N, 1)
         self.nb = singa.Sqrt(singa.ReduceSum(singa.Square(b), [1], True))

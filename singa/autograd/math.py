@@ -13,6 +13,7 @@ import math as _math
 import numpy as np
 
 from .. import singa_wrap as singa
+from .errors import InputError, NoGradientError
 from ..tensor import Tensor, _dtype
 from . import base
 from .base import Operator, reduce_to
@@ -39,14 +40,19 @@ class _Unary(Operator):
         return singa.EltwiseMult(dy, type(self).deriv(self.x, self.y))
 
 
-def _unary(name, fn, deriv, saves="", base=_Unary):
-    """Defines Operator class ``name`` for y = fn(x) and its function (e.g. Exp and exp)."""
+def _unary(name, fn, deriv, saves="", base=_Unary, arg="x"):
+    """Defines Operator class ``name`` for y = fn(x) and its function (e.g. Exp and exp);
+    ``arg`` is the function's parameter name (SINGA calls it ``a`` for abs, exp and sign)."""
     cls = type(name, (base,), {"fn": staticmethod(fn),
                                "deriv": None if deriv is None else staticmethod(deriv),
                                "saves": saves, "__doc__": "Elementwise %s." % name.lower()})
 
-    def function(x):
-        return cls()(x)[0]
+    if arg == "a":
+        def function(a):
+            return cls()(a)[0]
+    else:
+        def function(x):
+            return cls()(x)[0]
 
     function.__name__ = function.__qualname__ = name.lower()
     function.__doc__ = "Elementwise %s of Tensor x (autograd operator %s)." % (name.lower(), name)
@@ -87,11 +93,11 @@ _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 ReLU, relu = _unary("ReLU", _S.ReLU, None, "y", _ReLUBase)
 Sigmoid, sigmoid = _unary("Sigmoid", _S.Sigmoid, lambda x, y: _M(y, _one_minus(y)), "y")
 Tanh, tanh = _unary("Tanh", _S.Tanh, lambda x, y: _one_minus(_sq(y)), "y")
-Exp, exp = _unary("Exp", _S.Exp, lambda x, y: y, "y")
+Exp, exp = _unary("Exp", _S.Exp, lambda x, y: y, "y", arg="a")
 Log, log = _unary("Log", _S.Log, lambda x, y: _inv(x), "x")
 Sqrt, sqrt = _unary("Sqrt", _S.Sqrt, lambda x, y: _D(0.5, y), "y")
-Abs, abs = _unary("Abs", _S.Abs, lambda x, y: _S.Sign(x), "x")
-Sign, sign = _unary("Sign", _S.Sign, None)
+Abs, abs = _unary("Abs", _S.Abs, lambda x, y: _S.Sign(x), "x", arg="a")
+Sign, sign = _unary("Sign", _S.Sign, None, arg="a")
 Negative, negative = _unary("Negative", _S.Negative, lambda x, y: -1.0)
 Reciprocal, reciprocal = _unary("Reciprocal", _S.Reciprocal, lambda x, y: _neg(_sq(y)), "y")
 Square, square = _unary("Square", _S.Square, lambda x, y: _M(x, 2.0), "x")
@@ -154,9 +160,8 @@ class _Binary(Operator):
 
     def backward(self, dy):
         da, db = self.grads(dy)
-        need_a, need_b = self.needs_grad
-        return (reduce_to(da, self.a.shape()) if need_a and da is not None else None,
-                reduce_to(db, self.b.shape()) if need_b and db is not None else None)
+        return (reduce_to(da, self.a.shape()) if self.need(0) and da is not None else None,
+                reduce_to(db, self.b.shape()) if self.need(1) and db is not None else None)
 
 
 class Add(_Binary):
@@ -180,8 +185,8 @@ class Mul(_Binary):
     compute = staticmethod(singa.EltwiseMult)
 
     def grads(self, dy):
-        need_a, need_b = self.needs_grad
-        return (_M(dy, self.b) if need_a else None, _M(dy, self.a) if need_b else None)
+        return (_M(dy, self.b) if self.need(0) else None,
+                _M(dy, self.a) if self.need(1) else None)
 
 
 class Div(_Binary):
@@ -189,9 +194,8 @@ class Div(_Binary):
     compute = staticmethod(singa.Div)
 
     def grads(self, dy):
-        need_a, need_b = self.needs_grad
-        return (_D(dy, self.b) if need_a else None,
-                _S.Negative(_D(_M(dy, self.y), self.b)) if need_b else None)
+        return (_D(dy, self.b) if self.need(0) else None,
+                _S.Negative(_D(_M(dy, self.y), self.b)) if self.need(1) else None)
 
 
 class Pow(_Binary):
@@ -199,9 +203,8 @@ class Pow(_Binary):
     compute = staticmethod(singa.Pow)
 
     def grads(self, dy):
-        need_a, need_b = self.needs_grad
-        da = _M(dy, _M(self.b, singa.Pow(self.a, _S.Sub(self.b, 1.0)))) if need_a else None
-        db = _M(dy, _M(self.y, singa.Log(self.a))) if need_b else None
+        da = _M(dy, _M(self.b, singa.Pow(self.a, _S.Sub(self.b, 1.0)))) if self.need(0) else None
+        db = _M(dy, _M(self.y, singa.Log(self.a))) if self.need(1) else None
         return da, db
 
 
@@ -233,7 +236,7 @@ def pow(a, b):
 def add_all(*xs):
     """x0 + x1 + ... (at least one Tensor)."""
     if not xs:
-        raise ValueError("add_all: expected at least one Tensor")
+        raise InputError("add_all: expected at least one Tensor")
     y = xs[0]
     for x in xs[1:]:
         y = add(y, x)
@@ -244,7 +247,7 @@ def add_all(*xs):
 class _Variadic(Operator):
     def forward(self, *xs):
         if not xs:
-            raise ValueError("%s: expected at least one input" % type(self).__name__)
+            raise InputError("%s: expected at least one input" % type(self).__name__)
         self.xs = xs
         y = xs[0]
         for x in xs[1:]:
@@ -256,8 +259,8 @@ class _Variadic(Operator):
         return y
 
     def backward(self, dy):
-        return tuple(reduce_to(g, x.shape()) if need else None
-                     for g, x, need in zip(self.grads(dy), self.xs, self.needs_grad))
+        return tuple(reduce_to(g, x.shape()) if self.need(i) else None
+                     for i, (g, x) in enumerate(zip(self.grads(dy), self.xs)))
 
 
 class Sum(_Variadic):
@@ -280,7 +283,12 @@ class Mean(_Variadic):
 
 
 class _Extremum(_Variadic):
-    """The gradient goes to the first input holding the extreme value (ties: the first wins)."""
+    """The gradient goes to the first input holding the extreme value (ties: the first wins).
+    With a single input, backward returns one gradient, not a tuple (as SINGA does)."""
+
+    def backward(self, dy):
+        dxs = super(_Extremum, self).backward(dy)
+        return dxs[0] if len(dxs) == 1 else dxs
 
     def grads(self, dy):
         left = None  # 1 where no earlier input matched y
@@ -310,7 +318,7 @@ def _variadic(cls, xs, op):
     if len(xs) == 1 and isinstance(xs[0], (list, tuple)):
         xs = tuple(xs[0])
     if not xs:
-        raise ValueError("%s: expected at least one Tensor" % op)
+        raise InputError("%s: expected at least one Tensor" % op)
     return cls()(*xs)[0]
 
 
@@ -343,7 +351,7 @@ class _Predicate(Operator):
         return type(self).fn(*xs)
 
     def backward(self, *dys):
-        raise RuntimeError("%s has no gradient" % type(self).__name__)
+        raise NoGradientError("%s has no gradient" % type(self).__name__)
 
 
 def _truth(x):
@@ -410,7 +418,7 @@ class Clip(Operator):
     def __init__(self, min=None, max=None):
         super(Clip, self).__init__()
         if min is not None and max is not None and float(min) > float(max):
-            raise ValueError("clip: min (%s) is greater than max (%s)" % (min, max))
+            raise InputError("clip: min (%s) is greater than max (%s)" % (min, max))
         self.min = None if min is None else float(min)
         self.max = None if max is None else float(max)
 
@@ -456,9 +464,8 @@ class Where(Operator):
         return singa.Add(_M(self.mask, a), _M(singa.Sub(1.0, self.mask), b))
 
     def backward(self, dy):
-        need_a, need_b = self.needs_grad
-        da = reduce_to(_M(dy, self.mask), self.a_shape) if need_a else None
-        db = reduce_to(_M(dy, singa.Sub(1.0, self.mask)), self.b_shape) if need_b else None
+        da = reduce_to(_M(dy, self.mask), self.a_shape) if self.need(0) else None
+        db = reduce_to(_M(dy, singa.Sub(1.0, self.mask)), self.b_shape) if self.need(1) else None
         return da, db
 
 

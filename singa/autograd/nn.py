@@ -6,12 +6,14 @@
     bn = autograd.BatchNormHandle(x, momentum=0.9)
     z = autograd.batchnorm_2d(bn, x, scale, bias, running_mean, running_var)
     d = autograd.dropout(x, ratio=0.5)         # identity when autograd.training is False
+    d = autograd.dropout(x, 7, 0.5)            # SINGA's order: seed, then ratio
 
 The handles carry the geometry and are built by the layers (singa/layer.py). ``odd_padding``
 = (top, bottom, left, right) adds zero rows/columns before the op, for paddings that the
 symmetric (pad_h, pad_w) of a handle cannot express.
 """
 from .. import singa_wrap as singa
+from .errors import ShapeError, InputError
 from . import base
 from .base import Operator, fill
 
@@ -20,8 +22,8 @@ _M = singa.EltwiseMult
 
 def _check_4d(x, op):
     if x.nDim() != 4:
-        raise singa.ShapeError("%s: expected a 4-d input (N, C, H, W), got shape %s"
-                               % (op, x.shape()))
+        raise ShapeError("%s: expected a 4-d input (N, C, H, W), got shape %s"
+                         % (op, x.shape()))
 
 
 def _odd_pad(x, odd_padding):
@@ -47,7 +49,7 @@ def _odd_unpad(dx, odd_padding):
 def _norm_odd(odd_padding):
     odd = tuple(int(k) for k in odd_padding)
     if len(odd) != 4 or any(k < 0 for k in odd):
-        raise ValueError("odd_padding must be four non-negative ints (top, bottom, left, "
+        raise InputError("odd_padding must be four non-negative ints (top, bottom, left, "
                          "right), got %r" % (odd_padding,))
     return odd
 
@@ -68,17 +70,16 @@ class _Conv2d(Operator):
         return singa.Conv2dForward(x, W, b if b is not None else singa.Tensor(), self.handle)
 
     def backward(self, dy):
-        need = self.needs_grad
         dx = dW = None
-        if need[0]:
+        if self.need(0):
             dx = singa.Conv2dBackwardX(dy, self.W, self.handle)
             if any(self.odd_padding):
                 dx = _odd_unpad(dx, self.odd_padding)
-        if need[1]:
+        if self.need(1):
             dW = singa.Conv2dBackwardW(dy, self.x, self.handle)
         if not self.has_bias:
             return dx, dW
-        db = singa.Conv2dBackwardB(dy, self.handle) if need[2] else None
+        db = singa.Conv2dBackwardB(dy, self.handle) if self.need(2) else None
         return dx, dW, db
 
 
@@ -128,11 +129,11 @@ class BatchNormHandle(object):
         shape = x.shape() if isinstance(x, singa.Tensor) else getattr(x, "shape", x)
         self.shape = tuple(int(d) for d in shape)
         if len(self.shape) < 2:
-            raise singa.ShapeError("BatchNormHandle: expected an input (N, C, ...), got shape %s"
-                                   % (self.shape,))
+            raise ShapeError("BatchNormHandle: expected an input (N, C, ...), got shape %s"
+                             % (self.shape,))
         self.factor, self.eps = float(momentum), float(eps)
         if not 0.0 <= self.factor <= 1.0:
-            raise ValueError("BatchNormHandle: momentum must be within [0, 1], got %r"
+            raise InputError("BatchNormHandle: momentum must be within [0, 1], got %r"
                              % (momentum,))
         self.batchsize, self.channels = self.shape[:2]
         self.height = self.shape[2] if len(self.shape) > 2 else 1
@@ -151,8 +152,8 @@ class _BatchNorm2d(Operator):
 
     def forward(self, x, scale, bias):
         if x.nDim() < 2:
-            raise singa.ShapeError("batchnorm_2d: expected an input (N, C, ...), got shape %s"
-                                   % (x.shape(),))
+            raise ShapeError("batchnorm_2d: expected an input (N, C, ...), got shape %s"
+                             % (x.shape(),))
         self.eps = float(getattr(self.handle, "eps", 1e-5))
         momentum = 1.0 - float(getattr(self.handle, "factor", 0.9))  # the core's convention
         if not base.training:
@@ -176,19 +177,31 @@ def batchnorm_2d(handle, x, scale, bias, running_mean, running_var):
 
 class Dropout(Operator):
     """In training, zeroes each element with probability ``ratio`` and scales the rest by
-    1 / (1 - ratio); otherwise the identity."""
+    1 / (1 - ratio); otherwise the identity.
 
-    def __init__(self, ratio=0.5):
+    A non-zero ``seed`` seeds the device's random generator at the operator's first forward,
+    as SINGA does. Seed 0, the default, leaves the generator alone: SINGA reseeds with 0 there
+    too, which gives every call of autograd.dropout the same mask (and resets every other
+    random draw on the device), so we do not copy that. SINGA also scales by 1 - ratio instead
+    of 1 / (1 - ratio) (``1 / 1 - ratio``); ours keeps the expectation, as documented by both."""
+
+    def __init__(self, seed=0, ratio=0.5):
         super(Dropout, self).__init__()
         ratio = float(ratio)
         if not 0.0 <= ratio < 1.0:
-            raise ValueError("dropout: ratio must be in [0, 1), got %r" % (ratio,))
-        self.ratio = ratio
+            raise InputError("dropout: ratio must be in [0, 1), got %r" % (ratio,))
+        if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+            raise InputError("dropout: seed must be a non-negative int, got %r" % (seed,))
+        self.seed, self.ratio = int(seed), ratio
+        self.init_seed = self.seed == 0
 
     def forward(self, x):
         if not base.training or self.ratio == 0.0:
             self.mask = None
             return x
+        if not self.init_seed:
+            x.device().SetRandSeed(self.seed)
+            self.init_seed = True
         mask = singa.Tensor(x.shape(), x.device(), singa.kFloat32)
         singa.Bernoulli(1.0 - self.ratio, mask)
         self.mask = _M(mask, 1.0 / (1.0 - self.ratio))
@@ -198,6 +211,7 @@ class Dropout(Operator):
         return dy if self.mask is None else _M(dy, self.mask)
 
 
-def dropout(x, ratio=0.5):
-    """Dropout of x with drop probability ``ratio`` (active only while training)."""
-    return Dropout(ratio)(x)[0]
+def dropout(x, seed=0, ratio=0.5):
+    """Dropout of x with drop probability ``ratio`` (active only while training); see
+    Dropout for ``seed``."""
+    return Dropout(seed, ratio)(x)[0]

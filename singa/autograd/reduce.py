@@ -5,6 +5,7 @@
     g = autograd.globalaveragepool(x)                   # (N, C, H, W) -> (N, C, 1, 1)
 """
 from .. import singa_wrap as singa
+from .errors import ShapeError, AxisError
 from .base import Operator, norm_axis
 
 
@@ -16,7 +17,7 @@ def _axes(axes, nd, op):
         axes = [axes]
     out = sorted(norm_axis(a, nd, op) for a in axes)
     if len(set(out)) != len(out):
-        raise singa.AxisError("%s: repeated axis in %r" % (op, list(axes)))
+        raise AxisError("%s: repeated axis in %r" % (op, list(axes)))
     return out
 
 
@@ -70,20 +71,18 @@ def reduce_mean(x, axes=None, keepdims=1):
 
 class GlobalAveragePool(ReduceMean):
     """The mean over the spatial axes: (N, C, H, W...) -> (N, C, 1, 1...) for channels_first,
-    (N, H, W..., C) -> (N, 1, 1..., C) for channels_last."""
+    (N, H, W..., C) -> (N, 1, 1..., C) otherwise: as in SINGA, every data_format other than
+    'channels_first' means channels last. A rank-2 input has no spatial axes (the identity)."""
 
     def __init__(self, data_format="channels_first"):
-        if data_format not in ("channels_first", "channels_last"):
-            raise ValueError("globalaveragepool: data_format must be 'channels_first' or "
-                             "'channels_last', got %r" % (data_format,))
         super(GlobalAveragePool, self).__init__(None, 1)
         self.data_format = data_format
 
     def forward(self, x):
         nd = x.nDim()
-        if nd < 3:
-            raise singa.ShapeError("globalaveragepool: expected an input of rank >= 3 "
-                                   "(N, C, spatial...), got shape %s" % (x.shape(),))
+        if nd < 2:
+            raise ShapeError("globalaveragepool: expected an input of rank >= 2 "
+                             "(N, C, spatial...), got shape %s" % (x.shape(),))
         first = self.data_format == "channels_first"
         self.axes = list(range(2, nd)) if first else list(range(1, nd - 1))
         return super(GlobalAveragePool, self).forward(x)

@@ -13,6 +13,7 @@ upsample) the sum over the copies.
 import numpy as np
 
 from .. import singa_wrap as singa
+from .errors import ShapeError, AxisError, InputError
 from .base import Operator, norm_axis, reduce_to
 
 
@@ -86,8 +87,8 @@ class Transpose(Operator):
         perm = list(range(nd))[::-1] if self.perm is None else \
             [norm_axis(a, nd, "transpose") for a in self.perm]
         if sorted(perm) != list(range(nd)):
-            raise singa.AxisError("transpose: %r is not a permutation of the %d axes of a tensor "
-                                  "of shape %s" % (self.perm, nd, x.shape()))
+            raise AxisError("transpose: %r is not a permutation of the %d axes of a tensor "
+                            "of shape %s" % (self.perm, nd, x.shape()))
         self.perm = perm
         return singa.Transpose(x, perm)
 
@@ -103,7 +104,7 @@ def transpose(x, shape=None):
 class Squeeze(_Rearrange):
     """Removes the listed axes, which must have size 1 (all size-1 axes when axis is empty)."""
 
-    def __init__(self, axis=None):
+    def __init__(self, axis=[]):  # noqa: B006  (SINGA's default; never mutated)
         super(Squeeze, self).__init__()
         self.axis = [] if axis is None else _ints(axis, "squeeze", "the axes")
 
@@ -113,14 +114,14 @@ class Squeeze(_Rearrange):
         axes = [norm_axis(a, nd, "squeeze") for a in self.axis]
         for a in axes:
             if self.x_shape[a] != 1:
-                raise singa.ShapeError("squeeze: axis %d of shape %s has size %d, not 1"
-                                       % (a, self.x_shape, self.x_shape[a]))
+                raise ShapeError("squeeze: axis %d of shape %s has size %d, not 1"
+                                 % (a, self.x_shape, self.x_shape[a]))
         if not axes:
             axes = [i for i, d in enumerate(self.x_shape) if d == 1]
         return singa.Reshape(x, [d for i, d in enumerate(self.x_shape) if i not in axes])
 
 
-def squeeze(x, axis=None):
+def squeeze(x, axis=[]):  # noqa: B006  (SINGA's default; never mutated)
     """x without the size-1 axes listed in ``axis`` (all of them by default)."""
     return Squeeze(axis)(x)[0]
 
@@ -137,7 +138,7 @@ class Unsqueeze(_Rearrange):
         out_nd = len(self.x_shape) + len(self.axis)
         axes = sorted(norm_axis(a, out_nd, "unsqueeze") for a in self.axis)
         if len(set(axes)) != len(axes):
-            raise singa.AxisError("unsqueeze: repeated axis in %r" % (self.axis,))
+            raise AxisError("unsqueeze: repeated axis in %r" % (self.axis,))
         shape = list(self.x_shape)
         for a in axes:
             shape.insert(a, 1)
@@ -158,7 +159,7 @@ class Concat(Operator):
 
     def forward(self, *xs):
         if not xs:
-            raise ValueError("cat: expected at least one tensor")
+            raise InputError("cat: expected at least one tensor")
         self.axis = norm_axis(self.axis, xs[0].nDim(), "cat")
         self.sizes = [x.shape()[self.axis] if x.nDim() > self.axis else 0 for x in xs]
         return singa.ConcatOn(list(xs), self.axis)
@@ -185,7 +186,7 @@ class Split(Operator):
     def __init__(self, axis, parts, num_output=None):
         super(Split, self).__init__()
         if parts is None and num_output is None:
-            raise ValueError("split: give parts or num_output")
+            raise InputError("split: give parts or num_output")
         self.axis = axis
         self.parts = None if parts is None else _ints(parts, "split", "parts")
         self.num_output = num_output
@@ -196,12 +197,12 @@ class Split(Operator):
         if self.parts is None:
             k = int(self.num_output)
             if k <= 0 or n % k:
-                raise singa.ShapeError("split: axis %d of shape %s (size %d) cannot be split into "
-                                       "%d equal parts" % (self.axis, x.shape(), n, k))
+                raise ShapeError("split: axis %d of shape %s (size %d) cannot be split into "
+                                 "%d equal parts" % (self.axis, x.shape(), n, k))
             self.parts = [n // k] * k
         if any(p < 0 for p in self.parts) or sum(self.parts) != n:
-            raise singa.ShapeError("split: parts %s do not add up to the size %d of axis %d of "
-                                   "shape %s" % (self.parts, n, self.axis, x.shape()))
+            raise ShapeError("split: parts %s do not add up to the size %d of axis %d of "
+                             "shape %s" % (self.parts, n, self.axis, x.shape()))
         out, start = [], 0
         for p in self.parts:
             out.append(singa.SliceOn(x, start, start + p, self.axis))
@@ -242,7 +243,7 @@ class Tile(_Broadcasting):
         super(Tile, self).__init__()
         self.repeats = _ints(repeats, "tile", "repeats")
         if any(r < 0 for r in self.repeats):
-            raise ValueError("tile: repeats must not be negative, got %r" % (self.repeats,))
+            raise InputError("tile: repeats must not be negative, got %r" % (self.repeats,))
 
     def plan(self, shape):
         nd = max(len(shape), len(self.repeats))
@@ -269,8 +270,8 @@ class Expand(_Broadcasting):
         try:
             out = list(np.broadcast_shapes(tuple(shape), tuple(self.shape)))
         except ValueError:
-            raise singa.ShapeError("expand: shape %s cannot be broadcast to %s"
-                                   % (tuple(shape), tuple(self.shape)))
+            raise ShapeError("expand: shape %s cannot be broadcast to %s"
+                             % (tuple(shape), tuple(self.shape)))
         view = [1] * (len(out) - len(shape)) + shape
         return view, out, out
 
@@ -287,15 +288,15 @@ class UpSample(_Broadcasting):
     def __init__(self, mode, scales):
         super(UpSample, self).__init__()
         if mode != "nearest":
-            raise ValueError("upsample: only mode 'nearest' is supported, got %r" % (mode,))
+            raise InputError("upsample: only mode 'nearest' is supported, got %r" % (mode,))
         if any(float(s) != int(s) or int(s) < 1 for s in scales):
-            raise ValueError("upsample: scales must be positive integers, got %r" % (scales,))
+            raise InputError("upsample: scales must be positive integers, got %r" % (scales,))
         self.mode, self.scales = mode, [int(s) for s in scales]
 
     def plan(self, shape):
         if len(self.scales) != len(shape):
-            raise singa.ShapeError("upsample: %d scales for an input of shape %s"
-                                   % (len(self.scales), tuple(shape)))
+            raise ShapeError("upsample: %d scales for an input of shape %s"
+                             % (len(self.scales), tuple(shape)))
         view = [v for d in shape for v in (d, 1)]
         full = [v for s, d in zip(self.scales, shape) for v in (d, s)]
         return view, full, [s * d for s, d in zip(self.scales, shape)]
@@ -311,8 +312,8 @@ class _Permute(Operator):
 
     def forward(self, x):
         if x.nDim() != 4:
-            raise singa.ShapeError("%s: expected a 4-d input (N, C, H, W), got shape %s"
-                                   % (self.op, x.shape()))
+            raise ShapeError("%s: expected a 4-d input (N, C, H, W), got shape %s"
+                             % (self.op, x.shape()))
         self.x_shape = x.shape()
         s1, self.perm, s2 = self.plan(*self.x_shape)
         self.mid = list(np.array(s1)[self.perm])
@@ -324,8 +325,8 @@ class _Permute(Operator):
 
     def check(self, ok, what):
         if not ok:
-            raise singa.ShapeError("%s: %s (input shape %s, blocksize %d)"
-                                   % (self.op, what, self.x_shape, self.b))
+            raise ShapeError("%s: %s (input shape %s, blocksize %d)"
+                             % (self.op, what, self.x_shape, self.b))
 
 
 class DepthToSpace(_Permute):
@@ -335,7 +336,7 @@ class DepthToSpace(_Permute):
     def __init__(self, blocksize, mode="DCR"):
         super(DepthToSpace, self).__init__()
         if mode not in ("DCR", "CRD"):
-            raise ValueError("depth_to_space: mode must be 'DCR' or 'CRD', got %r" % (mode,))
+            raise InputError("depth_to_space: mode must be 'DCR' or 'CRD', got %r" % (mode,))
         self.b, self.mode = int(blocksize), mode
 
     def plan(self, n, c, h, w):
@@ -353,19 +354,23 @@ def depth_to_space(x, blocksize, mode="DCR"):
 
 
 class SpaceToDepth(_Permute):
-    """(N, C, H*b, W*b) -> (N, C*b*b, H, W) (the inverse of DCR depth_to_space)."""
+    """(N, C, H*b, W*b) -> (N, C*b*b, H, W): the inverse of depth_to_space with the same
+    ``mode``; 'DCR' is ONNX SpaceToDepth, 'CRD' keeps each channel's block together."""
     op = "space_to_depth"
 
-    def __init__(self, blocksize):
+    def __init__(self, blocksize, mode="DCR"):
         super(SpaceToDepth, self).__init__()
-        self.b = int(blocksize)
+        if mode not in ("DCR", "CRD"):
+            raise InputError("space_to_depth: mode must be 'DCR' or 'CRD', got %r" % (mode,))
+        self.b, self.mode = int(blocksize), mode
 
     def plan(self, n, c, h, w):
         b = self.b
         self.check(b > 0 and h % b == 0 and w % b == 0, "H and W must be divisible by blocksize")
-        return [n, c, h // b, b, w // b, b], [0, 3, 5, 1, 2, 4], [n, c * b * b, h // b, w // b]
+        perm = [0, 3, 5, 1, 2, 4] if self.mode == "DCR" else [0, 1, 3, 5, 2, 4]
+        return [n, c, h // b, b, w // b, b], perm, [n, c * b * b, h // b, w // b]
 
 
-def space_to_depth(x, blocksize):
-    """Moves blocks of space into channels (ONNX SpaceToDepth)."""
-    return SpaceToDepth(blocksize)(x)[0]
+def space_to_depth(x, blocksize, mode="DCR"):
+    """Moves blocks of space into channels (the inverse of depth_to_space in ``mode``)."""
+    return SpaceToDepth(blocksize, mode)(x)[0]

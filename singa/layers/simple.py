@@ -69,7 +69,7 @@ class Dropout(Layer):
         self.ratio = ratio
 
     def forward(self, x):
-        return autograd.dropout(x, self.ratio)
+        return autograd.dropout(x, ratio=self.ratio)
 
 
 class SoftMax(Layer):

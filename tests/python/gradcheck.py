@@ -143,3 +143,18 @@ def check_op(op, ref, arrays, grad=None, rtol=1e-4, atol=1e-5, grad_rtol=2e-3, g
         scale = max(1.0, float(np.max(np.abs(want[i]))) if want[i].size else 1.0)
         np.testing.assert_allclose(got[i], want[i], rtol=grad_rtol, atol=grad_atol * scale,
                                    err_msg="gradient of input %d" % i)
+
+
+def direct_backward(op, arrays, dys):
+    """SINGA's way of testing an operator: inputs are plain tensors (requires_grad, not
+    stores_grad), training is on, and the output's creator.backward(dy) is called directly.
+    Returns (what backward returned, the forward output as numpy)."""
+    was = autograd.training
+    autograd.training = True
+    try:
+        ts = [tensor.from_numpy(np.asarray(a)) for a in arrays]
+        y = op(autograd, *ts)
+        dy = tensor.from_numpy(np.asarray(dys, dtype=np.float32))
+        return y.creator.backward(dy.data), tensor.to_numpy(y)
+    finally:
+        autograd.training = was

@@ -310,10 +310,11 @@ LOSS = [
     case("cross_entropy_labels", lambda ag, y, t: ag.cross_entropy(y, t),
          lambda y, t: np.array([-np.mean(np.log(y[np.arange(4), t]))]), [PROBS, ints(0, 2, 1, 2)]),
     case("binary_cross_entropy", lambda ag, x, t: ag.binary_cross_entropy(x, t),
-         lambda x, t: np.array([-np.sum(t * np.log(x) + (1 - t) * np.log(1 - x)) / x.shape[0]]),
+         lambda x, t: np.array([-np.sum(t * np.log(x + 1e-4) + (1 - t) * np.log(1 + 1e-4 - x))
+                                / x.shape[0]]),
          [u(4, 3, lo=0.1, hi=0.9), u(4, 3, lo=0, hi=1)], grad=[0]),
     case("mse_loss", lambda ag, x, t: ag.mse_loss(x, t),
-         lambda x, t: np.array([np.sum((x - t) ** 2) / (2 * x.shape[0])]), [u(3, 4), u(3, 4)]),
+         lambda x, t: np.array([np.mean((x - t) ** 2)]), [u(3, 4), u(3, 4)], grad=[0]),
     case("ranking_loss", lambda ag, p, n: ag.ranking_loss(p, n, 0.2),
          lambda p, n: np.array([np.mean(np.maximum(0, 0.2 - p + n))]),
          [np.array([0.9, 0.1, 0.5, 0.3, 0.8], np.float32),
@@ -389,7 +390,7 @@ NN = [
          rtol=1e-4, atol=1e-4),
     case("batchnorm_2d_matrix", batchnorm, bn_np, [u(6, 3, lo=-2, hi=2), u(3, lo=0.5), u(3)],
          rtol=1e-4, atol=1e-4),
-    case("dropout_ratio_0", lambda ag, x: ag.dropout(x, 0.0), lambda x: x, [u(3, 4)]),
+    case("dropout_ratio_0", lambda ag, x: ag.dropout(x, ratio=0.0), lambda x: x, [u(3, 4)]),
 ]
 
 ALL = UNARY + ACTIVATIONS + ARITHMETIC + PREDICATES + LINALG + REDUCE + SHAPE + INDEX + LOSS + NN
