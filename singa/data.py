@@ -131,7 +131,10 @@ class ImageBatchIter(object):
         """Starts the worker process (once; call end() before starting again)."""
         if self.p is not None:
             raise RuntimeError("ImageBatchIter.start: already started; call end() first")
-        self._stop_event.clear()
+        # A fresh queue per run: a terminated worker may leave the old one's lock held, and the
+        # old one may still hold batches of the previous run.
+        self.queue = self._ctx.Queue(self.capacity)
+        self._stop_event = self._ctx.Event()
         self.stop = False
         self.p = self._ctx.Process(target=self._worker().run, name="ImageBatchIter",
                                    daemon=True)
@@ -143,13 +146,14 @@ class ImageBatchIter(object):
         if self.p is None:
             raise AssertionError("ImageBatchIter.next: call start before next")
         while True:
-            try:
+            alive = self.p.is_alive()  # checked before the get: a batch sent just before
+            try:                       # the worker exited is still read
                 kind, payload = self.queue.get(timeout=_POLL_S)
             except _queue.Empty:
-                if not self.p.is_alive():
-                    raise RuntimeError("ImageBatchIter.next: the worker process exited (code "
-                                       "%s) without sending a batch" % self.p.exitcode)
-                continue
+                if alive:
+                    continue
+                raise RuntimeError("ImageBatchIter.next: the worker process exited (code %s) "
+                                   "without sending a batch" % self.p.exitcode) from None
             if kind == "error":
                 raise RuntimeError("ImageBatchIter: the worker failed:\n%s" % payload)
             return payload
@@ -160,6 +164,7 @@ class ImageBatchIter(object):
             return
         self.stop = True
         self._finalizer()  # _stop_process, once
+        self.queue.close()
         self.p = None
         self._finalizer = None
 
@@ -195,12 +200,15 @@ class _Worker(object):
         self.queue, self.stop_event = queue, stop_event
 
     def run(self):
-        # Unsent batches must not block this process's exit when the parent stops reading.
-        self.queue.cancel_join_thread()
         try:
             self._fill()
         except Exception:  # noqa: BLE001  (reported to the parent, which raises it)
-            self._put(("error", traceback.format_exc()))
+            if self._put(("error", traceback.format_exc())):
+                self.queue.close()
+                self.queue.join_thread()  # the report must reach the pipe before we exit
+                return
+        # Stopped: unsent batches must not hold up this process's exit.
+        self.queue.cancel_join_thread()
 
     def _put(self, item):
         """Puts item into the queue, waiting for room; False once the stop event is set."""
