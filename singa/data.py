@@ -24,12 +24,13 @@ Note: the worker process
   unreadable image, too many augmented images for a batch) is sent to the parent, and next()
   raises it as a RuntimeError instead of waiting forever.
 """
+import multiprocessing
+import numbers
 import os
 import queue as _queue
 import random
-import time
 import traceback
-import multiprocessing
+import warnings
 import weakref
 
 import numpy as np
@@ -99,21 +100,21 @@ class ImageBatchIter(object):
 
     def __init__(self, img_list_file, batch_size, image_transform, shuffle=True,
                  delimeter=" ", image_folder=None, capacity=10, seed=None):
-        if not isinstance(batch_size, int) or batch_size <= 0:
+        if not isinstance(batch_size, numbers.Integral) or batch_size <= 0:
             raise ValueError("ImageBatchIter: batch_size must be a positive int, got %r"
                              % (batch_size,))
-        if not isinstance(capacity, int) or capacity <= 0:
+        if not isinstance(capacity, numbers.Integral) or capacity <= 0:
             raise ValueError("ImageBatchIter: capacity must be a positive int, got %r"
                              % (capacity,))
         if not callable(image_transform):
             raise TypeError("ImageBatchIter: image_transform must be callable")
         self.img_list_file = img_list_file
-        self.batch_size = batch_size
+        self.batch_size = int(batch_size)
         self.image_transform = image_transform
         self.shuffle = shuffle
         self.delimeter = delimeter
         self.image_folder = image_folder
-        self.capacity = capacity
+        self.capacity = int(capacity)
         self.seed = seed
         # SINGA counts every line, blank ones too (and its worker then fails on them)
         self.num_samples = len(_read_list(img_list_file, delimeter))
@@ -121,8 +122,9 @@ class ImageBatchIter(object):
             raise ValueError("ImageBatchIter: %s lists no images" % img_list_file)
         ctx = _context()
         self._ctx = ctx
-        self.queue = ctx.Queue(capacity)
+        self.queue = ctx.Queue(self.capacity)
         self._stop_event = ctx.Event()
+        self._fresh = True  # queue and event not used by a worker yet
         self.stop = False
         self.p = None
         self._finalizer = None
@@ -133,12 +135,19 @@ class ImageBatchIter(object):
             raise RuntimeError("ImageBatchIter.start: already started; call end() first")
         # A fresh queue per run: a terminated worker may leave the old one's lock held, and the
         # old one may still hold batches of the previous run.
-        self.queue = self._ctx.Queue(self.capacity)
-        self._stop_event = self._ctx.Event()
+        if not self._fresh:
+            self.queue = self._ctx.Queue(self.capacity)
+            self._stop_event = self._ctx.Event()
+        self._fresh = False
         self.stop = False
         self.p = self._ctx.Process(target=self._worker().run, name="ImageBatchIter",
                                    daemon=True)
-        self.p.start()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns about fork() in a process with threads (ours has the OpenMP
+            # pool). The worker runs only Python, numpy and Pillow code, never OpenMP, and
+            # starts no threads before its queue's feeder, so forking is safe here.
+            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            self.p.start()
         self._finalizer = weakref.finalize(self, _stop_process, self.p, self._stop_event)
 
     def next(self):
@@ -155,6 +164,7 @@ class ImageBatchIter(object):
                 raise RuntimeError("ImageBatchIter.next: the worker process exited (code %s) "
                                    "without sending a batch" % self.p.exitcode) from None
             if kind == "error":
+                self.p.join(_GRACE_S)  # it exits right after its report: reap it now
                 raise RuntimeError("ImageBatchIter: the worker failed:\n%s" % payload)
             return payload
 

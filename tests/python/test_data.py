@@ -121,6 +121,9 @@ def test_worker_errors_reach_next(folder):
     it.start()
     with pytest.raises(RuntimeError, match=r"too many images \(4\) in a batch \(3\)"):
         it.next()
+    assert _reaped(it.p.pid)                            # reaped without waiting for end()
+    with pytest.raises(RuntimeError, match="exited"):
+        it.next()
     it.end()
 
     it = data.ImageBatchIter(str(folder / "train.txt"), 2, _open, image_folder=str(folder / "x"))
