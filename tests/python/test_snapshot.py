@@ -192,3 +192,20 @@ def test_unfinished_or_inconsistent_archives_are_rejected(prefix):
     _rewrite(path, foreign)
     with pytest.raises(snapshot.SnapshotError, match="marker"):
         snapshot.Snapshot(prefix, False)
+
+
+def test_layer_parameters_survive_a_snapshot(prefix, rng):
+    """SINGA's documented use: write every parameter, later read them back into the layer."""
+    from singa import layer
+    x = tensor.from_numpy(rng.standard_normal((4, 6)).astype(np.float32))
+    lin = layer.Linear(3)
+    want = tensor.to_numpy(lin(x))
+    sn = snapshot.Snapshot(prefix, True)
+    for k, v in lin.get_params().items():
+        sn.write(k, v)
+    del sn
+    lin.set_params({k: tensor.from_numpy(np.zeros(v.shape, np.float32))
+                    for k, v in lin.get_params().items()})
+    assert not tensor.to_numpy(lin(x)).any()
+    lin.set_params(snapshot.Snapshot(prefix, False).read())
+    np.testing.assert_array_equal(tensor.to_numpy(lin(x)), want)
