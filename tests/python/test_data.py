@@ -157,7 +157,7 @@ def test_end_is_prompt_and_leaves_no_process(folder):
     t0 = time.monotonic()
     it.end()
     assert time.monotonic() - t0 < 4.0                 # 1 s grace + terminate, with slack
-    assert p.exitcode is not None and _reaped(pid)
+    assert _reaped(pid) and p.exitcode is not None   # _reaped first: exitcode reaps
     it.end()                                            # twice is fine
     it.start()                                          # and it starts again
     x, y = it.next()
@@ -172,7 +172,7 @@ def test_dropped_iterator_stops_its_worker(folder):
     p = it.p
     del it
     gc.collect()
-    assert p.exitcode is not None and _reaped(p.pid)
+    assert _reaped(p.pid) and p.exitcode is not None
 
 
 def test_context_manager(folder):
@@ -181,7 +181,7 @@ def test_context_manager(folder):
         _, y = it.next()
         p = it.p
     assert y.tolist() == [100, 101, 102]
-    assert p.exitcode is not None and _reaped(p.pid)
+    assert _reaped(p.pid) and p.exitcode is not None
     assert os.path.exists(str(folder / "img_0.png"))
 
 
