@@ -12,7 +12,8 @@ operation's variants each image yields: 1 (a random one) for training, all for t
 choices use Python's ``random`` module, in the same order as SINGA, so ``random.seed`` makes a
 pipeline repeatable.
 
-Pillow is imported here only: ``import singa`` works without it.
+Pillow is needed by this module only, and only once an image is handled: ``import singa`` and
+``import singa.image_tool`` work without it.
 
 Where SINGA has a plain bug we keep the intended behaviour (each place says so): crop3 resizes
 the cropped square (SINGA resized the whole image), crop5 samples positions per image (SINGA
@@ -21,17 +22,30 @@ array), and num_augmentation returns the count (SINGA's is a stub returning None
 """
 import math
 import random
+import types
 
 import numpy as np
 
-try:
-    from PIL import Image, ImageEnhance
-except ImportError as e:  # pragma: no cover - Pillow is installed with the test dependencies
-    raise ImportError("singa.image_tool needs Pillow (pip install Pillow)") from e
+_PIL = None
 
-_BILINEAR = getattr(Image, "Resampling", Image).BILINEAR
-_FLIP_LR = getattr(Image, "Transpose", Image).FLIP_LEFT_RIGHT
-_FLIP_TB = getattr(Image, "Transpose", Image).FLIP_TOP_BOTTOM
+
+def _pil():
+    """Pillow's modules and constants, imported on first use: only this module needs Pillow,
+    and importing it (e.g. to inspect the API) works without."""
+    global _PIL
+    if _PIL is None:
+        try:
+            from PIL import Image, ImageEnhance
+        except ImportError as e:
+            raise ImportError("singa.image_tool needs Pillow (pip install Pillow)") from e
+        resampling = getattr(Image, "Resampling", Image)   # Pillow >= 9.1 has the enums
+        transpose = getattr(Image, "Transpose", Image)
+        _PIL = types.SimpleNamespace(Image=Image, ImageEnhance=ImageEnhance,
+                                     BILINEAR=resampling.BILINEAR,
+                                     FLIP_LR=transpose.FLIP_LEFT_RIGHT,
+                                     FLIP_TB=transpose.FLIP_TOP_BOTTOM)
+    return _PIL
+
 
 _CROP5_POSITIONS = ("left_top", "left_bottom", "right_top", "right_bottom", "center")
 _CROP3_HORIZONTAL = ("left", "center", "right")
@@ -40,7 +54,7 @@ _CROP3_VERTICAL = ("top", "middle", "bottom")
 
 def load_img(path, grayscale=False):
     """The image at ``path``, as 'L' when grayscale else as 'RGB' (3 channels always)."""
-    img = Image.open(path)
+    img = _pil().Image.open(path)
     return img.convert("L" if grayscale else "RGB")
 
 
@@ -73,7 +87,7 @@ def crop_and_resize(img, patch, position):
     if position not in boxes:
         raise ValueError("crop_and_resize: position must be one of %s, got %r"
                          % (", ".join(_CROP3_HORIZONTAL + _CROP3_VERTICAL), position))
-    return img.crop(boxes[position]).resize(tuple(patch), _BILINEAR)
+    return img.crop(boxes[position]).resize(tuple(patch), _pil().BILINEAR)
 
 
 def resize(img, small_size):
@@ -83,7 +97,7 @@ def resize(img, small_size):
         new_size = (small_size, int(small_size * h / w))
     else:
         new_size = (int(small_size * w / h), small_size)
-    return img.resize(new_size, _BILINEAR)
+    return img.resize(new_size, _pil().BILINEAR)
 
 
 def color_cast(img, offset):
@@ -95,7 +109,7 @@ def color_cast(img, offset):
             cast[i] = random.randint(-offset, offset)
     x = np.asarray(img.convert("RGB"), dtype=np.int16)
     y = np.clip(x + np.asarray(cast, dtype=np.int16), 0, 255).astype(np.uint8)
-    return Image.fromarray(y, "RGB")
+    return _pil().Image.fromarray(y, "RGB")
 
 
 def enhance(img, scale):
@@ -105,8 +119,8 @@ def enhance(img, scale):
     for i in range(4):
         if random.randint(0, 1):
             factors[i] = random.uniform(1 - scale, 1 + scale)
-    for enhancer, f in zip((ImageEnhance.Color, ImageEnhance.Contrast, ImageEnhance.Brightness,
-                            ImageEnhance.Sharpness), factors):
+    e = _pil().ImageEnhance
+    for enhancer, f in zip((e.Color, e.Contrast, e.Brightness, e.Sharpness), factors):
         if f != 1.0:
             img = enhancer(img).enhance(f)
     return img
@@ -114,12 +128,12 @@ def enhance(img, scale):
 
 def flip(img):
     """img mirrored left to right."""
-    return img.transpose(_FLIP_LR)
+    return img.transpose(_pil().FLIP_LR)
 
 
 def flip_down(img):
     """img mirrored top to bottom."""
-    return img.transpose(_FLIP_TB)
+    return img.transpose(_pil().FLIP_TB)
 
 
 def get_list_sample(l, sample_size):
@@ -268,11 +282,11 @@ class ImageTool(object):
                 if w > cw and h > ch:
                     left = random.randint(0, w - cw)
                     top = random.randint(0, h - ch)
-                    out = img.crop((left, top, left + cw, top + ch)).resize(tuple(patch),
-                                                                             _BILINEAR)
+                    out = img.crop((left, top, left + cw, top + ch)).resize(
+                        tuple(patch), _pil().BILINEAR)
                     break
             if out is None:
-                out = img.resize(tuple(patch), _BILINEAR)
+                out = img.resize(tuple(patch), _pil().BILINEAR)
             new_imgs.append(out)
         return self._done(new_imgs, inplace, 1)
 
