@@ -276,13 +276,14 @@ class _RNN(base.Operator):
             self._inner = (y, ins)  # the sub-graph that backward runs through
         return y.data
 
-    def backward(self, dy):
+    def backward(self, grad):
         if getattr(self, "_inner", None) is None:
             raise RuntimeError("_RNN.backward: forward did not record (set autograd.training "
                                "= True and give an input requires_grad) or backward already "
                                "released it")
         y, ins = self._inner
         found = {}
-        for t, g in base.backward(y, Tensor(data=dy, requires_grad=False), retain_graph=True):
+        seed = Tensor(data=grad, requires_grad=False)
+        for t, g in base.backward(y, seed, retain_graph=True):
             found[id(t)] = g.data
         return tuple(found[id(t)] if id(t) in found else base.zeros_like(t.data) for t in ins)

@@ -358,6 +358,10 @@ def test_fused_rnn_packing_and_gradients(mode, rng):
     handle = autograd.RNNHandle(tensor.from_numpy(arrays[0]), H, mode=mode, num_layers=2,
                                 bidirectional=1)
     assert handle.weights_size == arrays[3].size
+    layout = cudnn_layout(mode, I, H, 2, 2)[0]
+    assert [{k: v[0] for k, v in pieces.items()} for pieces in handle.offsets] == \
+        [{"w_ih": q["W"][0], "w_hh": q["R"][0], "b_ih": q["bW"][0], "b_hh": q["bR"][0]}
+         for q in layout]
     seq = tensor.from_numpy(lengths)
 
     def op(ag, x, hx, cx, w):
