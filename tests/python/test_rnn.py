@@ -495,6 +495,59 @@ class _CharLSTM(model.Model):
         return out, loss
 
 
+class _FusedNet(model.Model):
+    """CudnnRNN (a 2-layer bidirectional GRU over padded sequences) and a linear head."""
+
+    def __init__(self, hidden):
+        super(_FusedNet, self).__init__()
+        self.rnn = layer.CudnnRNN(hidden, rnn_mode="gru", num_layers=2, bidirectional=True,
+                                  use_mask=True, return_sequences=False)
+        self.dense = layer.Linear(2)
+        self.loss = layer.MeanSquareError()
+
+    def forward(self, x, lengths):
+        return self.dense(self.rnn(x, seq_lengths=lengths))
+
+    def train_one_batch(self, x, lengths, y):
+        out = self.forward(x, lengths)
+        loss = self.loss(out, y)
+        self.optimizer(loss)
+        return out, loss
+
+
+def test_cudnn_rnn_model_with_seq_lengths_graph_matches_eager():
+    rng = np.random.default_rng(6)
+    B, T, V, H = 3, 4, 2, 3
+    lengths = np.array([4, 1, 3], np.int32)
+    batches = [(rng.normal(0, 1, (B, T, V)).astype(F32), rng.normal(0, 1, (B, 2)).astype(F32))
+               for _ in range(4)]
+    results, init = [], None
+    for use_graph in (False, True):
+        dev = device.create_cpu_device(150 + use_graph)
+        net = _FusedNet(H)
+        net.set_optimizer(opt.SGD(lr=0.05, momentum=0.9))
+        tx, ty = tensor.Tensor((B, T, V), dev), tensor.Tensor((B, 2), dev)
+        tl = tensor.from_numpy(lengths, dev)
+        net.compile([tx, tl], is_train=True, use_graph=use_graph, sequential=False)
+        if init is None:
+            init = {k: N(v).copy() for k, v in net.get_params().items()}
+        else:
+            net.set_params({k: tensor.from_numpy(v, dev) for k, v in init.items()})
+        losses = []
+        for x, y in batches:
+            tx.copy_from_numpy(x)
+            ty.copy_from_numpy(y)
+            _, loss = net(tx, tl, ty)
+            losses.append(float(N(loss).reshape(-1)[0]))
+        results.append((losses, {k: N(v) for k, v in net.get_params().items()}))
+        dev.ResetGraph()
+    (e_losses, e_params), (g_losses, g_params) = results
+    assert len(set(np.round(e_losses, 6))) > 1
+    np.testing.assert_allclose(g_losses, e_losses, rtol=1e-5, atol=1e-6)
+    for k in e_params:
+        np.testing.assert_allclose(g_params[k], e_params[k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
 @pytest.mark.parametrize("kw", [{}, {"num_layers": 2, "bidirectional": True}], ids=["1", "2bi"])
 def test_lstm_model_graph_matches_eager(kw):
     rng = np.random.default_rng(5)
