@@ -235,6 +235,11 @@ def _last_output(ys, masks):
     return out
 
 
+class RNNUsageError(ValueError, AssertionError):
+    """A misuse of _RNN that SINGA reported with an assertion (so ``except AssertionError`` in
+    SINGA code still catches it)."""
+
+
 class _RNN(base.Operator):
     """Apache SINGA's fused RNN operator (cuDNN there), built here from autograd operators so it
     runs on every device: ``_RNN(handle, return_sequences)(x, hx, cx, w)[0]`` is y, of shape
@@ -244,7 +249,8 @@ class _RNN(base.Operator):
     def __init__(self, handle, return_sequences=False, use_mask=False, seq_lengths=None):
         super(_RNN, self).__init__()
         if use_mask and seq_lengths is None:
-            raise ValueError("_RNN: use_mask=True needs seq_lengths (a Tensor of shape (batch,))")
+            raise RNNUsageError("_RNN: use_mask=True needs seq_lengths (a Tensor of shape "
+                                "(batch,))")
         self.handle = handle
         self.return_sequences = return_sequences
         self.use_mask = use_mask
@@ -278,9 +284,9 @@ class _RNN(base.Operator):
 
     def backward(self, grad):
         if getattr(self, "_inner", None) is None:
-            raise RuntimeError("_RNN.backward: forward did not record (set autograd.training "
-                               "= True and give an input requires_grad) or backward already "
-                               "released it")
+            raise RNNUsageError("_RNN.backward: forward did not record (set "
+                                "autograd.training = True and give an input requires_grad) "
+                                "or backward already released it")
         y, ins = self._inner
         found = {}
         seed = Tensor(data=grad, requires_grad=False)

@@ -390,6 +390,13 @@ def test_rnn_operator_called_directly_returns_every_gradient(rng):
     assert len(grads) == 4
     want = numeric_grads(lambda *a: np_fused(2, H, 1, 2, *a)[0][-1],
                          [a.astype(np.float64) for a in arrays], [0, 1, 2, 3], [dy])
+    with pytest.raises(AssertionError, match="use_mask"):  # SINGA asserted; still catchable
+        autograd._RNN(handle, use_mask=True)
+    autograd.training = False
+    y_eval = autograd._RNN(handle)(*ts)[0]
+    np.testing.assert_allclose(N(y_eval), ys[-1], rtol=1e-4, atol=1e-5)
+    with pytest.raises(AssertionError, match="did not record"):  # forward ran without training
+        autograd._RNN(handle).backward(tensor.from_numpy(dy.astype(F32)).data)
     for i, g in enumerate(grads):
         np.testing.assert_allclose(tensor.to_numpy(tensor.from_raw_tensor(g))
                                    if not isinstance(g, tensor.Tensor) else N(g), want[i],
