@@ -149,8 +149,8 @@ class RNN_Base(Layer):
 
     def _run(self, xs, h0, c0=None):
         steps, layout, batch = self._steps(xs)
-        params = list(self.get_params().values())
-        self.device_check(steps[0], *params)
+        states = [s for s in (h0, c0) if isinstance(s, Tensor)]
+        self.device_check(*(steps + states + list(self.get_params().values())))
         h0s, rank = self._states(h0, batch, steps[0], "h0")
         c0s = self._states(c0, batch, steps[0], "c0")[0] if self.mode == 2 else None
         weights = [self._cell_weights(s) for s in self._suffixes()]
