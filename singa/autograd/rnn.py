@@ -49,10 +49,12 @@ def _project(x, w, b):
     return add(y, b) if b is not None else y
 
 
-def cell_step(mode, x, h, c, weights):
+def cell_step(mode, x, h, c, weights, gx=None):
     """One step of a cell of ``mode`` (0 relu, 1 tanh, 2 lstm, 3 gru): returns (h', c'), with c'
-    None except for an LSTM. x (batch, input), h and c (batch, hidden)."""
-    gx = _project(x, weights.w_ih, weights.b_ih)
+    None except for an LSTM. x (batch, input), h and c (batch, hidden); ``gx``, when given, is
+    x's projection x w_ih + b_ih, computed beforehand for the whole sequence."""
+    if gx is None:
+        gx = _project(x, weights.w_ih, weights.b_ih)
     gh = _project(h, weights.w_hh, weights.b_hh)
     hidden = h.shape[1]
     if mode in (0, 1):
@@ -96,12 +98,17 @@ def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropou
         if layer > 0 and dropout and base.training:
             inputs = [_dropout(x, ratio=dropout) for x in inputs]
         outs = []
+        # the input projections of all steps at once: one (steps * batch, input) product
+        batch = inputs[0].shape[0]
+        joined = cat(inputs, 0) if steps > 1 else inputs[0]
         for d in range(num_directions):
             p = layer * num_directions + d
+            gxs = _project(joined, weights[p].w_ih, weights[p].b_ih)
+            gxs = split(gxs, 0, [batch] * steps) if steps > 1 else (gxs,)
             h, c = h0s[p], (c0s[p] if mode == 2 else None)
             ys = [None] * steps
             for t in (range(steps) if d == 0 else reversed(range(steps))):
-                hn, cn = cell_step(mode, inputs[t], h, c, weights[p])
+                hn, cn = cell_step(mode, inputs[t], h, c, weights[p], gxs[t])
                 if masks is None:
                     ys[t], h, c = hn, hn, cn
                 else:  # past a sequence's end: output 0, state carried unchanged
