@@ -24,12 +24,18 @@ Note: what SINGA 3.3 does and what we do
   * bias=False leaves the biases out (SINGA ignores it); dropout acts between layers, in training.
 """
 from .. import autograd
+from .. import singa_wrap as singa
 from ..autograd import rnn as _rnn
 from ..tensor import Tensor
 from .base import Layer
 from ._util import check_dim, check_ndim, check_tensor, shape_error
 
 __all__ = ["RNN_Base", "RNN", "LSTM", "GRU", "CudnnRNN"]
+
+
+class StepShapeError(singa.ShapeError, AssertionError):
+    """Steps of different batch sizes; SINGA asserted there, so ``except AssertionError`` in SINGA
+    code still catches it."""
 
 
 def _param(shape, x, fill):
@@ -124,8 +130,8 @@ class RNN_Base(Layer):
             check_dim(self, x, 1, self.input_size, "features")
             batch = x.shape[0] if batch is None else batch
             if x.shape[0] != batch:
-                raise shape_error(self, "every step needs a batch of %d, got shape %s", batch,
-                                  tuple(x.shape))
+                raise StepShapeError("%s: every step needs a batch of %d, got shape %s"
+                                     % (self._display_name(), batch, tuple(x.shape)))
         return steps, layout, batch
 
     def _states(self, state, batch, like, what):

@@ -296,6 +296,10 @@ def test_initial_states_broadcast_and_validate(rng):
         net(xs, (tensor.from_numpy(np.zeros((3, 3), F32)), zeros))
     with pytest.raises(ValueError, match="expected input with 2 features, got 5"):
         net([tensor.from_numpy(np.zeros((3, 5), F32))], (zeros, zeros))
+    with pytest.raises(AssertionError, match="every step needs a batch of 3"):  # as SINGA
+        net(xs + [tensor.from_numpy(np.zeros((2, 2), F32))], (zeros, zeros))
+    with pytest.raises(ValueError, match="every step"):
+        net(xs + [tensor.from_numpy(np.zeros((2, 2), F32))], (zeros, zeros))
     deep = layer.LSTM(2, 4, num_layers=2)
     with pytest.raises(ValueError, match=r"\(2, 3, 4\)"):
         deep(xs, (zeros, zeros))  # two layers need (2, batch, hidden)
