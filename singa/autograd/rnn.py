@@ -6,7 +6,7 @@ here runs on any device.
     x = tensor.Tensor((5, 2, 3)); x.gaussian(0, 1)            # (seq, batch, feature)
     h = autograd.RNNHandle(x, 4, mode=2, num_layers=2, bidirectional=1)   # a 2-layer BiLSTM
     w = tensor.Tensor((h.weights_size,)); w.gaussian(0, 0.1)  # cuDNN's flat weight vector
-    hx = tensor.Tensor((4, 2, 4)); hx.set_value(0)             # (layers * directions, batch, hidden)
+    hx = tensor.Tensor((4, 2, 4)); hx.set_value(0)   # (layers * directions, batch, hidden)
     y = autograd._RNN(h, return_sequences=True)(x, hx, hx, w)[0]   # (5, 2, 8)
 
 Note: cuDNN's conventions, which RNNHandle, _RNN and layer.CudnnRNN follow

@@ -4,7 +4,7 @@ autograd operators (singa/autograd/rnn.py), so they run on every device.
 
     lstm = layer.LSTM(10, 20, num_layers=2, bidirectional=True, dropout=0.2)
     xs = [tensor.Tensor((4, 10)) for _ in range(7)]            # one (batch, input) per step
-    h0 = tensor.Tensor((4, 4, 20)); h0.set_value(0)             # (layers * directions, batch, hidden)
+    h0 = tensor.Tensor((4, 4, 20)); h0.set_value(0)  # (layers * directions, batch, hidden)
     out, h, c = lstm(xs, (h0, h0))                             # out: 7 x (4, 40)
 
     rnn = layer.CudnnRNN(20, rnn_mode="gru", batch_first=True)

@@ -343,7 +343,7 @@ def test_singa_step_forward_methods(rng):
     np.testing.assert_allclose(N(cn), rc, rtol=1e-4, atol=1e-5)
 
 
-# ---- cuDNN's fused RNN: RNNHandle, _RNN, CudnnRNN -------------------------------------------------
+# ---- cuDNN's fused RNN: RNNHandle, _RNN, CudnnRNN ---------------------------------------------
 def fused_arrays(rng, mode, T, B, I, H, layers, dirs):
     size = cudnn_layout(mode, I, H, layers, dirs)[1]
     return [rng.normal(0, 1, (T, B, I)).astype(F32),
