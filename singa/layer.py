@@ -12,7 +12,7 @@ singa/layers/base.py for the rules; the classes live in singa/layers/ by theme:
   dense   Linear, Gemm, Embedding
   conv    Conv2d, SeparableConv2d, BatchNorm2d, Pooling2d, MaxPool2d, AvgPool2d, MaxPool1d,
           AvgPool1d
-  rnn     RNN, LSTM (CudnnRNN needs CUDA)
+  rnn     RNN, LSTM, GRU, CudnnRNN (all devices)
   simple  ReLU, Sigmoid, Tanh, Add, Flatten, Cat, Reshape, Dropout, SoftMax, ScatterElements,
           SoftMaxCrossEntropy, CrossEntropy, MeanSquareError, BinaryCrossEntropy
 """

@@ -77,3 +77,4 @@ class _AutogradModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _AutogradModule
+from .rnn import _RNN, RNNHandle  # noqa: F401,E402  (cuDNN's fused RNN, on every device)

@@ -13,3 +13,5 @@ __all__ = ["Layer", "LayerMeta", "Linear", "Gemm", "Embedding", "Conv2d", "Separ
            "RNN_Base", "RNN", "LSTM", "CudnnRNN", "ReLU", "Sigmoid", "Tanh", "Add", "Flatten",
            "Cat", "Reshape", "Dropout", "SoftMax", "ScatterElements", "SoftMaxCrossEntropy",
            "CrossEntropy", "MeanSquareError", "BinaryCrossEntropy"]
+from .rnn import GRU  # noqa: F401,E402  (recurrent layers beyond SINGA 3.3)
+__all__ += ["GRU"]

@@ -1,0 +1,302 @@
+"""Recurrent networks composed of autograd operators: the cells and the sequence driver shared by
+layer.RNN / LSTM / GRU / CudnnRNN, and Apache SINGA's ``_RNN`` operator (cuDNN's fused RNN), which
+here runs on any device.
+
+    from singa import autograd, tensor
+    x = tensor.Tensor((5, 2, 3)); x.gaussian(0, 1)            # (seq, batch, feature)
+    h = autograd.RNNHandle(x, 4, mode=2, num_layers=2, bidirectional=1)   # a 2-layer BiLSTM
+    w = tensor.Tensor((h.weights_size,)); w.gaussian(0, 0.1)  # cuDNN's flat weight vector
+    hx = tensor.Tensor((4, 2, 4)); hx.set_value(0)   # (layers * directions, batch, hidden)
+    y = autograd._RNN(h, return_sequences=True)(x, hx, hx, w)[0]   # (5, 2, 8)
+
+Note: cuDNN's conventions, which RNNHandle, _RNN and layer.CudnnRNN follow
+  * Modes: 0 relu, 1 tanh, 2 lstm, 3 gru. A pseudo-layer is one direction of one layer, ordered
+    layer 0 forward, layer 0 backward, layer 1 forward... Layer l > 0 reads the concatenated
+    outputs (forward, backward) of layer l - 1.
+  * Gate order: LSTM i, f, g, o; GRU r, z, n. Linear-layer ids 0..G-1 act on the input, G..2G-1
+    on the recurrent state.
+  * The flat weight vector packs pseudo-layers in order; within one: the G input matrices, each
+    (hidden, input) row-major (so the G of them form one (G * hidden, input) matrix, as in
+    PyTorch's weight_ih), the G recurrent matrices (hidden, hidden), then G input biases and G
+    recurrent biases (hidden,). ``RNNHandle.offsets`` lists where each piece lies.
+  * LSTM: c' = f * c + i * g, h' = o * tanh(c'). GRU: n = tanh(W_n x + b_Wn + r * (R_n h + b_Rn)),
+    h' = (1 - z) * n + z * h (the recurrent bias of n sits inside r's product).
+  * seq_lengths: sequence b has seq_lengths[b] valid steps; outputs after them are zero, the
+    forward direction's final state is the one at its last valid step, and the backward direction
+    starts there. The masks are computed with core ops, so this also holds inside a graph.
+"""
+from collections import namedtuple
+
+from .. import singa_wrap as singa
+from ..tensor import Tensor
+from . import base
+from .linalg import matmul
+from .math import add, mul, relu, sigmoid, sub, tanh
+from .nn import dropout as _dropout
+from .shape import cat, reshape, split, transpose
+
+MODES = {"relu": 0, "tanh": 1, "vanilla": 1, "lstm": 2, "gru": 3}
+NUM_GATES = {0: 1, 1: 1, 2: 4, 3: 3}
+
+# The weights of one pseudo-layer in matmul form: w_ih (input, G * hidden), w_hh (hidden,
+# G * hidden), biases (G * hidden,) or None; gates in cuDNN's order.
+CellWeights = namedtuple("CellWeights", "w_ih w_hh b_ih b_hh")
+
+
+# ---- one step ------------------------------------------------------------------------------
+def _project(x, w, b):
+    y = matmul(x, w)
+    return add(y, b) if b is not None else y
+
+
+def cell_step(mode, x, h, c, weights, gx=None):
+    """One step of a cell of ``mode`` (0 relu, 1 tanh, 2 lstm, 3 gru): returns (h', c'), with c'
+    None except for an LSTM. x (batch, input), h and c (batch, hidden); ``gx``, when given, is
+    x's projection x w_ih + b_ih, computed beforehand for the whole sequence."""
+    if gx is None:
+        gx = _project(x, weights.w_ih, weights.b_ih)
+    gh = _project(h, weights.w_hh, weights.b_hh)
+    hidden = h.shape[1]
+    if mode in (0, 1):
+        y = add(gx, gh)
+        return (relu(y) if mode == 0 else tanh(y)), None
+    if mode == 2:
+        i, f, g, o = split(add(gx, gh), 1, [hidden] * 4)
+        c = add(mul(sigmoid(f), c), mul(sigmoid(i), tanh(g)))
+        return mul(sigmoid(o), tanh(c)), c
+    if mode == 3:
+        xr, xz, xn = split(gx, 1, [hidden] * 3)
+        hr, hz, hn = split(gh, 1, [hidden] * 3)
+        r = sigmoid(add(xr, hr))
+        z = sigmoid(add(xz, hz))
+        n = tanh(add(xn, mul(r, hn)))
+        return add(n, mul(z, sub(h, n))), None  # (1 - z) * n + z * h
+    raise ValueError("rnn: mode must be 0 (relu), 1 (tanh), 2 (lstm) or 3 (gru), got %r" % mode)
+
+
+# ---- a whole sequence ----------------------------------------------------------------------
+def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropout=0.0,
+                 masks=None):
+    """Runs a stacked, optionally bidirectional RNN over a sequence.
+
+    Args:
+        xs: a list of (batch, input) Tensors, one per step.
+        h0s, c0s: lists of (batch, hidden) Tensors, one per pseudo-layer (c0s None unless
+            mode is 2, LSTM).
+        weights: a list of CellWeights, one per pseudo-layer.
+        dropout: drop probability on the inputs of layers 1.. (active only while training).
+        masks: None, or a list of (batch, 1) 0/1 Tensors, one per step (1 while the step is
+            within that sequence's length).
+    Returns:
+        (ys, hs, cs): ys a list of (batch, directions * hidden) Tensors per step; hs and cs the
+        final states per pseudo-layer (cs None unless LSTM).
+    """
+    steps = len(xs)
+    hs, cs = [], [] if mode == 2 else None
+    inputs = list(xs)
+    for layer in range(num_layers):
+        if layer > 0 and dropout and base.training:
+            inputs = [_dropout(x, ratio=dropout) for x in inputs]
+        outs = []
+        # the input projections of all steps at once: one (steps * batch, input) product
+        batch = inputs[0].shape[0]
+        joined = cat(inputs, 0) if steps > 1 else inputs[0]
+        for d in range(num_directions):
+            p = layer * num_directions + d
+            gxs = _project(joined, weights[p].w_ih, weights[p].b_ih)
+            gxs = split(gxs, 0, [batch] * steps) if steps > 1 else (gxs,)
+            h, c = h0s[p], (c0s[p] if mode == 2 else None)
+            ys = [None] * steps
+            for t in (range(steps) if d == 0 else reversed(range(steps))):
+                hn, cn = cell_step(mode, inputs[t], h, c, weights[p], gxs[t])
+                if masks is None:
+                    ys[t], h, c = hn, hn, cn
+                else:  # past a sequence's end: output 0, state carried unchanged
+                    m = masks[t]
+                    ys[t] = mul(hn, m)
+                    h = add(h, mul(sub(hn, h), m))
+                    c = add(c, mul(sub(cn, c), m)) if cn is not None else None
+            hs.append(h)
+            if cs is not None:
+                cs.append(c)
+            outs.append(ys)
+        inputs = outs[0] if num_directions == 1 else [cat(list(y), 1) for y in zip(*outs)]
+    return inputs, hs, cs
+
+
+def unstack(x, axis=0):
+    """The slices of Tensor x along ``axis``, each without that axis."""
+    n = x.shape[axis]
+    rest = [d for i, d in enumerate(x.shape) if i != axis]
+    parts = split(x, axis, [1] * n) if n > 1 else (x,)
+    return [reshape(p, rest) for p in parts]
+
+
+def stack(xs, axis=0):
+    """Tensors of one shape joined along a new ``axis``."""
+    shape = list(xs[0].shape)
+    shape.insert(axis, 1)
+    return cat([reshape(x, shape) for x in xs], axis)
+
+
+def step_masks(seq_lengths, steps, batch):
+    """(batch, 1) 0/1 constants m_t = (t < seq_lengths), from core ops (no value is read)."""
+    lens = seq_lengths.data if isinstance(seq_lengths, Tensor) else seq_lengths
+    if tuple(lens.shape()) != (batch,):
+        raise singa.ShapeError("rnn: seq_lengths must have shape (%d,) (one length per sequence "
+                               "of the batch), got %s" % (batch, tuple(lens.shape())))
+    if lens.data_type() != singa.kFloat32:
+        lens = lens.AsType(singa.kFloat32)
+    lens = singa.Reshape(lens, [batch, 1])
+    return [Tensor(data=singa.GT(lens, float(t)), requires_grad=False) for t in range(steps)]
+
+
+# ---- cuDNN's fused RNN -----------------------------------------------------------------------
+class RNNHandle(object):
+    """The configuration of a fused RNN and the layout of its flat weight vector (the role of
+    SINGA's CudnnRNNHandle; same constructor arguments). x is the first input,
+    (seq, batch, feature)."""
+
+    def __init__(self, x, hidden_size, mode=0, num_layers=1, bias=1, dropout=0.0,
+                 bidirectional=0):
+        shape = tuple(x.shape() if isinstance(x, singa.Tensor) else x.shape)
+        if len(shape) != 3:
+            raise singa.ShapeError("RNNHandle: x must be 3-d (seq, batch, feature), got shape %s"
+                                   % (shape,))
+        if mode not in NUM_GATES:
+            raise ValueError("RNNHandle: mode must be 0 (relu), 1 (tanh), 2 (lstm) or 3 (gru), "
+                             "got %r" % (mode,))
+        if int(hidden_size) <= 0 or int(num_layers) <= 0:
+            raise ValueError("RNNHandle: hidden_size and num_layers must be positive, got %r, %r"
+                             % (hidden_size, num_layers))
+        if not 0 <= float(dropout) < 1:
+            raise ValueError("RNNHandle: dropout must be in [0, 1), got %r" % (dropout,))
+        self.seq_length, self.batch_size, self.feature_size = shape
+        self.hidden_size = int(hidden_size)
+        self.mode = int(mode)
+        self.num_layers = int(num_layers)
+        self.bias = int(bool(bias))
+        self.dropout = float(dropout)
+        self.bidirectional = int(bool(bidirectional))
+        self.batch_first = 0
+        self.num_directions = 2 if self.bidirectional else 1
+        self.offsets = self._layout()
+        last = self.offsets[-1]["b_hh"]
+        self.weights_size = last[0] + last[1]
+
+    def _layout(self):
+        """Per pseudo-layer: {piece: (offset, size, shape)} for w_ih, w_hh, b_ih, b_hh."""
+        gh = NUM_GATES[self.mode] * self.hidden_size
+        out, offset = [], 0
+        for p in range(self.num_layers * self.num_directions):
+            inp = self.feature_size if p < self.num_directions else \
+                self.hidden_size * self.num_directions
+            pieces = {}
+            for name, shape in (("w_ih", (gh, inp)), ("w_hh", (gh, self.hidden_size)),
+                                ("b_ih", (gh,)), ("b_hh", (gh,))):
+                size = shape[0] * (shape[1] if len(shape) > 1 else 1)
+                pieces[name] = (offset, size, shape)
+                offset += size
+            out.append(pieces)
+        return out
+
+    def cell_weights(self, w):
+        """CellWeights per pseudo-layer, cut out of the flat weight Tensor w (differentiably)."""
+        sizes = [piece[1] for pieces in self.offsets
+                 for piece in (pieces[k] for k in ("w_ih", "w_hh", "b_ih", "b_hh"))]
+        parts = iter(split(w, 0, sizes))
+        out = []
+        for pieces in self.offsets:
+            w_ih = transpose(reshape(next(parts), pieces["w_ih"][2]), (1, 0))
+            w_hh = transpose(reshape(next(parts), pieces["w_hh"][2]), (1, 0))
+            b_ih, b_hh = next(parts), next(parts)
+            if not self.bias:
+                b_ih = b_hh = None
+            out.append(CellWeights(w_ih, w_hh, b_ih, b_hh))
+        return out
+
+
+def fused_rnn(handle, x, hx, cx, w, seq_lengths=None):
+    """cuDNN's RNN from autograd operators: x (seq, batch, feature), hx and cx (layers *
+    directions, batch, hidden), w the flat weights. Returns (y (seq, batch, directions *
+    hidden), hy, cy); cy is None unless LSTM. With seq_lengths, see the module note."""
+    steps, batch = x.shape[0], x.shape[1]
+    masks = step_masks(seq_lengths, steps, batch) if seq_lengths is not None else None
+    h0s = unstack(hx, 0)
+    c0s = unstack(cx, 0) if handle.mode == 2 else None
+    ys, hs, cs = run_sequence(handle.mode, unstack(x, 0), h0s, c0s, handle.cell_weights(w),
+                              handle.num_layers, handle.num_directions, handle.dropout, masks)
+    return stack(ys, 0), stack(hs, 0), (stack(cs, 0) if cs is not None else None), masks
+
+
+def _last_output(ys, masks):
+    """y at the last step (all lengths equal), or at each sequence's last valid step."""
+    if masks is None:
+        return unstack(ys, 0)[-1]
+    steps = unstack(ys, 0)
+    out = None
+    for t, y in enumerate(steps):  # the step where m_t - m_{t+1} is 1 is the last valid one
+        last = masks[t] if t + 1 == len(steps) else sub(masks[t], masks[t + 1])
+        term = mul(y, last)
+        out = term if out is None else add(out, term)
+    return out
+
+
+class RNNUsageError(ValueError, AssertionError):
+    """A misuse of _RNN that SINGA reported with an assertion (so ``except AssertionError`` in
+    SINGA code still catches it)."""
+
+
+class _RNN(base.Operator):
+    """Apache SINGA's fused RNN operator (cuDNN there), built here from autograd operators so it
+    runs on every device: ``_RNN(handle, return_sequences)(x, hx, cx, w)[0]`` is y, of shape
+    (seq, batch, directions * hidden), or its last step (batch, directions * hidden).
+    ``backward(dy)`` returns (dx, dhx, dcx, dW), as SINGA's does."""
+
+    def __init__(self, handle, return_sequences=False, use_mask=False, seq_lengths=None):
+        super(_RNN, self).__init__()
+        if use_mask and seq_lengths is None:
+            raise RNNUsageError("_RNN: use_mask=True needs seq_lengths (a Tensor of shape "
+                                "(batch,))")
+        self.handle = handle
+        self.return_sequences = return_sequences
+        self.use_mask = use_mask
+        self.seq_lengths = seq_lengths
+
+    def _check(self, x, hx, cx, w):
+        h = self.handle
+        if x.nDim() != 3 or x.shape()[2] != h.feature_size:
+            raise singa.ShapeError("_RNN: x must be (seq, batch, %d), got shape %s"
+                                   % (h.feature_size, tuple(x.shape())))
+        states = (h.num_layers * h.num_directions, x.shape()[1], h.hidden_size)
+        for name, s in (("hx", hx), ("cx", cx)):
+            if tuple(s.shape()) != states and (name == "hx" or h.mode == 2):
+                raise singa.ShapeError("_RNN: %s must have shape %s, got %s"
+                                       % (name, states, tuple(s.shape())))
+        if tuple(w.shape()) != (h.weights_size,):
+            raise singa.ShapeError("_RNN: w must have shape (%d,), got %s"
+                                   % (h.weights_size, tuple(w.shape())))
+
+    def forward(self, x, hx, cx, w):
+        self._check(x, hx, cx, w)
+        grad = bool(self.requires_grad)
+        ins = [Tensor(data=t, requires_grad=grad, stores_grad=grad) for t in (x, hx, cx, w)]
+        y, _, _, masks = fused_rnn(self.handle, *ins,
+                                   seq_lengths=self.seq_lengths if self.use_mask else None)
+        if not self.return_sequences:
+            y = _last_output(y, masks)
+        if grad:
+            self._inner = (y, ins)  # the sub-graph that backward runs through
+        return y.data
+
+    def backward(self, grad):
+        if getattr(self, "_inner", None) is None:
+            raise RNNUsageError("_RNN.backward: forward did not record (set "
+                                "autograd.training = True and give an input requires_grad) "
+                                "or backward already released it")
+        y, ins = self._inner
+        found = {}
+        seed = Tensor(data=grad, requires_grad=False)
+        for t, g in base.backward(y, seed, retain_graph=True):
+            found[id(t)] = g.data
+        return tuple(found[id(t)] if id(t) in found else base.zeros_like(t.data) for t in ins)
