@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include "../core/dispatch.h"
 #include "singa/ops/shape.h"
 #include "kernel_slots.h"
 

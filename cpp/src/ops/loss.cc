@@ -68,18 +68,17 @@ Tensor Run(bool fwd, const KernelSlot<LossKernelFn>& slot, const char* op, const
 }  // namespace
 
 Tensor SoftmaxCrossEntropyForward(const Tensor& logits, const Tensor& target) {
-  return Run(true, SoftmaxCrossEntropyForwardKernel(), "SoftmaxCrossEntropyForward", "logits", logits,
-             target);
+  return Run(true, SoftmaxCrossEntropyForwardKernel(), "SoftmaxCrossEntropyForward", "logits",
+             logits, target);
 }
 
 Tensor SoftmaxCrossEntropyBackward(const Tensor& logits, const Tensor& target) {
-  return Run(false, SoftmaxCrossEntropyBackwardKernel(), "SoftmaxCrossEntropyBackward", "logits", logits,
-             target);
+  return Run(false, SoftmaxCrossEntropyBackwardKernel(), "SoftmaxCrossEntropyBackward", "logits",
+             logits, target);
 }
 
 Tensor CrossEntropyFwd(const Tensor& p, const Tensor& t) {
-  return Run(true, CrossEntropyFwdKernel(), "CrossEntropyFwd", "probabilities", p,
-             t);
+  return Run(true, CrossEntropyFwdKernel(), "CrossEntropyFwd", "probabilities", p, t);
 }
 
 Tensor SoftmaxCrossEntropyBwd(const Tensor& p, const Tensor& t) {

@@ -11,13 +11,7 @@
 #include "singa/ops/reduce.h"
 
 #include <algorithm>
-#include <array>
-#include <cmath>
-#include <cstdint>
-#include <limits>
-#include <type_traits>
 
-#include "../core/dispatch.h"
 #include "singa/ops/shape.h"
 #include "kernel_slots.h"
 

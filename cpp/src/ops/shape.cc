@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "kernel_slots.h"
 
@@ -205,8 +204,9 @@ Tensor Tensor::Repeat(const std::vector<size_t>& repeats, int axis) const {
   if (out.Size() == 0) return out;
   const size_t outer = Product(in.shape(), 0, a), inner = Product(in.shape(), a + 1);
   auto* k = RepeatKernel().For(*device_);
-  device_->Exec([k, in, reps, outer, inner, out](Context* ctx) { k(in, reps, outer, inner, out, ctx); },
-                {in.block()}, {out.block()}, op);
+  device_->Exec(
+      [k, in, reps, outer, inner, out](Context* ctx) { k(in, reps, outer, inner, out, ctx); },
+      {in.block()}, {out.block()}, op);
   return out;
 }
 

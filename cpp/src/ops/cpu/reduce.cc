@@ -194,12 +194,38 @@ void ReduceKernel(const Tensor& src, const Dims3& d, const Tensor& out, Context*
                       d.inner, MakeOp<T>::Make());
   });
 }
-template <typename T> struct SumOf { using type = SumOp<T>; static type Make() { return {false}; } };
-template <typename T> struct MeanOf { using type = SumOp<T>; static type Make() { return {true}; } };
-template <typename T> struct MaxOf { using type = ExtremeOp<T, true>; static type Make() { return {}; } };
-template <typename T> struct MinOf { using type = ExtremeOp<T, false>; static type Make() { return {}; } };
-template <typename T> struct ArgmaxOf { using type = ArgOp<T, true>; static type Make() { return {}; } };
-template <typename T> struct ArgminOf { using type = ArgOp<T, false>; static type Make() { return {}; } };
+// Each maps an element type to its reduction operator (a template template argument of the
+// kernel, so that the kernel alone dispatches on the element type).
+template <typename T>
+struct SumOf {
+  using type = SumOp<T>;
+  static type Make() { return {false}; }
+};
+template <typename T>
+struct MeanOf {
+  using type = SumOp<T>;
+  static type Make() { return {true}; }
+};
+template <typename T>
+struct MaxOf {
+  using type = ExtremeOp<T, true>;
+  static type Make() { return {}; }
+};
+template <typename T>
+struct MinOf {
+  using type = ExtremeOp<T, false>;
+  static type Make() { return {}; }
+};
+template <typename T>
+struct ArgmaxOf {
+  using type = ArgOp<T, true>;
+  static type Make() { return {}; }
+};
+template <typename T>
+struct ArgminOf {
+  using type = ArgOp<T, false>;
+  static type Make() { return {}; }
+};
 
 // ---- softmax family along one axis, on a contiguous (outer, dim, inner) layout ----
 
