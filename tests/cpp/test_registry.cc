@@ -3,6 +3,7 @@
 // elementwise.def has its slot; and each backend a device supports computes the same numbers.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -12,6 +13,7 @@
 #include "singa/core/device.h"
 #include "singa/core/kernel.h"
 #include "singa/ops/elementwise.h"
+#include "singa/ops/elementwise_functors.h"
 #include "singa/ops/reduce.h"
 #include "test_helpers.h"
 
@@ -107,6 +109,37 @@ TEST(Registry, EverySupportedBackendComputesTheSameNumbers) {
       EXPECT_FLOAT_EQ(sum[j], want) << BackendName(b) << " column " << j;
     }
   }
+}
+
+// The functor header (what a .cu file will include) computes what the ops compute, line by line.
+TEST(Registry, FunctorHeaderMatchesTheOps) {
+  const std::vector<float> xs = {-1.75f, -0.3f, 0.f, 0.6f, 1.5f, 2.25f};
+  const std::vector<float> bs = {0.5f, 2.f, -1.f, 0.6f, 3.f, -0.25f};
+  Tensor x(Shape{xs.size()}, kFloat32), b(Shape{bs.size()}, kFloat32);
+  x.CopyDataFromHostPtr(xs.data(), xs.size());
+  b.CopyDataFromHostPtr(bs.data(), bs.size());
+  auto same = [](float u, float v) { return u == v || (std::isnan(u) && std::isnan(v)); };
+#define SINGA_UNARY(Name, kinds, expr)                                                   \
+  {                                                                                      \
+    const std::vector<float> y = Name(x).ToVector<float>();                              \
+    for (size_t i = 0; i < xs.size(); ++i)                                               \
+      EXPECT_PRED2(same, y[i], fn::Name##Op{}(xs[i])) << #Name << "(" << xs[i] << ")";   \
+  }
+#define SINGA_BINARY(Name, kinds, expr)                                                  \
+  {                                                                                      \
+    const std::vector<float> y = Name(x, b).ToVector<float>();                           \
+    for (size_t i = 0; i < xs.size(); ++i)                                               \
+      EXPECT_PRED2(same, y[i], fn::Name##Op{}(xs[i], bs[i])) << #Name << "(" << xs[i]    \
+                                                             << ", " << bs[i] << ")";    \
+  }
+#include "singa/ops/elementwise.def"
+#undef SINGA_UNARY
+#undef SINGA_BINARY
+  // Spot values against the standard library, so the header itself is checked too.
+  EXPECT_FLOAT_EQ(fn::ExpOp{}(0.6f), std::exp(0.6f));
+  EXPECT_FLOAT_EQ(fn::SoftPlusOp{}(0.6f), std::log1p(std::exp(0.6f)));
+  EXPECT_FLOAT_EQ(fn::PowOp{}(1.5f, 3.f), 3.375f);
+  EXPECT_EQ(fn::AbsOp{}(-3), 3);
 }
 
 }  // namespace
