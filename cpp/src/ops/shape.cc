@@ -18,6 +18,7 @@ SINGA_KERNEL_SLOT(Concat, void(const std::vector<Tensor>&, size_t, const Tensor&
 SINGA_KERNEL_SLOT(Slice, void(const Tensor&, std::ptrdiff_t, const Tensor&, Context*));
 SINGA_KERNEL_SLOT(Repeat, void(const Tensor&, const std::vector<size_t>&, size_t, size_t,
                                const Tensor&, Context*));
+
 namespace {
 
 // numpy.repeat's axis=None: repeat the flattened tensor. SINGA's Python layer passes this value
