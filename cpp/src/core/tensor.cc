@@ -5,11 +5,24 @@
 #include <algorithm>
 #include <cstring>
 
-#include "convert.h"
-#include "dispatch.h"
+#include "../ops/kernel_slots.h"
 #include "singa/ops/elementwise.h"
 
 namespace singa {
+
+// The copy and conversion kernels (CPU: cpp/src/ops/cpu/tensor.cc).
+SINGA_KERNEL_SLOT(StridedCopy, void(const Tensor&, const Tensor&, Context*));
+SINGA_KERNEL_SLOT(CopyBytes, void(const Tensor&, size_t, const Tensor&, size_t, size_t, Context*));
+SINGA_KERNEL_SLOT(Fill, void(const Tensor&, double, Context*));
+
+namespace {
+// The storage types the copy kernels handle; others throw here, naming the op.
+void CheckStorage(const char* op, DataType dt) {
+  SINGA_CHECK_DTYPE(dt == kFloat32 || dt == kInt || dt == kFloat16,
+                    op << ": dtype " << DataTypeName(dt)
+                       << " is not supported (expected float32, int32 or float16)");
+}
+}  // namespace
 
 Tensor::Tensor() : device_(defaultDevice()) {}
 
@@ -103,25 +116,19 @@ void Tensor::CopyData(const Tensor& src) {
   if (from.block() == block_.get() && from.stride() == strides_) return;
   if (from.device() != device_) from.ToDevice(device_);
   if (from.block() == block_.get()) from = from.Clone();  // overlapping layouts: copy first
-  Tensor to = *this;
+  const Tensor to = *this;
   if (IsContiguous()) {
-    device_->Exec(
-        [from, to](Context*) mutable {
-          std::memcpy(to.block()->mutable_data(), from.block()->data(), from.MemSize());
-        },
-        {from.block()}, {to.block()}, "CopyData");
+    auto* k = CopyBytesKernel().For(*device_);
+    const size_t nbytes = from.MemSize();
+    device_->Exec([k, from, to, nbytes](Context* ctx) { k(from, 0, to, 0, nbytes, ctx); },
+                  {from.block()}, {to.block()}, "CopyData");
     return;
   }
-  // A strided destination (a transposed view): write through its strides.
-  SINGA_DISPATCH_STORAGE(dtype_, "CopyData", E, {
-    device_->Exec(
-        [from, to](Context*) mutable {
-          StridedConvert<E, E>(static_cast<const E*>(from.block()->data()), from.stride(),
-                               static_cast<E*>(to.block()->mutable_data()), to.stride(),
-                               to.shape());
-        },
-        {from.block(), to.block()}, {to.block()}, "CopyData");
-  });
+  // A strided destination (a transposed view): written through its strides.
+  CheckStorage("CopyData", dtype_);
+  auto* k = StridedCopyKernel().For(*device_);
+  device_->Exec([k, from, to](Context* ctx) { k(from, to, ctx); }, {from.block(), to.block()},
+                {to.block()}, "CopyData");
 }
 
 template <typename SType>
@@ -139,31 +146,22 @@ std::vector<SType> Tensor::ToVector() const {
 template <typename SType>
 void Tensor::SetValue(SType x) {
   SINGA_CHECK_SHAPE(IsContiguous(), "SetValue: the tensor is a non-contiguous view");
-  Tensor t = *this;
-  SINGA_DISPATCH_STORAGE(dtype_, "SetValue", D, {
-    D v = ConvertElement<D>(x);
-    device_->Exec(
-        [t, v](Context*) mutable {
-          D* p = static_cast<D*>(t.block()->mutable_data());
-          std::fill(p, p + t.Size(), v);
-        },
-        {}, {block_.get()}, "SetValue");
-  });
+  CheckStorage("SetValue", dtype_);
+  const Tensor t = *this;
+  // Converted to the element type inside the kernel; double holds float and int32 values exactly.
+  const double v = static_cast<double>(x);
+  auto* k = FillKernel().For(*device_);
+  device_->Exec([k, t, v](Context* ctx) { k(t, v, ctx); }, {}, {block_.get()}, "SetValue");
 }
 
 Tensor Tensor::Clone(std::shared_ptr<Device> device) const {
   Tensor out(shape_, device_, dtype_);
   if (block_ != nullptr && Size() > 0) {
+    CheckStorage("Clone", dtype_);
     const Tensor in = *this;
-    SINGA_DISPATCH_STORAGE(dtype_, "Clone", E, {
-      device_->Exec(
-          [in, out](Context*) mutable {
-            StridedConvert<E, E>(static_cast<const E*>(in.block()->data()), in.stride(),
-                                 static_cast<E*>(out.block()->mutable_data()), out.stride(),
-                                 in.shape());
-          },
-          {in.block()}, {out.block()}, "Clone");
-    });
+    auto* k = StridedCopyKernel().For(*device_);
+    device_->Exec([k, in, out](Context* ctx) { k(in, out, ctx); }, {in.block()}, {out.block()},
+                  "Clone");
   }
   if (device && device != device_) out.ToDevice(device);
   return out;
@@ -198,18 +196,12 @@ Tensor& Tensor::ToHost() {
 Tensor Tensor::AsType(DataType dtype) const {
   Tensor out(shape_, device_, dtype);
   if (empty()) return out;
+  CheckStorage("AsType", dtype_);
+  CheckStorage("AsType", dtype);
   const Tensor in = *this;
-  SINGA_DISPATCH_STORAGE(dtype_, "AsType", S, {
-    SINGA_DISPATCH_STORAGE(dtype, "AsType", D, {
-      device_->Exec(
-          [in, out](Context*) mutable {
-            StridedConvert<D, S>(static_cast<const S*>(in.block()->data()), in.stride(),
-                                 static_cast<D*>(out.block()->mutable_data()), out.stride(),
-                                 in.shape());
-          },
-          {in.block()}, {out.block()}, "AsType");
-    });
-  });
+  auto* k = StridedCopyKernel().For(*device_);
+  device_->Exec([k, in, out](Context* ctx) { k(in, out, ctx); }, {in.block()}, {out.block()},
+                "AsType");
   return out;
 }
 

@@ -1,15 +1,25 @@
-// Matrix products and vector kernels on the CPU through OpenBLAS' cblas interface.
+// Matrix products and vector ops: the fronts (see singa/ops/blas.h). They check the operands,
+// work out how each matrix reaches BLAS (row-major, transposed, leading dimension) and submit one
+// kernel; the CPU kernels (OpenBLAS) are in cpu/blas.cc.
 #include "singa/ops/blas.h"
 
-#include <cblas.h>
-#include <omp.h>
-
 #include <algorithm>
+#include <vector>
+
+#include "kernel_slots.h"
 
 #include "singa/ops/elementwise.h"
 #include "singa/ops/shape.h"
 
 namespace singa {
+
+SINGA_KERNEL_SLOT(Gemm, void(const GemmArgs&, Context*));
+SINGA_KERNEL_SLOT(BatchedGemm, void(const BatchedGemmArgs&, Context*));
+SINGA_KERNEL_SLOT(Axpy, void(float, const Tensor&, const Tensor&, Context*));
+SINGA_KERNEL_SLOT(Dot, void(const Tensor&, const Tensor&, const Tensor&, Context*));
+SINGA_KERNEL_SLOT(Asum, void(const Tensor&, const Tensor&, Context*));
+SINGA_KERNEL_SLOT(Nrm2, void(const Tensor&, const Tensor&, Context*));
+
 namespace {
 
 // How a 2-d operand reaches BLAS: row-major with leading dimension ld, possibly transposed.
@@ -53,58 +63,37 @@ void CheckFloatOperands(const char* op, const Tensor& A, const Tensor& B) {
   CheckSameDevice(op, {&A, &B});
 }
 
-// Row-major C(m,n) = alpha op(A) op(B) + beta C. Medium products (an MLP layer: 64x784x100)
-// run slower on OpenBLAS' own threads than on one (measured here: 154 us on two threads, 56 us
-// on one, for 784x64x100 with A transposed), so below kSplitMacs we split the larger of m and n
-// between the OpenMP threads ourselves and each runs a single-threaded sgemm (OpenBLAS' OpenMP
-// build stays on one thread inside a parallel region). Large products keep OpenBLAS' threading.
-constexpr double kSplitMacs = 1 << 23, kTinyMacs = 1 << 18;  // tiny: not worth a fork
-void SplitSgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* pa, int lda,
-                const float* pb, int ldb, float beta, float* pc, int ldc) {
-  const CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-  const int threads = omp_get_max_threads();
-  const double macs = double(m) * n * k;
-  const bool split = threads > 1 && macs <= kSplitMacs && macs >= kTinyMacs && std::max(m, n) >= 32;
-  if (!split) {
-    cblas_sgemm(CblasRowMajor, TA, TB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
-    return;
-  }
-  const bool by_rows = m >= n;
-  const int total = by_rows ? m : n;
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    // chunks rounded to 8 so that each thread's block stays vector-aligned
-    const int per = ((total + nt - 1) / nt + 7) / 8 * 8;
-    const int lo = std::min(total, t * per), hi = std::min(total, lo + per);
-    if (hi > lo) {
-      if (by_rows) {  // rows of op(A) and of C
-        const float* a0 = ta ? pa + lo : pa + static_cast<size_t>(lo) * lda;
-        cblas_sgemm(CblasRowMajor, TA, TB, hi - lo, n, k, alpha, a0, lda, pb, ldb, beta,
-                    pc + static_cast<size_t>(lo) * ldc, ldc);
-      } else {  // columns of op(B) and of C
-        const float* b0 = tb ? pb + static_cast<size_t>(lo) * ldb : pb + lo;
-        cblas_sgemm(CblasRowMajor, TA, TB, m, hi - lo, k, alpha, pa, lda, b0, ldb, beta,
-                    pc + lo, ldc);
-      }
-    }
-  }
-}
-
 // C(m,n) = alpha * A(m,k) B(k,n) + beta * C, C contiguous.
 void Gemm(float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C) {
-  MatView a = AsBlasMatrix(A), b = AsBlasMatrix(B);
-  const int m = static_cast<int>(A.shape(0)), k = static_cast<int>(A.shape(1)),
-            n = static_cast<int>(B.shape(1));
-  C.device()->Exec(
-      [a, b, C, m, n, k, alpha, beta](Context*) {
-        const float* pa = static_cast<const float*>(a.t.block()->data());
-        const float* pb = static_cast<const float*>(b.t.block()->data());
-        float* pc = static_cast<float*>(C.block()->mutable_data());
-        if (m == 0 || n == 0) return;
-        SplitSgemm(a.trans, b.trans, m, n, k, alpha, pa, a.ld, pb, b.ld, beta, pc, n);
-      },
-      {a.t.block(), b.t.block(), C.block()}, {C.block()}, "Mult");
+  const MatView a = AsBlasMatrix(A), b = AsBlasMatrix(B);
+  GemmArgs g;
+  g.a = a.t;
+  g.b = b.t;
+  g.c = C;
+  g.trans_a = a.trans;
+  g.trans_b = b.trans;
+  g.lda = a.ld;
+  g.ldb = b.ld;
+  g.m = static_cast<int>(A.shape(0));
+  g.k = static_cast<int>(A.shape(1));
+  g.n = static_cast<int>(B.shape(1));
+  g.alpha = alpha;
+  g.beta = beta;
+  auto* k = GemmKernel().For(*C.device());
+  C.device()->Exec([k, g](Context* ctx) { k(g, ctx); }, {g.a.block(), g.b.block(), C.block()},
+                   {C.block()}, "Mult");
+}
+
+// A one-element float32 result computed on the device, read back (the caller wants a number).
+template <typename Launch>
+float ScalarResult(const Tensor& like, const char* name, std::vector<Block*> reads,
+                   Launch launch) {
+  SINGA_CHECK(!like.device()->graph_enabled(), Error,
+              name << ": reading tensor memory while operations are buffered into a graph");
+  Tensor out(Shape{1}, like.device(), kFloat32);
+  like.device()->Exec([launch, out](Context* ctx) { launch(out, ctx); }, std::move(reads),
+                      {out.block()}, name);
+  return out.ToVector<float>()[0];
 }
 
 }  // namespace
@@ -163,28 +152,22 @@ Tensor Mult(const Tensor& A, const Tensor& B) {
   out_shape = batch;
   out_shape.insert(out_shape.end(), {m, n});
   Tensor C(out_shape, A.device(), kFloat32);
-  C.device()->Exec(
-      [ax, bx, C, batch, m, n, k](Context*) {
-        MatView va = LastTwo(ax), vb = LastTwo(bx);
-        const float* pa = static_cast<const float*>(ax.block()->data());
-        const float* pb = static_cast<const float*>(bx.block()->data());
-        float* pc = static_cast<float*>(C.block()->mutable_data());
-        const size_t nb = Product(batch);
-        if (m == 0 || n == 0) return;
-        for (size_t i = 0; i < nb; ++i) {
-          std::ptrdiff_t oa = 0, ob = 0, rem = static_cast<std::ptrdiff_t>(i);
-          for (size_t d = batch.size(); d-- > 0;) {
-            std::ptrdiff_t idx = rem % static_cast<std::ptrdiff_t>(batch[d]);
-            rem /= static_cast<std::ptrdiff_t>(batch[d]);
-            oa += idx * ax.stride()[d];
-            ob += idx * bx.stride()[d];
-          }
-          cblas_sgemm(CblasRowMajor, va.trans ? CblasTrans : CblasNoTrans,
-                      vb.trans ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.f, pa + oa,
-                      va.ld, pb + ob, vb.ld, 0.f, pc + i * m * n, int(n));
-        }
-      },
-      {ax.block(), bx.block()}, {C.block()}, "Mult");
+  const MatView va = LastTwo(ax), vb = LastTwo(bx);
+  BatchedGemmArgs g;
+  g.a = ax;
+  g.b = bx;
+  g.c = C;
+  g.batch = batch;
+  g.trans_a = va.trans;
+  g.trans_b = vb.trans;
+  g.lda = va.ld;
+  g.ldb = vb.ld;
+  g.m = static_cast<int>(m);
+  g.n = static_cast<int>(n);
+  g.k = static_cast<int>(k);
+  auto* kern = BatchedGemmKernel().For(*C.device());
+  C.device()->Exec([kern, g](Context* ctx) { kern(g, ctx); }, {ax.block(), bx.block()},
+                   {C.block()}, "Mult");
   if (A.nDim() == 1) out_shape.erase(out_shape.end() - 2);
   if (B.nDim() == 1) out_shape.erase(out_shape.end() - 1);
   return Reshape(C, out_shape);
@@ -204,34 +187,37 @@ void Axpy(float alpha, const Tensor& x, Tensor* y) {
                                                                  << y->shape());
   SINGA_CHECK_SHAPE(y->IsContiguous(), "Axpy: y is a non-contiguous view");
   Tensor xc = x.Contiguous(), yc = *y;
-  y->device()->Exec(
-      [xc, yc, alpha](Context*) {
-        cblas_saxpy(static_cast<int>(xc.Size()), alpha,
-                    static_cast<const float*>(xc.block()->data()), 1,
-                    static_cast<float*>(yc.block()->mutable_data()), 1);
-      },
-      {xc.block(), yc.block()}, {yc.block()}, "Axpy");
+  auto* k = AxpyKernel().For(*y->device());
+  y->device()->Exec([k, alpha, xc, yc](Context* ctx) { k(alpha, xc, yc, ctx); },
+                    {xc.block(), yc.block()}, {yc.block()}, "Axpy");
 }
 
 float Dot(const Tensor& a, const Tensor& b) {
   CheckFloatOperands("Dot", a, b);
   SINGA_CHECK_SHAPE(a.Size() == b.Size(), "Dot: sizes differ: " << a.shape() << " and "
                                                                 << b.shape());
-  Tensor ac = a.Contiguous(), bc = b.Contiguous();
-  ac.device()->Sync();
-  return cblas_sdot(static_cast<int>(ac.Size()), ac.data<float>(), 1, bc.data<float>(), 1);
+  const Tensor ac = a.Contiguous(), bc = b.Contiguous();
+  auto* k = DotKernel().For(*ac.device());
+  return ScalarResult(ac, "Dot", {ac.block(), bc.block()},
+                      [k, ac, bc](const Tensor& out, Context* ctx) { k(ac, bc, out, ctx); });
 }
 
 float Tensor::L1() const {
   SINGA_CHECK_DTYPE(dtype_ == kFloat32, "L1: expects float32, got " << dtype_);
-  Tensor c = Contiguous().ToHost();
-  return cblas_sasum(static_cast<int>(c.Size()), c.data<float>(), 1);
+  SINGA_CHECK(block_ != nullptr, ValueError, "L1: the tensor is empty (no memory)");
+  const Tensor c = Contiguous();
+  auto* k = AsumKernel().For(*device_);
+  return ScalarResult(c, "L1", {c.block()},
+                      [k, c](const Tensor& out, Context* ctx) { k(c, out, ctx); });
 }
 
 float Tensor::L2() const {
   SINGA_CHECK_DTYPE(dtype_ == kFloat32, "L2: expects float32, got " << dtype_);
-  Tensor c = Contiguous().ToHost();
-  return cblas_snrm2(static_cast<int>(c.Size()), c.data<float>(), 1);
+  SINGA_CHECK(block_ != nullptr, ValueError, "L2: the tensor is empty (no memory)");
+  const Tensor c = Contiguous();
+  auto* k = Nrm2Kernel().For(*device_);
+  return ScalarResult(c, "L2", {c.block()},
+                      [k, c](const Tensor& out, Context* ctx) { k(c, out, ctx); });
 }
 
 // Row and column helpers: a vector viewed as one row (1, n) or one column (m, 1), then broadcast.

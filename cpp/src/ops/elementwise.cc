@@ -1,14 +1,14 @@
-// CPU kernels for the elementwise table (singa/ops/elementwise.def). Each table line becomes a
-// functor; four generic drivers (unary, tensor-tensor, tensor-scalar, scalar-tensor) validate the
-// operands, pick the element type and submit one Exec. See strided.h for the loop structure.
+// The fronts of the elementwise table (singa/ops/elementwise.def): each table line becomes a kernel
+// slot and the API functions; generic drivers (unary, tensor-tensor; a scalar operand becomes a
+// 0-d tensor) validate the operands, pick the element type and the output, look the kernel up
+// for the device's backend and submit one Exec. The kernels are in cpu/elementwise.cc.
 #include "singa/ops/elementwise.h"
 
 #include <cmath>
 #include <cstdint>
 
-#include "../core/dispatch.h"
 #include "singa/ops/shape.h"
-#include "strided.h"
+#include "kernel_slots.h"
 
 namespace singa {
 namespace {
@@ -48,84 +48,40 @@ void Finish(const Tensor& result, Tensor* out) {
   if (out != nullptr && result.block() != out->block()) out->CopyData(result);
 }
 
-// Returns the result: a new tensor when out is null, else *out after writing it.
-template <typename Op, bool kAllowInt>
-Tensor RunUnary(const char* name, const Tensor& in_raw, Tensor* out, Op op = Op{}) {
+// Returns the result: a new tensor when out is null, else *out after writing it. `launch`
+// (x, y, ctx) calls the kernel, which was looked up once, at the call: a replay calls it directly.
+template <typename Launch>
+Tensor RunUnaryWith(const char* name, bool allow_int, const Tensor& in_raw, Tensor* out,
+                    Launch launch) {
   SINGA_CHECK(in_raw.block() != nullptr, ValueError, name << ": the input tensor is empty");
   DataType dt = CommonType(name, in_raw.data_type(), in_raw.data_type());
-  if (!kAllowInt && dt == kInt) dt = kFloat32;  // numpy: exp(int array) is a float array
+  if (!allow_int && dt == kInt) dt = kFloat32;  // numpy: exp(int array) is a float array
   const Tensor in = Cast(in_raw, dt);
   Tensor res = PrepareOut(name, in.shape(), dt, in, out, {&in});
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    in.device()->Exec(
-        [in, res, op](Context*) mutable {
-          const T* x = static_cast<const T*>(in.block()->data());
-          T* y = static_cast<T*>(res.block()->mutable_data());
-          ForEachRow<2>(in.shape(), {&in.stride(), &res.stride()},
-                        [&](const Offsets<2>& o, size_t n, const Offsets<2>& s) {
-                          const T* xp = x + o[0];
-                          T* yp = y + o[1];
-                          if (s[0] == 1)
-                            for (size_t i = 0; i < n; ++i) yp[i] = op(xp[i]);
-                          else
-                            for (size_t i = 0; i < n; ++i)
-                              yp[i * s[1]] = op(xp[i * s[0]]);
-                        });
-        },
-        {in.block()}, {res.block()}, name);
-  };
-  if (dt == kFloat32) run(float{});
-  else if constexpr (kAllowInt) run(int32_t{});
+  in.device()->Exec([launch, in, res](Context* ctx) { launch(in, res, ctx); }, {in.block()},
+                    {res.block()}, name);
   Finish(res, out);
   return out ? *out : res;
 }
 
-// The inner loop of a binary op, specialised for the common stride patterns so that the
-// compiler vectorises contiguous and broadcast rows.
-template <typename Op, typename T>
-inline void BinaryRow(const Op& op, const T* a, const T* b, T* y, size_t n, std::ptrdiff_t sa,
-                      std::ptrdiff_t sb) {
-  if (sa == 1 && sb == 1) {
-    for (size_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
-  } else if (sa == 1 && sb == 0) {
-    const T bv = b[0];
-    for (size_t i = 0; i < n; ++i) y[i] = op(a[i], bv);
-  } else if (sa == 0 && sb == 1) {
-    const T av = a[0];
-    for (size_t i = 0; i < n; ++i) y[i] = op(av, b[i]);
-  } else {
-    for (size_t i = 0; i < n; ++i) y[i] = op(a[i * sa], b[i * sb]);
-  }
+Tensor RunUnary(const char* name, bool allow_int, const KernelSlot<UnaryKernelFn>& slot,
+                const Tensor& in, Tensor* out) {
+  return RunUnaryWith(name, allow_int, in, out, slot.For(*in.device()));
 }
 
-template <typename Op, bool kAllowInt>
-Tensor RunBinary(const char* name, const Tensor& a_raw, const Tensor& b_raw, Tensor* out,
-                 Op op = Op{}) {
+Tensor RunBinary(const char* name, bool allow_int, const KernelSlot<BinaryKernelFn>& slot,
+                 const Tensor& a_raw, const Tensor& b_raw, Tensor* out) {
   SINGA_CHECK(a_raw.block() != nullptr && b_raw.block() != nullptr, ValueError,
               name << ": an input tensor is empty");
   CheckSameDevice(name, {&a_raw, &b_raw});
   DataType dt = CommonType(name, a_raw.data_type(), b_raw.data_type());
-  if (!kAllowInt && dt == kInt) dt = kFloat32;
+  if (!allow_int && dt == kInt) dt = kFloat32;
   const Shape shape = BroadcastShapes(a_raw.shape(), b_raw.shape(), name);
   const Tensor a = Broadcast(Cast(a_raw, dt), shape), b = Broadcast(Cast(b_raw, dt), shape);
   Tensor res = PrepareOut(name, shape, dt, a, out, {&a, &b});
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    a.device()->Exec(
-        [a, b, res, op](Context*) mutable {
-          const T* ap = static_cast<const T*>(a.block()->data());
-          const T* bp = static_cast<const T*>(b.block()->data());
-          T* y = static_cast<T*>(res.block()->mutable_data());
-          ForEachRow<3>(res.shape(), {&a.stride(), &b.stride(), &res.stride()},
-                        [&](const Offsets<3>& o, size_t n, const Offsets<3>& s) {
-                          BinaryRow(op, ap + o[0], bp + o[1], y + o[2], n, s[0], s[1]);
-                        });
-        },
-        {a.block(), b.block()}, {res.block()}, name);
-  };
-  if (dt == kFloat32) run(float{});
-  else if constexpr (kAllowInt) run(int32_t{});
+  BinaryKernelFn* kernel = slot.For(*a.device());
+  a.device()->Exec([kernel, a, b, res](Context* ctx) { kernel(a, b, res, ctx); },
+                   {a.block(), b.block()}, {res.block()}, name);
   Finish(res, out);
   return out ? *out : res;
 }
@@ -142,63 +98,55 @@ Tensor ScalarLike(const Tensor& t, float x) {
 
 }  // namespace
 
-#define SINGA_UNARY(Name, kinds, expr)                                        \
-  namespace {                                                                 \
-  struct Name##Op {                                                           \
-    template <typename T>                                                     \
-    T operator()(T x) const { return (expr); }                                \
-  };                                                                          \
-  }                                                                           \
-  Tensor Name(const Tensor& in) {                                             \
-    return RunUnary<Name##Op, k##kinds>(#Name, in, nullptr);                  \
-  }                                                                           \
-  void Name(const Tensor& in, Tensor* out) { RunUnary<Name##Op, k##kinds>(#Name, in, out); }
+// The slots (one per table line) and the fronts. The CPU kernels are in cpu/elementwise.cc.
+#define SINGA_UNARY(Name, kinds, expr)                                                    \
+  SINGA_KERNEL_SLOT(Name, UnaryKernelFn);                                                 \
+  Tensor Name(const Tensor& in) {                                                         \
+    return RunUnary(#Name, k##kinds, Name##Kernel(), in, nullptr);      \
+  }                                                                                       \
+  void Name(const Tensor& in, Tensor* out) {                                              \
+    RunUnary(#Name, k##kinds, Name##Kernel(), in, out);                 \
+  }
 
-#define SINGA_BINARY(Name, kinds, expr)                                            \
-  namespace {                                                                      \
-  struct Name##Op {                                                                \
-    template <typename T>                                                          \
-    T operator()(T a, T b) const { return (expr); }                                \
-  };                                                                               \
-  }                                                                                \
-  Tensor Name(const Tensor& a, const Tensor& b) {                                  \
-    return RunBinary<Name##Op, k##kinds>(#Name, a, b, nullptr);                    \
-  }                                                                                \
-  void Name(const Tensor& a, const Tensor& b, Tensor* out) {                       \
-    RunBinary<Name##Op, k##kinds>(#Name, a, b, out);                               \
-  }                                                                                \
-  Tensor Name(const Tensor& a, float x) { return Name(a, ScalarLike(a, x)); }      \
-  void Name(const Tensor& a, float x, Tensor* out) { Name(a, ScalarLike(a, x), out); } \
-  Tensor Name(float x, const Tensor& b) { return Name(ScalarLike(b, x), b); }      \
+#define SINGA_BINARY(Name, kinds, expr)                                                    \
+  SINGA_KERNEL_SLOT(Name, BinaryKernelFn);                                                 \
+  Tensor Name(const Tensor& a, const Tensor& b) {                                          \
+    return RunBinary(#Name, k##kinds, Name##Kernel(), a, b, nullptr);     \
+  }                                                                                        \
+  void Name(const Tensor& a, const Tensor& b, Tensor* out) {                               \
+    RunBinary(#Name, k##kinds, Name##Kernel(), a, b, out);                \
+  }                                                                                        \
+  Tensor Name(const Tensor& a, float x) { return Name(a, ScalarLike(a, x)); }              \
+  void Name(const Tensor& a, float x, Tensor* out) { Name(a, ScalarLike(a, x), out); }     \
+  Tensor Name(float x, const Tensor& b) { return Name(ScalarLike(b, x), b); }              \
   void Name(float x, const Tensor& b, Tensor* out) { Name(ScalarLike(b, x), b, out); }
 
 #include "singa/ops/elementwise.def"
 #undef SINGA_UNARY
 #undef SINGA_BINARY
 
+SINGA_KERNEL_SLOT(Clamp, void(const Tensor&, float, float, const Tensor&, Context*));
+SINGA_KERNEL_SLOT(LeakyReLU, void(const Tensor&, float, const Tensor&, Context*));
+
 namespace {
-struct ClampOp {
-  float low, high;
-  template <typename T>
-  T operator()(T x) const { return x < T(low) ? T(low) : (x > T(high) ? T(high) : x); }
-};
-struct LeakyReLUOp {
-  float slope;
-  template <typename T>
-  T operator()(T x) const { return x > T(0) ? x : T(slope * x); }
-};
+Tensor RunClamp(const Tensor& in, float low, float high, Tensor* out) {
+  SINGA_CHECK_VALUE(low <= high, "Clamp: low " << low << " is greater than high " << high);
+  auto* k = ClampKernel().For(*in.device());
+  return RunUnaryWith("Clamp", kFI, in, out,
+                  [k, low, high](const Tensor& x, const Tensor& y, Context* ctx) {
+                    k(x, low, high, y, ctx);
+                  });
+}
 }  // namespace
 
-Tensor Clamp(const Tensor& in, float low, float high) {
-  SINGA_CHECK_VALUE(low <= high, "Clamp: low " << low << " is greater than high " << high);
-  return RunUnary<ClampOp, kFI>("Clamp", in, nullptr, ClampOp{low, high});
-}
-void Clamp(const Tensor& in, float low, float high, Tensor* out) {
-  SINGA_CHECK_VALUE(low <= high, "Clamp: low " << low << " is greater than high " << high);
-  RunUnary<ClampOp, kFI>("Clamp", in, out, ClampOp{low, high});
-}
+Tensor Clamp(const Tensor& in, float low, float high) { return RunClamp(in, low, high, nullptr); }
+void Clamp(const Tensor& in, float low, float high, Tensor* out) { RunClamp(in, low, high, out); }
 Tensor LeakyReLU(const Tensor& in, float slope) {
-  return RunUnary<LeakyReLUOp, kF>("LeakyReLU", in, nullptr, LeakyReLUOp{slope});
+  auto* k = LeakyReLUKernel().For(*in.device());
+  return RunUnaryWith("LeakyReLU", kF, in, nullptr,
+                  [k, slope](const Tensor& x, const Tensor& y, Context* ctx) {
+                    k(x, slope, y, ctx);
+                  });
 }
 
 }  // namespace singa

@@ -1,9 +1,14 @@
-// Fused optimizer updates (see singa/ops/optim.h).
+// Fused optimizer updates: the fronts (see singa/ops/optim.h); the CPU kernels are in
+// cpu/optim.cc. Hyper-parameters stay in device tensors, read by the kernel when it runs.
 #include "singa/ops/optim.h"
 
-#include "strided.h"
+#include <vector>
+
+#include "kernel_slots.h"
 
 namespace singa {
+
+SINGA_KERNEL_SLOT(SGDUpdate, void(const SGDArgs&, Context*));
 namespace {
 
 void CheckScalar(const char* what, const Tensor& t, const Tensor& param) {
@@ -37,46 +42,25 @@ void SGDUpdate(Tensor* param, const Tensor& grad, Tensor* buf, const Tensor& lr,
                                                         << " does not match the parameter "
                                                         << param->shape());
   }
-  Tensor p = *param, g = grad.Contiguous(), b = has_buf ? *buf : Tensor();
-  std::vector<Block*> reads{p.block(), g.block(), lr.block(), momentum.block(),
+  SGDArgs args;
+  args.param = *param;
+  args.grad = grad.Contiguous();
+  args.buf = has_buf ? *buf : Tensor();
+  args.lr = lr;
+  args.momentum = momentum;
+  args.dampening = dampening;
+  args.weight_decay = weight_decay;
+  args.has_buf = has_buf;
+  args.nesterov = nesterov;
+  std::vector<Block*> reads{args.param.block(), args.grad.block(), lr.block(), momentum.block(),
                             dampening.block(), weight_decay.block()};
-  std::vector<Block*> writes{p.block()};
+  std::vector<Block*> writes{args.param.block()};
   if (has_buf) {
-    reads.push_back(b.block());
-    writes.push_back(b.block());
+    reads.push_back(args.buf.block());
+    writes.push_back(args.buf.block());
   }
-  p.device()->Exec(
-      [p, g, b, lr, momentum, dampening, weight_decay, nesterov, has_buf](Context*) {
-        float* __restrict pp = static_cast<float*>(p.block()->mutable_data());
-        const float* __restrict gp = static_cast<const float*>(g.block()->data());
-        float* __restrict bp = has_buf ? static_cast<float*>(b.block()->mutable_data()) : nullptr;
-        const float rate = *static_cast<const float*>(lr.block()->data());
-        const float mom = *static_cast<const float*>(momentum.block()->data());
-        const float one_minus_damp = 1.f - *static_cast<const float*>(dampening.block()->data());
-        const float wd = *static_cast<const float*>(weight_decay.block()->data());
-        const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(p.Size());
-        // Three branch-free loops (restrict-qualified, so they vectorise).
-        if (bp == nullptr) {
-#pragma omp parallel for simd schedule(static) if (n >= std::ptrdiff_t(kParallelGrain))
-          for (std::ptrdiff_t i = 0; i < n; ++i) pp[i] = pp[i] - (gp[i] + pp[i] * wd) * rate;
-        } else if (!nesterov) {
-#pragma omp parallel for simd schedule(static) if (n >= std::ptrdiff_t(kParallelGrain))
-          for (std::ptrdiff_t i = 0; i < n; ++i) {
-            const float v = bp[i] * mom + (gp[i] + pp[i] * wd) * one_minus_damp;
-            bp[i] = v;
-            pp[i] = pp[i] - v * rate;
-          }
-        } else {
-#pragma omp parallel for simd schedule(static) if (n >= std::ptrdiff_t(kParallelGrain))
-          for (std::ptrdiff_t i = 0; i < n; ++i) {
-            const float d = gp[i] + pp[i] * wd;
-            const float v = bp[i] * mom + d * one_minus_damp;
-            bp[i] = v;
-            pp[i] = pp[i] - (d + v * mom) * rate;
-          }
-        }
-      },
-      reads, writes, "SGDUpdate");
+  auto* k = SGDUpdateKernel().For(*param->device());
+  param->device()->Exec([k, args](Context* ctx) { k(args, ctx); }, reads, writes, "SGDUpdate");
 }
 
 }  // namespace singa

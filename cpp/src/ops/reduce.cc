@@ -1,197 +1,37 @@
-// Reductions (sum, mean, max, min, argmax, argmin), SINGA's row/column reductions and softmax on
-// the CPU (see singa/ops/reduce.h).
+// Reductions (sum, mean, max, min, argmax, argmin), SINGA's row/column reductions and softmax:
+// the fronts (see singa/ops/reduce.h). The CPU kernels are in cpu/reduce.cc.
 //
-// Every reduction is planned as out[o, i] = reduce over r of x[o, r, i] on a buffer laid out as
-// (outer, red, inner): the reduced axes, once size-1 axes are dropped and neighbours merged,
+// Every reduction is planned here as out[o, i] = reduce over r of x[o, r, i] on a buffer laid out
+// as (outer, red, inner): the reduced axes, once size-1 axes are dropped and neighbours merged,
 // usually form one block (a sum over the batch axis, over the last axis, over all axes).
 // Transposed views are planned in memory order and reduced without a copy when that order keeps
 // the output's axes in their logical order; other strided inputs are copied first. When the
 // reduced axes are scattered (axes 0 and 2 of a 4-d tensor), the kept axes are permuted to the
-// front and copied, which leaves inner == 1. Kernels walk `inner` in blocks of columns so that
-// the inner loop is contiguous and vectorises, use interleaved lanes for single columns, and
-// split long reductions between threads when there are too few outputs to keep them busy.
-//
-// Accuracy: float32 sums accumulate in double, int32 sums in int64 (results are cast back), so
-// sums of millions of elements match a float64 reference to ~1e-7.
+// front and copied, which leaves inner == 1.
 #include "singa/ops/reduce.h"
 
 #include <algorithm>
-#include <array>
-#include <cmath>
-#include <cstdint>
-#include <limits>
-#include <type_traits>
 
-#include "../core/dispatch.h"
 #include "singa/ops/shape.h"
-#include "strided.h"
+#include "kernel_slots.h"
 
 namespace singa {
-namespace {
 
-// Columns handled together by one task: a stack array of states, and a contiguous inner loop.
-constexpr size_t kBlock = 256;
+SINGA_KERNEL_SLOT(ReduceSum, ReduceKernelFn);
+SINGA_KERNEL_SLOT(ReduceMean, ReduceKernelFn);
+SINGA_KERNEL_SLOT(ReduceMax, ReduceKernelFn);
+SINGA_KERNEL_SLOT(ReduceMin, ReduceKernelFn);
+SINGA_KERNEL_SLOT(Argmax, ReduceKernelFn);
+SINGA_KERNEL_SLOT(Argmin, ReduceKernelFn);
+SINGA_KERNEL_SLOT(SoftMax, ReduceKernelFn);
+SINGA_KERNEL_SLOT(LogSoftMax, ReduceKernelFn);
+SINGA_KERNEL_SLOT(SoftMaxBackward, void(const Tensor&, const Tensor&, const Dims3&, const Tensor&,
+                                        Context*));
+
+namespace {
 
 void CheckInput(const char* op, const Tensor& in) {
   SINGA_CHECK(in.block() != nullptr, ValueError, op << ": the input tensor is empty (no memory)");
-}
-
-// ---- reduction operators: Start a state from the first element, Step with the next ones, Merge
-// the state of a later chunk into an earlier one, Finish into the output element. ----
-
-template <typename T>
-struct SumOp {
-  using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
-  using Out = T;
-  struct State {
-    Acc v;
-  };
-  bool mean = false;
-  static State Start(T x, size_t) { return {static_cast<Acc>(x)}; }
-  static void Step(State& s, T x, size_t) { s.v += static_cast<Acc>(x); }
-  static void Merge(State& a, const State& b) { a.v += b.v; }
-  Out Finish(const State& s, size_t n) const {
-    return mean ? static_cast<Out>(static_cast<double>(s.v) / static_cast<double>(n))
-                : static_cast<Out>(s.v);
-  }
-  // Sum of nothing is 0; the mean of nothing is NaN (numpy warns and returns nan).
-  Out Empty() const {
-    if (mean) return static_cast<Out>(std::numeric_limits<double>::quiet_NaN());
-    return Out(0);
-  }
-};
-
-// Does x replace the current best? NaN wins over numbers (numpy propagates NaN through max/min
-// and argmax reports the first NaN); ties keep the earlier element.
-template <typename T, bool kMax>
-inline bool Better(T x, T cur) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(cur)) return false;
-    if (std::isnan(x)) return true;
-  }
-  return kMax ? x > cur : x < cur;
-}
-
-template <typename T, bool kMax>
-struct ExtremeOp {
-  using Out = T;
-  struct State {
-    T v;
-  };
-  static State Start(T x, size_t) { return {x}; }
-  static void Step(State& s, T x, size_t) {
-    if (Better<T, kMax>(x, s.v)) s.v = x;
-  }
-  static void Merge(State& a, const State& b) { Step(a, b.v, 0); }
-  Out Finish(const State& s, size_t) const { return s.v; }
-  Out Empty() const { return T(0); }  // never used: empty max/min is rejected before
-};
-
-template <typename T, bool kMax>
-struct ArgOp {
-  using Out = int32_t;
-  struct State {
-    T v;
-    size_t idx;
-  };
-  static State Start(T x, size_t r) { return {x, r}; }
-  static void Step(State& s, T x, size_t r) {
-    if (Better<T, kMax>(x, s.v)) s = {x, r};
-  }
-  // Order-free (ties and NaNs go to the smaller index), so that interleaved lanes and thread
-  // chunks may be merged in any grouping and still report the first extreme element.
-  static void Merge(State& a, const State& b) {
-    if (Better<T, kMax>(b.v, a.v) || (!Better<T, kMax>(a.v, b.v) && b.idx < a.idx)) a = b;
-  }
-  Out Finish(const State& s, size_t) const { return static_cast<Out>(s.idx); }
-  Out Empty() const { return 0; }
-};
-
-// States of columns [i0, i0 + n) over reduction rows [rb, re) (re > rb).
-template <typename T, typename Op>
-inline void ReduceColumns(const T* x, size_t inner, size_t n, size_t rb, size_t re,
-                          typename Op::State* st) {
-  constexpr size_t kLanes = 8;
-  if (n == 1 && re - rb >= 2 * kLanes) {
-    // One column (a row sum when inner == 1): a single accumulator would be one long chain of
-    // dependent adds; interleaved lanes let the CPU overlap them, then merge in order.
-    typename Op::State lane[kLanes];
-    for (size_t l = 0; l < kLanes; ++l) lane[l] = Op::Start(x[(rb + l) * inner], rb + l);
-    size_t r = rb + kLanes;
-    for (; r + kLanes <= re; r += kLanes)
-      for (size_t l = 0; l < kLanes; ++l) Op::Step(lane[l], x[(r + l) * inner], r + l);
-    for (size_t l = 0; r + l < re; ++l) Op::Step(lane[l], x[(r + l) * inner], r + l);
-    for (size_t l = 1; l < kLanes; ++l) Op::Merge(lane[0], lane[l]);
-    st[0] = lane[0];
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) st[i] = Op::Start(x[rb * inner + i], rb);
-  for (size_t r = rb + 1; r < re; ++r) {
-    const T* row = x + r * inner;
-    for (size_t i = 0; i < n; ++i) Op::Step(st[i], row[i], r);
-  }
-}
-
-// out[o * inner + i] = reduce_r x[(o * red + r) * inner + i].
-template <typename T, typename Op>
-void ReduceKernel(const T* x, typename Op::Out* y, size_t outer, size_t red, size_t inner,
-                  const Op& op) {
-  using State = typename Op::State;
-  const size_t nout = outer * inner;
-  if (nout == 0) return;
-  if (red == 0) {
-    std::fill(y, y + nout, op.Empty());
-    return;
-  }
-  const size_t total = nout * red;
-  const size_t width = std::min(inner, kBlock);
-  const size_t nblk = (inner + width - 1) / width;
-  const std::ptrdiff_t tasks = static_cast<std::ptrdiff_t>(outer * nblk);
-  const size_t nt = static_cast<size_t>(MaxThreads());
-  const bool parallel = total >= kParallelGrain;
-  // Too few tasks for the threads: also split the reduced axis, then merge chunks in order.
-  size_t splits = 1;
-  if (parallel && static_cast<size_t>(tasks) < nt) splits = std::min(nt, red / 64 + 1);
-
-  if (splits == 1) {
-#pragma omp parallel for schedule(static) if (parallel && tasks > 1)
-    for (std::ptrdiff_t t = 0; t < tasks; ++t) {
-      const size_t o = static_cast<size_t>(t) / nblk, i0 = static_cast<size_t>(t) % nblk * width;
-      const size_t n = std::min(width, inner - i0);
-      std::array<State, kBlock> st;
-      ReduceColumns<T, Op>(x + o * red * inner + i0, inner, n, 0, red, st.data());
-      for (size_t i = 0; i < n; ++i) y[o * inner + i0 + i] = op.Finish(st[i], red);
-    }
-    return;
-  }
-  std::vector<State> part(static_cast<size_t>(tasks) * splits * width);
-  const std::ptrdiff_t jobs = tasks * static_cast<std::ptrdiff_t>(splits);
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t j = 0; j < jobs; ++j) {
-    const size_t t = static_cast<size_t>(j) / splits, s = static_cast<size_t>(j) % splits;
-    const size_t o = t / nblk, i0 = t % nblk * width, n = std::min(width, inner - i0);
-    const size_t rb = red * s / splits, re = red * (s + 1) / splits;
-    if (re == rb) continue;
-    // Into a local array first: neighbouring chunks' states share cache lines in `part`.
-    std::array<State, kBlock> st;
-    ReduceColumns<T, Op>(x + o * red * inner + i0, inner, n, rb, re, st.data());
-    std::copy_n(st.data(), n, part.data() + (t * splits + s) * width);
-  }
-  for (size_t t = 0; t < static_cast<size_t>(tasks); ++t) {
-    const size_t o = t / nblk, i0 = t % nblk * width, n = std::min(width, inner - i0);
-    for (size_t i = 0; i < n; ++i) {
-      bool have = false;
-      State acc{};
-      for (size_t s = 0; s < splits; ++s) {
-        if (red * (s + 1) / splits == red * s / splits) continue;  // empty chunk
-        const State& p = part[(t * splits + s) * width + i];
-        if (have) Op::Merge(acc, p);
-        else acc = p;
-        have = true;
-      }
-      y[o * inner + i0 + i] = op.Finish(acc, red);
-    }
-  }
 }
 
 // A reduction laid out as (outer, red, inner) over `src`, whose memory (from the start of its
@@ -269,21 +109,6 @@ Plan MakePlan(const char* op, const Tensor& in, const std::vector<int>& axes, bo
   return p;
 }
 
-template <typename T, typename Op>
-Tensor RunReduce(const char* name, const Plan& p, const Op& op) {
-  using Out = typename Op::Out;
-  const Tensor src = p.src;
-  Tensor out(p.out_shape, src.device(), DataTypeOf<Out>());
-  const size_t outer = p.outer, red = p.red, inner = p.inner;
-  src.device()->Exec(
-      [src, out, outer, red, inner, op](Context*) {
-        ReduceKernel<T, Op>(static_cast<const T*>(src.block()->data()),
-                            static_cast<Out*>(out.block()->mutable_data()), outer, red, inner, op);
-      },
-      {src.block()}, {out.block()}, name);
-  return out;
-}
-
 enum class Kind { kSum, kMean, kMax, kMin, kArgmax, kArgmin };
 
 Tensor Reduce(const char* name, Kind kind, const Tensor& in_raw, const std::vector<int>& axes,
@@ -292,94 +117,36 @@ Tensor Reduce(const char* name, Kind kind, const Tensor& in_raw, const std::vect
   // numpy's mean of integers is a float: convert first so that the division is exact.
   const Tensor in = kind == Kind::kMean && in_raw.data_type() == kInt ? in_raw.AsType(kFloat32)
                                                                       : in_raw;
-  Tensor result;
-  SINGA_DISPATCH_FLOAT_INT(in.data_type(), name, T, {
-    const Plan p = MakePlan(name, in, axes, keepdims);
-    const bool extreme = kind != Kind::kSum && kind != Kind::kMean;
-    SINGA_CHECK_VALUE(!extreme || p.red > 0,
-                      name << ": zero-size reduction over an empty axis of shape " << in.shape()
-                           << " has no identity");
-    switch (kind) {
-      case Kind::kSum: result = RunReduce<T>(name, p, SumOp<T>{false}); break;
-      case Kind::kMean: result = RunReduce<T>(name, p, SumOp<T>{true}); break;
-      case Kind::kMax: result = RunReduce<T>(name, p, ExtremeOp<T, true>{}); break;
-      case Kind::kMin: result = RunReduce<T>(name, p, ExtremeOp<T, false>{}); break;
-      case Kind::kArgmax: result = RunReduce<T>(name, p, ArgOp<T, true>{}); break;
-      case Kind::kArgmin: result = RunReduce<T>(name, p, ArgOp<T, false>{}); break;
-    }
-  });
-  return result;
+  SINGA_CHECK_DTYPE(in.data_type() == kFloat32 || in.data_type() == kInt,
+                    name << ": dtype " << DataTypeName(in.data_type())
+                         << " is not supported (expected float32 or int32)");
+  const Plan p = MakePlan(name, in, axes, keepdims);
+  const bool arg = kind == Kind::kArgmax || kind == Kind::kArgmin;
+  SINGA_CHECK_VALUE(kind == Kind::kSum || kind == Kind::kMean || p.red > 0,
+                    name << ": zero-size reduction over an empty axis of shape " << in.shape()
+                         << " has no identity");
+  ReduceKernelFn* k = nullptr;
+  const Device& dev = *in.device();
+  switch (kind) {
+    case Kind::kSum: k = ReduceSumKernel().For(dev); break;
+    case Kind::kMean: k = ReduceMeanKernel().For(dev); break;
+    case Kind::kMax: k = ReduceMaxKernel().For(dev); break;
+    case Kind::kMin: k = ReduceMinKernel().For(dev); break;
+    case Kind::kArgmax: k = ArgmaxKernel().For(dev); break;
+    case Kind::kArgmin: k = ArgminKernel().For(dev); break;
+  }
+  const Tensor src = p.src;
+  Tensor out(p.out_shape, src.device(), arg ? kInt : src.data_type());
+  const Dims3 d{p.outer, p.red, p.inner};
+  src.device()->Exec([k, src, out, d](Context* ctx) { k(src, d, out, ctx); }, {src.block()},
+                     {out.block()}, name);
+  return out;
 }
 
 void CheckMatrix(const char* op, const Tensor& M) {
   CheckInput(op, M);
   SINGA_CHECK_SHAPE(M.nDim() == 2, op << ": expects a matrix (2-d tensor), got shape "
                                       << M.shape());
-}
-
-// ---- softmax family along one axis, on a contiguous (outer, dim, inner) layout ----
-
-enum class SoftKind { kSoftMax, kLogSoftMax };
-
-template <SoftKind kKind>
-void SoftMaxKernel(const float* x, float* y, size_t outer, size_t dim, size_t inner) {
-  const size_t width = std::min(inner, kBlock), nblk = (inner + width - 1) / width;
-  const std::ptrdiff_t tasks = static_cast<std::ptrdiff_t>(outer * nblk);
-#pragma omp parallel for schedule(static) if (outer * dim * inner >= kParallelGrain)
-  for (std::ptrdiff_t t = 0; t < tasks; ++t) {
-    const size_t o = static_cast<size_t>(t) / nblk, i0 = static_cast<size_t>(t) % nblk * width;
-    const size_t n = std::min(width, inner - i0);
-    const float* xb = x + o * dim * inner + i0;
-    float* yb = y + o * dim * inner + i0;
-    std::array<float, kBlock> mx;
-    std::array<double, kBlock> sum;
-    // Subtracting the maximum keeps exp() from overflowing; the result is unchanged.
-    mx.fill(-std::numeric_limits<float>::infinity());
-    sum.fill(0.0);
-    for (size_t d = 0; d < dim; ++d)
-      for (size_t i = 0; i < n; ++i) mx[i] = std::max(mx[i], xb[d * inner + i]);
-    for (size_t d = 0; d < dim; ++d) {
-      for (size_t i = 0; i < n; ++i) {
-        const float e = std::exp(xb[d * inner + i] - mx[i]);
-        if constexpr (kKind == SoftKind::kSoftMax) yb[d * inner + i] = e;
-        sum[i] += e;
-      }
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if constexpr (kKind == SoftKind::kSoftMax) sum[i] = 1.0 / sum[i];
-      else sum[i] = static_cast<double>(mx[i]) + std::log(sum[i]);  // log-sum-exp
-    }
-    for (size_t d = 0; d < dim; ++d) {
-      for (size_t i = 0; i < n; ++i) {
-        if constexpr (kKind == SoftKind::kSoftMax)
-          yb[d * inner + i] = static_cast<float>(yb[d * inner + i] * sum[i]);
-        else
-          yb[d * inner + i] = static_cast<float>(xb[d * inner + i] - sum[i]);
-      }
-    }
-  }
-}
-
-// dx = y * (dy - sum_d(dy * y)).
-void SoftMaxBackwardKernel(const float* dy, const float* y, float* dx, size_t outer, size_t dim,
-                           size_t inner) {
-  const size_t width = std::min(inner, kBlock), nblk = (inner + width - 1) / width;
-  const std::ptrdiff_t tasks = static_cast<std::ptrdiff_t>(outer * nblk);
-#pragma omp parallel for schedule(static) if (outer * dim * inner >= kParallelGrain)
-  for (std::ptrdiff_t t = 0; t < tasks; ++t) {
-    const size_t o = static_cast<size_t>(t) / nblk, i0 = static_cast<size_t>(t) % nblk * width;
-    const size_t n = std::min(width, inner - i0), base = o * dim * inner + i0;
-    std::array<double, kBlock> dot;
-    dot.fill(0.0);
-    for (size_t d = 0; d < dim; ++d)
-      for (size_t i = 0; i < n; ++i)
-        dot[i] += static_cast<double>(dy[base + d * inner + i]) * y[base + d * inner + i];
-    for (size_t d = 0; d < dim; ++d)
-      for (size_t i = 0; i < n; ++i) {
-        const size_t k = base + d * inner + i;
-        dx[k] = static_cast<float>(y[k] * (dy[k] - dot[i]));
-      }
-  }
 }
 
 // (outer, dim, inner) of `in` around `axis`, after checking that softmax can run on it.
@@ -395,19 +162,15 @@ void SoftLayout(const char* op, const Tensor& in, int axis, size_t* outer, size_
   *inner = Product(in.shape(), a + 1);
 }
 
-template <SoftKind kKind>
-Tensor RunSoftMax(const char* name, const Tensor& in_raw, int axis) {
+Tensor RunSoftMax(const char* name, ReduceKernelFn* k, const Tensor& in_raw, int axis) {
   size_t outer, dim, inner;
   SoftLayout(name, in_raw, axis, &outer, &dim, &inner);
   const Tensor in = in_raw.Contiguous();
   Tensor out(in.shape(), in.device(), kFloat32);
   if (in.Size() == 0) return out;
-  in.device()->Exec(
-      [in, out, outer, dim, inner](Context*) {
-        SoftMaxKernel<kKind>(static_cast<const float*>(in.block()->data()),
-                             static_cast<float*>(out.block()->mutable_data()), outer, dim, inner);
-      },
-      {in.block()}, {out.block()}, name);
+  const Dims3 d{outer, dim, inner};
+  in.device()->Exec([k, in, out, d](Context* ctx) { k(in, d, out, ctx); }, {in.block()},
+                    {out.block()}, name);
   return out;
 }
 
@@ -458,10 +221,10 @@ Tensor RowMax(const Tensor& M) {
 }
 
 Tensor SoftMax(const Tensor& in, int axis) {
-  return RunSoftMax<SoftKind::kSoftMax>("SoftMax", in, axis);
+  return RunSoftMax("SoftMax", SoftMaxKernel().For(*in.device()), in, axis);
 }
 Tensor LogSoftMax(const Tensor& in, int axis) {
-  return RunSoftMax<SoftKind::kLogSoftMax>("LogSoftMax", in, axis);
+  return RunSoftMax("LogSoftMax", LogSoftMaxKernel().For(*in.device()), in, axis);
 }
 
 Tensor SoftMaxBackward(const Tensor& dy_raw, const Tensor& y_raw, int axis) {
@@ -480,13 +243,10 @@ Tensor SoftMaxBackward(const Tensor& dy_raw, const Tensor& y_raw, int axis) {
   const Tensor dy = dy_raw.Contiguous(), y = y_raw.Contiguous();
   Tensor dx(y.shape(), y.device(), kFloat32);
   if (y.Size() == 0) return dx;
-  y.device()->Exec(
-      [dy, y, dx, outer, dim, inner](Context*) {
-        SoftMaxBackwardKernel(static_cast<const float*>(dy.block()->data()),
-                              static_cast<const float*>(y.block()->data()),
-                              static_cast<float*>(dx.block()->mutable_data()), outer, dim, inner);
-      },
-      {dy.block(), y.block()}, {dx.block()}, name);
+  auto* k = SoftMaxBackwardKernel().For(*y.device());
+  const Dims3 d{outer, dim, inner};
+  y.device()->Exec([k, dy, y, dx, d](Context* ctx) { k(dy, y, d, dx, ctx); },
+                   {dy.block(), y.block()}, {dx.block()}, name);
   return dx;
 }
 

@@ -2,19 +2,23 @@
 // range copies and Tensor::Repeat (see singa/ops/shape.h). Views live in views.cc.
 //
 // These ops only move elements, so they run on every storage type (float32, int32, float16).
-// Concatenation and slicing read their inputs through strides (StridedConvert from convert.h), so
-// transposed and broadcast inputs are handled without an extra contiguous copy.
+// Concatenation and slicing read their inputs through strides, so transposed and broadcast inputs
+// are handled without an extra contiguous copy. Fronts here; CPU kernels in cpu/shape.cc (and
+// cpu/tensor.cc for CopyDataToFrom's byte copy).
 #include "singa/ops/shape.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
-#include "../core/convert.h"
-#include "../core/dispatch.h"
-#include "strided.h"
+#include "kernel_slots.h"
 
 namespace singa {
+
+SINGA_KERNEL_SLOT(Concat, void(const std::vector<Tensor>&, size_t, const Tensor&, Context*));
+SINGA_KERNEL_SLOT(Slice, void(const Tensor&, std::ptrdiff_t, const Tensor&, Context*));
+SINGA_KERNEL_SLOT(Repeat, void(const Tensor&, const std::vector<size_t>&, size_t, size_t,
+                               const Tensor&, Context*));
+
 namespace {
 
 // numpy.repeat's axis=None: repeat the flattened tensor. SINGA's Python layer passes this value
@@ -69,20 +73,9 @@ Tensor Concat(const char* op, const std::vector<Tensor>& in, int axis) {
   std::vector<Block*> reads;
   for (const Tensor& t : srcs)  // each block once, even when a tensor is passed twice
     if (std::find(reads.begin(), reads.end(), t.block()) == reads.end()) reads.push_back(t.block());
-  SINGA_DISPATCH_STORAGE(first.data_type(), op, T, {
-    first.device()->Exec(
-        [srcs, out, a](Context*) {
-          T* base = static_cast<T*>(out.block()->mutable_data());
-          std::ptrdiff_t offset = 0;
-          for (const Tensor& t : srcs) {
-            if (t.Size() > 0)
-              StridedConvert<T, T>(static_cast<const T*>(t.block()->data()), t.stride(),
-                                   base + offset, out.stride(), t.shape());
-            offset += static_cast<std::ptrdiff_t>(t.shape()[a]) * out.stride()[a];
-          }
-        },
-        reads, {out.block()}, op);
-  });
+  auto* k = ConcatKernel().For(*first.device());
+  first.device()->Exec([k, srcs, out, a](Context* ctx) { k(srcs, a, out, ctx); }, reads,
+                       {out.block()}, op);
   return out;
 }
 
@@ -100,38 +93,10 @@ Tensor Slice(const char* op, const Tensor& in, size_t start, size_t end, int axi
   Tensor out(out_shape, in.device(), in.data_type());
   if (out.Size() == 0) return out;
   const std::ptrdiff_t offset = static_cast<std::ptrdiff_t>(start) * in.stride()[a];
-  SINGA_DISPATCH_STORAGE(in.data_type(), op, T, {
-    in.device()->Exec(
-        [in, out, offset](Context*) {
-          StridedConvert<T, T>(static_cast<const T*>(in.block()->data()) + offset, in.stride(),
-                               static_cast<T*>(out.block()->mutable_data()), out.stride(),
-                               out.shape());
-        },
-        {in.block()}, {out.block()}, op);
-  });
+  auto* k = SliceKernel().For(*in.device());
+  in.device()->Exec([k, in, offset, out](Context* ctx) { k(in, offset, out, ctx); },
+                    {in.block()}, {out.block()}, op);
   return out;
-}
-
-// Contiguous (outer, sum(reps), inner) from (outer, reps.size(), inner): slice j of every outer
-// block is written reps[j] times.
-template <typename T>
-void RepeatKernel(const T* x, T* y, const std::vector<size_t>& reps, size_t outer,
-                  size_t inner) {
-  size_t total = 0;
-  for (size_t r : reps) total += r;
-  const size_t dim = reps.size();
-  const std::ptrdiff_t n_outer = static_cast<std::ptrdiff_t>(outer);
-#pragma omp parallel for schedule(static) if (outer > 1 && outer * total * inner >= kParallelGrain)
-  for (std::ptrdiff_t o = 0; o < n_outer; ++o) {
-    const T* src = x + static_cast<size_t>(o) * dim * inner;
-    T* dst = y + static_cast<size_t>(o) * total * inner;
-    if (inner == 1) {  // single elements (a flattened repeat): fill runs instead of copies
-      for (size_t j = 0; j < dim; ++j) dst = std::fill_n(dst, reps[j], src[j]);
-      continue;
-    }
-    for (size_t j = 0; j < dim; ++j, src += inner)
-      for (size_t k = 0; k < reps[j]; ++k, dst += inner) std::copy_n(src, inner, dst);
-  }
 }
 
 void CheckRank(const char* op, const Tensor& t, size_t min_rank, size_t max_rank) {
@@ -206,11 +171,10 @@ void CopyDataToFrom(Tensor* dst, const Tensor& src, size_t num, size_t dst_offse
   // On the host, our own operation: it holds both tensors (Device::CopyDataToFrom records raw
   // Block pointers, and `from` may be a temporary copy that a replayed graph would outlive).
   const Tensor to = *dst;
+  auto* k = CopyBytesKernel().For(*dst->device());
   dst->device()->Exec(
-      [to, from, num, es, dst_offset, src_offset](Context*) {
-        const char* s = static_cast<const char*>(from.block()->data()) + src_offset * es;
-        char* d = static_cast<char*>(to.block()->mutable_data()) + dst_offset * es;
-        std::memmove(d, s, num * es);  // src and dst may be the same block
+      [k, from, to, num, es, dst_offset, src_offset](Context* ctx) {
+        k(from, src_offset * es, to, dst_offset * es, num * es, ctx);
       },
       {from.block()}, {to.block()}, op);
 }
@@ -240,14 +204,10 @@ Tensor Tensor::Repeat(const std::vector<size_t>& repeats, int axis) const {
   Tensor out(out_shape, device_, dtype_);
   if (out.Size() == 0) return out;
   const size_t outer = Product(in.shape(), 0, a), inner = Product(in.shape(), a + 1);
-  SINGA_DISPATCH_STORAGE(dtype_, op, T, {
-    device_->Exec(
-        [in, out, reps, outer, inner](Context*) {
-          RepeatKernel(static_cast<const T*>(in.block()->data()),
-                       static_cast<T*>(out.block()->mutable_data()), reps, outer, inner);
-        },
-        {in.block()}, {out.block()}, op);
-  });
+  auto* k = RepeatKernel().For(*device_);
+  device_->Exec(
+      [k, in, reps, outer, inner, out](Context* ctx) { k(in, reps, outer, inner, out, ctx); },
+      {in.block()}, {out.block()}, op);
   return out;
 }
 

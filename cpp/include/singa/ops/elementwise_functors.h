@@ -1,0 +1,77 @@
+// singa/ops/elementwise_functors.h: one functor per line of elementwise.def, for any backend.
+//
+//   singa::fn::ExpOp op;
+//   float y = op(1.f);                          // host code
+//   // in a .cu file the same functor runs on the device (SINGA_HOST_DEVICE):
+//   //   __global__ void K(const float* x, float* y, int n) { y[i] = singa::fn::ExpOp{}(x[i]); }
+//
+// The table (elementwise.def) stays the single source: this header, the front (elementwise.cc),
+// the CPU kernels (ops/cpu/elementwise.cc) and the Cython bindings are all generated from it.
+//
+// Math: the table writes plain `exp(x)`, `log1p(x)` ... (no `std::`). Every functor body opens
+// the namespace singa::fn::math, which on the host brings in the std:: overloads (float and
+// double, so float stays float), and under nvcc CUDA's global __host__ __device__ float/double
+// overloads. So one expression compiles on both sides.
+#pragma once
+
+#include <cmath>
+
+#ifdef __CUDACC__
+#define SINGA_HOST_DEVICE __host__ __device__
+#else
+#define SINGA_HOST_DEVICE
+#endif
+
+namespace singa {
+namespace fn {
+namespace math {
+#ifdef __CUDACC__
+using ::acos; using ::acosh; using ::asin; using ::asinh; using ::atan; using ::atanh;
+using ::ceil; using ::cos; using ::cosh; using ::erf; using ::exp; using ::floor; using ::log;
+using ::log1p; using ::nearbyint; using ::pow; using ::round; using ::sin; using ::sinh;
+using ::sqrt; using ::tan; using ::tanh;
+#else
+using std::acos; using std::acosh; using std::asin; using std::asinh; using std::atan;
+using std::atanh; using std::ceil; using std::cos; using std::cosh; using std::erf; using std::exp;
+using std::floor; using std::log; using std::log1p; using std::nearbyint; using std::pow;
+using std::round; using std::sin; using std::sinh; using std::sqrt; using std::tan; using std::tanh;
+#endif
+}  // namespace math
+
+#define SINGA_UNARY(Name, kinds, expr)                 \
+  struct Name##Op {                                    \
+    template <typename T>                              \
+    SINGA_HOST_DEVICE T operator()(T x) const {        \
+      using namespace ::singa::fn::math;               \
+      return (expr);                                   \
+    }                                                  \
+  };
+#define SINGA_BINARY(Name, kinds, expr)                \
+  struct Name##Op {                                    \
+    template <typename T>                              \
+    SINGA_HOST_DEVICE T operator()(T a, T b) const {   \
+      using namespace ::singa::fn::math;               \
+      return (expr);                                   \
+    }                                                  \
+  };
+#include "singa/ops/elementwise.def"
+#undef SINGA_UNARY
+#undef SINGA_BINARY
+
+/// Clips into [low, high].
+struct ClampOp {
+  float low, high;
+  template <typename T>
+  SINGA_HOST_DEVICE T operator()(T x) const {
+    return x < T(low) ? T(low) : (x > T(high) ? T(high) : x);
+  }
+};
+/// x if x > 0 else slope * x.
+struct LeakyReLUOp {
+  float slope;
+  template <typename T>
+  SINGA_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : T(slope * x); }
+};
+
+}  // namespace fn
+}  // namespace singa

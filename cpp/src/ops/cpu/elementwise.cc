@@ -1,0 +1,105 @@
+// CPU reference kernels of the elementwise table (singa/ops/elementwise.def): one unary and one
+// binary loop, templated on the table's functors (elementwise_functors.h), so each op's loop is
+// inlined and vectorised. The fronts are in ../elementwise.cc; see ../strided.h for the loops.
+#include <cstdint>
+
+#include "../kernel_slots.h"
+#include "../strided.h"
+#include "singa/ops/elementwise_functors.h"
+
+namespace singa {
+namespace cpu {
+namespace {
+
+constexpr bool kF = false, kFI = true;  // does the op have an int32 kernel?
+
+template <typename T, typename Op>
+void UnaryLoop(const Op& op, const Tensor& in, const Tensor& out) {
+  const T* x = static_cast<const T*>(in.block()->data());
+  T* y = static_cast<T*>(out.block()->mutable_data());
+  ForEachRow<2>(in.shape(), {&in.stride(), &out.stride()},
+                [&](const Offsets<2>& o, size_t n, const Offsets<2>& s) {
+                  const T* xp = x + o[0];
+                  T* yp = y + o[1];
+                  if (s[0] == 1)
+                    for (size_t i = 0; i < n; ++i) yp[i] = op(xp[i]);
+                  else
+                    for (size_t i = 0; i < n; ++i) yp[i * s[1]] = op(xp[i * s[0]]);
+                });
+}
+
+// The front has picked the dtype (float32, or int32 where the op allows it).
+template <typename Op, bool kAllowInt>
+void Unary(const Op& op, const Tensor& in, const Tensor& out) {
+  if constexpr (kAllowInt)
+    if (in.data_type() == kInt) return UnaryLoop<int32_t>(op, in, out);
+  UnaryLoop<float>(op, in, out);
+}
+
+template <typename Op, bool kAllowInt>
+void UnaryKernel(const Tensor& in, const Tensor& out, Context*) {
+  Unary<Op, kAllowInt>(Op{}, in, out);
+}
+
+// The inner loop of a binary op, specialised for the common stride patterns so that the
+// compiler vectorises contiguous and broadcast rows.
+template <typename Op, typename T>
+inline void BinaryRow(const Op& op, const T* a, const T* b, T* y, size_t n, std::ptrdiff_t sa,
+                      std::ptrdiff_t sb) {
+  if (sa == 1 && sb == 1) {
+    for (size_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
+  } else if (sa == 1 && sb == 0) {
+    const T bv = b[0];
+    for (size_t i = 0; i < n; ++i) y[i] = op(a[i], bv);
+  } else if (sa == 0 && sb == 1) {
+    const T av = a[0];
+    for (size_t i = 0; i < n; ++i) y[i] = op(av, b[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) y[i] = op(a[i * sa], b[i * sb]);
+  }
+}
+
+template <typename T, typename Op>
+void BinaryLoop(const Op& op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  const T* ap = static_cast<const T*>(a.block()->data());
+  const T* bp = static_cast<const T*>(b.block()->data());
+  T* y = static_cast<T*>(out.block()->mutable_data());
+  ForEachRow<3>(out.shape(), {&a.stride(), &b.stride(), &out.stride()},
+                [&](const Offsets<3>& o, size_t n, const Offsets<3>& s) {
+                  BinaryRow(op, ap + o[0], bp + o[1], y + o[2], n, s[0], s[1]);
+                });
+}
+
+template <typename Op, bool kAllowInt>
+void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Context*) {
+  if constexpr (kAllowInt)
+    if (out.data_type() == kInt) return BinaryLoop<int32_t>(Op{}, a, b, out);
+  BinaryLoop<float>(Op{}, a, b, out);
+}
+
+void Clamp(const Tensor& in, float low, float high, const Tensor& out, Context*) {
+  Unary<fn::ClampOp, kFI>(fn::ClampOp{low, high}, in, out);
+}
+void LeakyReLU(const Tensor& in, float slope, const Tensor& out, Context*) {
+  Unary<fn::LeakyReLUOp, kF>(fn::LeakyReLUOp{slope}, in, out);
+}
+
+}  // namespace
+
+// oneDNN's eltwise primitives would not beat these loops on the shapes we run: stated fallbacks.
+#define SINGA_UNARY(Name, kinds, expr)                                              \
+  SINGA_REGISTER_KERNEL(Name, kCpuRef, (&UnaryKernel<fn::Name##Op, k##kinds>));     \
+  SINGA_KERNEL_FALLBACK(Name, kCpuDnnl, kCpuRef);
+#define SINGA_BINARY(Name, kinds, expr)                                             \
+  SINGA_REGISTER_KERNEL(Name, kCpuRef, (&BinaryKernel<fn::Name##Op, k##kinds>));    \
+  SINGA_KERNEL_FALLBACK(Name, kCpuDnnl, kCpuRef);
+#include "singa/ops/elementwise.def"
+#undef SINGA_UNARY
+#undef SINGA_BINARY
+SINGA_REGISTER_KERNEL(Clamp, kCpuRef, &Clamp);
+SINGA_KERNEL_FALLBACK(Clamp, kCpuDnnl, kCpuRef);
+SINGA_REGISTER_KERNEL(LeakyReLU, kCpuRef, &LeakyReLU);
+SINGA_KERNEL_FALLBACK(LeakyReLU, kCpuDnnl, kCpuRef);
+
+}  // namespace cpu
+}  // namespace singa

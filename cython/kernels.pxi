@@ -1,0 +1,35 @@
+# The kernel registry seen from Python (included by singa_wrap.pyx).
+#
+#     >>> from singa import singa_wrap as sw
+#     >>> [r for r in sw.kernel_table() if r[0] == "Add"]
+#     [('Add', 'cpu', 'kernel'), ('Add', 'dnnl', 'fallback -> cpu'), ('Add', 'cuda', 'missing')]
+#
+# The rows are turned into strings on the C++ side (below), so that this file needs no Cython
+# declaration of singa::Backend (other .pxi files may declare it for the device switch).
+
+cdef extern from *:
+    """
+    #include <string>
+    #include <vector>
+    #include "singa/core/kernel.h"
+    // One "op<TAB>backend<TAB>status" line per row of singa::ListKernels().
+    static std::vector<std::string> singa_kernel_table_lines() {
+      std::vector<std::string> out;
+      for (const singa::KernelInfo& r : singa::ListKernels()) {
+        std::string status = r.has_kernel     ? "kernel"
+                             : r.has_fallback ? std::string("fallback -> ") +
+                                                    singa::BackendName(r.fallback)
+                                              : "missing";
+        out.push_back(r.op + "\\t" + singa::BackendName(r.backend) + "\\t" + status);
+      }
+      return out;
+    }
+    """
+    vector[string] singa_kernel_table_lines() except +raise_py_error
+
+
+def kernel_table():
+    """Every kernel slot and backend: a list of (op, backend, status) sorted by op, where status
+    is 'kernel' (the backend has its own), 'fallback -> X' (it states that backend X's kernel
+    runs) or 'missing'. Backends are named 'cpu' (reference), 'dnnl' (oneDNN) and 'cuda'."""
+    return [tuple(line.decode().split("\t")) for line in singa_kernel_table_lines()]
