@@ -117,12 +117,15 @@ def _buffer_operation(func):
 
 
 class ModelMeta(layer.LayerMeta):
-    """Wraps ``train_one_batch`` of every Model class with the graph logic."""
+    """Wraps ``train_one_batch`` of every Model class with the graph logic (the hook is Apache
+    SINGA's ``ModelMeta.buffer_operation(func)``)."""
 
-    def __new__(mcs, name, bases, attrs):
-        if "train_one_batch" in attrs:
-            attrs["train_one_batch"] = _buffer_operation(attrs["train_one_batch"])
-        return super(ModelMeta, mcs).__new__(mcs, name, bases, attrs)
+    buffer_operation = staticmethod(_buffer_operation)
+
+    def __new__(cls, name, bases, attr):
+        if "train_one_batch" in attr:
+            attr["train_one_batch"] = ModelMeta.buffer_operation(attr["train_one_batch"])
+        return super(ModelMeta, cls).__new__(cls, name, bases, attr)
 
 
 class Model(layer.Layer, metaclass=ModelMeta):

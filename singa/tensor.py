@@ -268,11 +268,11 @@ class Tensor(object):
         """A view with the axes reversed; shares memory."""
         return _wrap(singa.Transpose(self.data))
 
-    def reshape(self, *shape):
+    def reshape(self, shape, *more):
         """A tensor of the given shape (one entry may be -1); a view when this one is
-        contiguous. Accepts reshape((2, 3)) and reshape(2, 3)."""
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = shape[0]
+        contiguous. Accepts reshape((2, 3)) (SINGA's form) and reshape(2, 3)."""
+        if more or isinstance(shape, (int, np.integer)):
+            shape = (shape,) + more
         return _wrap(singa.Reshape(self.data, list(shape)))
 
     def contiguous(self):
@@ -688,10 +688,10 @@ class Tensor(object):
         return _wrap(singa.Abs(self.data))
 
     def __bool__(self):
-        if self.data.Size() != 1:
-            raise ValueError("the truth value of a tensor with %d elements is ambiguous"
-                             % self.data.Size())
-        return bool(singa.to_numpy(self.data).reshape(()))
+        # Apache SINGA's Tensor defines neither __bool__ nor __len__, so every tensor is true
+        # and SINGA code relies on it (its char-RNN example does ``if labels:``). Use
+        # float(t) or to_numpy for the value of a one-element tensor.
+        return True
 
     def __float__(self):
         if self.data.Size() != 1:

@@ -117,14 +117,19 @@ def _wrap_forward(func):
 
 
 class LayerMeta(type):
-    """Wraps ``initialize`` and ``forward`` of every Layer class (see the module note)."""
+    """Wraps ``initialize`` and ``forward`` of every Layer class (see the module note). The
+    wrappers are Apache SINGA's hooks ``LayerMeta.init_wrapper(func)`` and
+    ``LayerMeta.forward_wrapper(func)``, usable on functions of one's own."""
 
-    def __new__(mcs, name, bases, attrs):
-        if "initialize" in attrs:
-            attrs["initialize"] = _wrap_initialize(attrs["initialize"])
-        if "forward" in attrs:
-            attrs["forward"] = _wrap_forward(attrs["forward"])
-        return super(LayerMeta, mcs).__new__(mcs, name, bases, attrs)
+    init_wrapper = staticmethod(_wrap_initialize)
+    forward_wrapper = staticmethod(_wrap_forward)
+
+    def __new__(cls, name, bases, attr):
+        if "initialize" in attr:
+            attr["initialize"] = LayerMeta.init_wrapper(attr["initialize"])
+        if "forward" in attr:
+            attr["forward"] = LayerMeta.forward_wrapper(attr["forward"])
+        return super(LayerMeta, cls).__new__(cls, name, bases, attr)
 
 
 def _init_internals(layer):

@@ -259,6 +259,10 @@ class Pooling2d(_Windowed):
         return make_handle("PoolingHandle", "CudnnPoolingHandle", xp.device, xp.data,
                            self.kernel_size, self.stride, self.padding, self.is_max)
 
+    def initialize(self, x):
+        check_ndim(self, x, 4, "(N, C, H, W)")
+        self._ensure_handle(x, self._build)
+
     def forward(self, x):
         check_ndim(self, x, 4, "(N, C, H, W)")
         self._ensure_handle(x, self._build)

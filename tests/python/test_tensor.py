@@ -600,12 +600,20 @@ def test_len_bool_float_int():
     t = t_(np.arange(6, dtype=F32).reshape(3, 2))
     assert len(t) == 3
     one = t_(np.array([2.5], F32))
-    assert float(one) == 2.5 and int(one) == 2 and bool(one)
-    assert not bool(t_(np.array([0.0], F32)))
-    with pytest.raises(ValueError):
-        bool(t)
+    assert float(one) == 2.5 and int(one) == 2
     with pytest.raises(TypeError):
         len(tensor.sum(t))
+
+
+def test_every_tensor_is_true_as_in_singa():
+    # SINGA's Tensor has no __bool__/__len__: ``if labels:`` (its char-RNN example) must not
+    # look at the values, whatever the shape or content.
+    for a in (np.array([0.0], F32), np.zeros((3, 2), F32), np.zeros((0,), F32),
+              np.array(0, np.int32)):
+        t = t_(a)
+        assert bool(t) is True
+        assert (1 if t else 0) == 1
+    assert bool(tensor.Tensor()) is True
 
 
 def test_repr_shows_values():
