@@ -255,9 +255,13 @@ def _into(out, res, op):
 
 
 def sum(t, axis=None, out=None):
-    """The sum over ``axis`` (an int, a tuple of ints, or None for every element, giving a
-    0-d tensor), the summed axes removed; into ``out`` if given."""
-    res = _wrap(singa.ReduceSum(_ct(t, "sum"), _axes(axis), False))
+    """The sum over ``axis`` (an int or a tuple of ints), the summed axes removed; into ``out``
+    if given. With axis None the sum of every element comes as a (1, 1) tensor, as in SINGA
+    (whose tensordot-based sum gives that shape; SINGA code reads it with to_numpy(s)[0])."""
+    res = singa.ReduceSum(_ct(t, "sum"), _axes(axis), False)
+    if axis is None:
+        res = singa.Reshape(res, [1, 1])
+    res = _wrap(res)
     return res if out is None else _into(out, res, "sum")
 
 
