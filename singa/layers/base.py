@@ -11,7 +11,7 @@
 
     net = MLP()
     y = net(x)                                 # the first call creates fc1.W, fc1.b, fc2.W, fc2.b
-    net.get_params()                # {'MLP#0.fc1.W': ..., ...}; {'fc1.W': ...} in a Model
+    net.get_params()                # {'fc1.W': ..., 'fc1.b': ..., 'fc2.W': ..., 'fc2.b': ...}
 
 Note: the life of a layer
   * A subclass defines ``initialize(*inputs)`` (create parameters from the first input's shape)
@@ -22,12 +22,12 @@ Note: the life of a layer
     that name (a list or tuple of layers as ``<name>.0``, ``<name>.1``...; register_layers()
     registers others); a Tensor with ``stores_grad=True`` set as an attribute becomes a
     parameter, named ``<layer path>.<attribute>`` unless the caller gave it a name of its own.
-    The root of a Model has the empty path, so a Model's parameters are named like ``conv1.W``;
-    a layer used on its own gets a unique root name such as ``Linear#3``.
+    A root (a Model, or a layer used on its own) has the empty path, so a Model's parameters
+    are named like ``conv1.W`` and a standalone Linear's ``W`` and ``b``, as in Apache SINGA
+    (``layer.get_params()['W']``). Registering a layer in a parent renames its parameters.
   * Parameter names must be unique: two different tensors under one name would share optimizer
     state (Apache SINGA's ResNet example wrote past a buffer that way), so collecting them raises.
 """
-import itertools
 import warnings
 from collections import OrderedDict
 from functools import wraps
@@ -38,8 +38,6 @@ from .. import singa_wrap as singa
 from ..tensor import Tensor
 
 __all__ = ["Layer", "LayerMeta"]
-
-_root_ids = itertools.count()
 
 
 def _first_tensor(args, kwargs=None):
@@ -182,9 +180,7 @@ class Layer(object, metaclass=LayerMeta):
         local = d["_local_name"]
         if parent is None:
             if local is None:
-                local = "" if self._is_model() else "%s#%d" % (type(self).__name__,
-                                                                next(_root_ids))
-                d["_local_name"] = local
+                local = ""
             return local
         prefix = parent.name
         return prefix + Layer.sep + local if prefix else local

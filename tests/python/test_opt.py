@@ -243,16 +243,34 @@ def test_state_of_another_shape_raises():
         sgd.apply("W", T(np.ones(2), stores_grad=True), T(np.ones(2)))
 
 
-def test_two_parameters_with_one_name_raise():
-    a = T(np.ones((2, 2)), requires_grad=True, stores_grad=True, name="W")
-    b = T(np.ones((2, 2)), requires_grad=True, stores_grad=True, name="W")
+@pytest.mark.parametrize("through_update", [False, True])
+def test_two_parameters_with_one_name_keep_their_own_state(through_update):
+    # Standalone layers all name their weight "W" (as in SINGA): one optimizer must not share a
+    # momentum buffer between them. Reference: each tensor with its own numpy momentum.
+    a0 = np.array([[1.0, 2.0], [3.0, 4.0]], F32)
+    b0 = np.array([[0.5, -1.0], [2.0, 0.25]], F32)
+    a = T(a0, requires_grad=True, stores_grad=True, name="W")
+    b = T(b0, requires_grad=True, stores_grad=True, name="W")
+    sgd = opt.SGD(lr=0.1, momentum=0.9)
+    ra, rb, va, vb = a0.copy(), b0.copy(), np.zeros_like(a0), np.zeros_like(b0)
     autograd.training = True
     try:
-        loss = autograd.reduce_sum(autograd.matmul(a, b), None, 0)
-        with pytest.raises(ValueError, match="two different parameters are named 'W'"):
-            opt.Adam(lr=0.1)(loss)
+        for _ in range(3):
+            loss = autograd.reduce_sum(autograd.matmul(a, b), None, 0)
+            if through_update:
+                for p, g in autograd.backward(loss):
+                    sgd.update(p, g)
+                sgd.step()
+            else:
+                sgd(loss)
+            ga, gb = np.ones((2, 2), F32) @ rb.T, ra.T @ np.ones((2, 2), F32)
+            va, vb = 0.9 * va + ga, 0.9 * vb + gb
+            ra, rb = ra - 0.1 * va, rb - 0.1 * vb
     finally:
         autograd.training = False
+    np.testing.assert_allclose(N(a), ra, rtol=1e-5)
+    np.testing.assert_allclose(N(b), rb, rtol=1e-5)
+    assert sorted(sgd.moments) == ["W", "W#1"]
 
 
 # ---- states -------------------------------------------------------------------------------------
