@@ -57,14 +57,19 @@ from . import layer
 from . import singa_wrap as singa
 from . import tensor
 from .layers import base as _layer_base
+from .layers._util import CheckTypeError
 from .tensor import Tensor
 
-__all__ = ["Model", "ModelMeta", "CheckpointError"]
+__all__ = ["Model", "ModelMeta", "CheckpointError", "CheckpointNotFound"]
 
 
 class CheckpointError(singa.SingaError, ValueError):
     """A checkpoint file is unreadable (truncated, corrupt, not a checkpoint) or does not fit
     the model (names or shapes)."""
+
+
+class CheckpointNotFound(FileNotFoundError, AssertionError):
+    """load_states was given a path with no file (SINGA asserts: also an AssertionError)."""
 
 
 # device -> the model whose recorded graph the device holds now
@@ -161,8 +166,8 @@ class Model(layer.Layer, metaclass=ModelMeta):
         sets the training and graph modes."""
         if not isinstance(inputs, (list, tuple)) or not inputs or not all(
                 isinstance(x, Tensor) for x in inputs):
-            raise TypeError("compile: expected a non-empty list of Tensors (placeholders), got "
-                            "%r" % (inputs,))
+            raise CheckTypeError("compile: expected a non-empty list of Tensors (placeholders), "
+                                 "got %r" % (inputs,))
         dev = inputs[0].device
         _invalidate_graph(dev)
         self._drop_buffer()
@@ -317,7 +322,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
         is copied: on any error the model is unchanged. Raises FileNotFoundError, or
         CheckpointError (a ValueError) for a damaged or mismatched file."""
         if not os.path.isfile(fpath):
-            raise FileNotFoundError("load_states: no checkpoint file at %r" % (fpath,))
+            raise CheckpointNotFound("load_states: no checkpoint file at %r" % (fpath,))
         arrays, attrs = _read_checkpoint(fpath, self)
         current = self.get_states()
         model_states, aux = {}, {}

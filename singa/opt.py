@@ -34,6 +34,7 @@ import numpy as np
 
 from . import singa_wrap as singa
 from . import tensor
+from .layers._util import CheckShapeError, CheckTypeError
 from .layers.base import graph_paused
 from .tensor import Tensor
 
@@ -55,8 +56,8 @@ class DecayScheduler(object):
 
     def __call__(self, step):
         if not isinstance(step, Tensor):
-            raise TypeError("%s: the step must be a Tensor, got %s"
-                            % (type(self).__name__, type(step).__name__))
+            raise CheckTypeError("%s: the step must be a Tensor, got %s"
+                                 % (type(self).__name__, type(step).__name__))
         return self.call(step)
 
     def call(self, step):
@@ -203,9 +204,9 @@ class Optimizer(object):
             raise TypeError("%s: the parameter and its gradient must be Tensors, got %s and %s"
                             % (type(self).__name__, type(p).__name__, type(g).__name__))
         if tuple(p.shape) != tuple(g.shape):
-            raise singa.ShapeError("%s: parameter %r has shape %s but its gradient has shape %s"
-                                   % (type(self).__name__, name, tuple(p.shape),
-                                      tuple(g.shape)))
+            raise CheckShapeError("%s: parameter %r has shape %s but its gradient has shape %s"
+                                  % (type(self).__name__, name, tuple(p.shape),
+                                     tuple(g.shape)))
         if p.dtype != self.dtype:
             raise singa.DTypeError("%s: parameter %r has dtype %s; this optimizer updates %s"
                                    % (type(self).__name__, name, p.dtype, self.dtype))

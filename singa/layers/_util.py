@@ -1,19 +1,41 @@
-"""Helpers shared by the layer modules: input checks, size pairs, core handles."""
+"""Helpers shared by the layer modules: input checks, size pairs, core handles.
+
+Note: errors where Apache SINGA asserts
+  SINGA checks much user input with ``assert`` (Linear's feature size, BatchNorm2d's momentum,
+  the inputs of initialize/compile, Optimizer.apply's shapes...), so SINGA code may catch
+  AssertionError. At those places we raise CheckShapeError, CheckTypeError or CheckValueError:
+  each is both our precise error (ShapeError/ValueError, TypeError, ValueError) and an
+  AssertionError. (Our own checks stay ordinary exceptions: unlike ``assert`` they also run
+  under ``python -O``.)
+"""
 import numbers
 
 from .. import singa_wrap as singa
 from ..tensor import Tensor
 
 
+class CheckShapeError(singa.ShapeError, AssertionError):
+    """A shape SINGA asserts on is wrong (also an AssertionError, as in SINGA)."""
+
+
+class CheckTypeError(TypeError, AssertionError):
+    """An argument SINGA asserts on has the wrong type (also an AssertionError)."""
+
+
+class CheckValueError(ValueError, AssertionError):
+    """An argument SINGA asserts on has a wrong value (also an AssertionError)."""
+
+
 def shape_error(layer, msg, *args):
-    """A ShapeError (a ValueError) whose message starts with the layer's name."""
-    return singa.ShapeError("%s: %s" % (layer._display_name(), msg % args))
+    """A CheckShapeError (a ValueError and an AssertionError) whose message starts with the
+    layer's name."""
+    return CheckShapeError("%s: %s" % (layer._display_name(), msg % args))
 
 
 def check_tensor(layer, x, what="input"):
     if not isinstance(x, Tensor):
-        raise TypeError("%s: the %s must be a singa Tensor, got %s"
-                        % (layer._display_name(), what, type(x).__name__))
+        raise CheckTypeError("%s: the %s must be a singa Tensor, got %s"
+                             % (layer._display_name(), what, type(x).__name__))
 
 
 def check_ndim(layer, x, ndims, layout, what="input"):

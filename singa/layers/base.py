@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import singa_wrap as singa
 from ..tensor import Tensor
+from . import _util
 
 __all__ = ["Layer", "LayerMeta"]
 
@@ -385,9 +386,9 @@ class Layer(object, metaclass=LayerMeta):
     def set_attribute(self, attribute, attribute_value):
         """Copies ``attribute_value`` into the tensor ``attribute`` after checking shapes."""
         if _shape_of(attribute_value) != tuple(attribute.shape):
-            raise singa.ShapeError("%s: %s has shape %s, got a value of shape %s"
-                                   % (self._display_name(), attribute.name,
-                                      tuple(attribute.shape), _shape_of(attribute_value)))
+            raise _util.CheckShapeError("%s: %s has shape %s, got a value of shape %s"
+                                        % (self._display_name(), attribute.name,
+                                           tuple(attribute.shape), _shape_of(attribute_value)))
         attribute.copy_from(attribute_value)
 
     # ---- devices and dtypes ------------------------------------------------------------------
