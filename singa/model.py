@@ -217,7 +217,8 @@ class Model(layer.Layer, metaclass=ModelMeta):
 
     # ---- the graph ---------------------------------------------------------------------------
     def _run_graph(self, func, args, kwargs):
-        inputs = _tensors_in(list(args) + list(kwargs.values()), [])
+        # keyword tensors by name, so that a later call may pass them in another order
+        inputs = _tensors_in(list(args) + [kwargs[k] for k in sorted(kwargs)], [])
         if not inputs:
             raise ValueError("%s.train_one_batch: graph mode needs at least one input Tensor"
                              % type(self).__name__)

@@ -167,6 +167,31 @@ def test_new_input_tensors_are_copied_into_the_recorded_ones():
     dev.ResetGraph()
 
 
+@pytest.mark.parametrize("style", ["keywords", "mixed", "keywords-reordered"])
+def test_keyword_inputs_graph_matches_eager(style):
+    """Tensors passed to train_one_batch by keyword are inputs of the replay too: new tensors
+    each step, whose data must reach the recorded graph (a replay that ignored them would train
+    on the first batch forever)."""
+    dev = device.create_cpu_device(31)
+    eager, graph = twin_models(OPTIMIZERS["sgd-momentum"], dev)
+    losses = []
+    for i, (x, y) in enumerate(batches(5, seed=3)):
+        tx, ty = tensor.from_numpy(x, dev), tensor.from_numpy(y, dev)
+        gx, gy = tensor.from_numpy(x, dev), tensor.from_numpy(y, dev)
+        _, e_loss = eager(tx, ty)
+        if style == "keywords":
+            _, g_loss = graph(x=gx, y=gy)
+        elif style == "mixed":
+            _, g_loss = graph(gx, y=gy)
+        else:  # the keyword order changes between steps
+            _, g_loss = graph(x=gx, y=gy) if i % 2 else graph(y=gy, x=gx)
+        np.testing.assert_allclose(N(g_loss), N(e_loss), rtol=1e-6, err_msg="step %d" % i)
+        losses.append(float(N(g_loss).ravel()[0]))
+    assert len(set(losses)) == len(losses)  # every step saw its own batch
+    assert_same_params(eager, graph)
+    dev.ResetGraph()
+
+
 def test_a_new_input_shape_records_the_graph_again():
     dev = device.create_cpu_device(25)
     eager, graph = twin_models(OPTIMIZERS["sgd-momentum"], dev)
