@@ -1,4 +1,5 @@
 """singa.model: compile, graph mode == eager mode, input changes, bad input, checkpoints."""
+import io
 import json
 import os
 import warnings
@@ -461,6 +462,77 @@ def test_mismatched_checkpoints_raise_and_leave_the_model_unchanged(tmp_path):
     fresh = MLP()
     with pytest.raises(model.CheckpointError, match="compile"):
         fresh.load_states(small)
+
+
+def _rewrite_checkpoint(src, dst, edit):
+    """Copies checkpoint ``src`` to ``dst`` after ``edit(arrays, attrs)`` changed its content
+    (arrays keep their order: the loader meets them in that order)."""
+    with zipfile.ZipFile(src) as zf:
+        attrs = json.loads(zf.read("states_attr.json"))
+        with np.load(io.BytesIO(zf.read("tensor_dict.npz"))) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    edit(arrays, attrs)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    with zipfile.ZipFile(dst, "w") as zf:
+        zf.writestr("tensor_dict.npz", buf.getvalue())
+        zf.writestr("states_attr.json", json.dumps(attrs))
+
+
+def test_a_bad_last_entry_leaves_the_model_entirely_unchanged(tmp_path):
+    """Validation happens before any copy: a checkpoint whose entries are all good except the
+    LAST one (the one a validate-while-copying loader would meet after copying the others)."""
+    good = str(tmp_path / "good.zip")
+    trained_model(2).save_states(good)
+    with zipfile.ZipFile(good) as zf:
+        with np.load(io.BytesIO(zf.read("tensor_dict.npz"))) as npz:
+            order = list(npz.files)
+            saved = {k: npz[k] for k in order}
+    last = order[-1]
+    assert len(order) == 4 and last == "linear2.b"
+
+    def widen_last(arrays, attrs):
+        arrays[last] = np.zeros(C + 1, F32)
+        attrs[last]["shape"] = [C + 1]  # consistent with its array: only the model rejects it
+
+    bad = str(tmp_path / "bad_last.zip")
+    _rewrite_checkpoint(good, bad, widen_last)
+    m = trained_model(1)
+    before = params(m)
+    assert not np.array_equal(before["linear1.W"], saved["linear1.W"])
+    with pytest.raises(model.CheckpointError, match=r"linear2\.b.*\(4,\).*\(3,\)"):
+        m.load_states(bad)
+    for k, v in params(m).items():
+        np.testing.assert_array_equal(v, before[k], err_msg=k)
+    # the good file still loads completely
+    m.load_states(good)
+    for k, v in params(m).items():
+        np.testing.assert_array_equal(v, saved[k], err_msg=k)
+
+
+@pytest.mark.parametrize("kind", ["shape-disagrees", "extra-attribute", "missing-attribute"])
+def test_checkpoint_attributes_must_agree_with_the_arrays(tmp_path, kind):
+    """states_attr.json and tensor_dict.npz describe the same states with the same shapes; a
+    file where they disagree is damaged, even if the arrays alone would fit the model."""
+    good = str(tmp_path / "good.zip")
+    trained_model(2).save_states(good)
+
+    def edit(arrays, attrs):
+        if kind == "shape-disagrees":
+            attrs["linear1.b"]["shape"] = [H + 1]
+        elif kind == "extra-attribute":
+            attrs["linear3.W"] = dict(attrs["linear1.W"])
+        else:
+            del attrs["linear2.b"]
+
+    bad = str(tmp_path / "bad.zip")
+    _rewrite_checkpoint(good, bad, edit)
+    m = trained_model(1)
+    before = params(m)
+    with pytest.raises(model.CheckpointError, match="inconsistent"):
+        m.load_states(bad)
+    for k, v in params(m).items():
+        np.testing.assert_array_equal(v, before[k], err_msg=k)
 
 
 def test_load_into_a_graph_model_is_used_by_the_replay(tmp_path):
