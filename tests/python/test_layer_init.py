@@ -10,25 +10,13 @@ import numpy as np
 import pytest
 
 from singa import layer, tensor
+from stats_check import assert_normal, assert_uniform
 
 F32 = np.float32
 
 
 def N(t):
     return tensor.to_numpy(t).astype(np.float64)
-
-
-def assert_normal(w, std, what):
-    """Sample mean and std of w against N(0, std^2), within 6 standard errors: the mean's
-    standard error is std / sqrt(n), the sample std's about std / sqrt(2 n)."""
-    w = w.ravel()
-    n = w.size
-    assert abs(w.mean()) < 6 * std / math.sqrt(n), (what, w.mean(), std)
-    assert abs(w.std() - std) < 6 * std / math.sqrt(2 * n), (what, w.std(), std)
-    # a normal sample exceeds 3 std with probability 0.27%: a variance-for-std bug (std^2
-    # when std < 1) or a uniform draw changes that fraction far beyond its noise
-    tail = np.mean(np.abs(w) > 3 * std)
-    assert abs(tail - 0.0027) < 6 * math.sqrt(0.0027 / n) + 1e-4, (what, tail)
 
 
 @pytest.mark.parametrize("fan_in,fan_out", [(300, 500), (1000, 20)])
@@ -75,12 +63,7 @@ def test_embedding_weights():
     assert_normal(N(e.W), 1.0, "Embedding.W")
     u = layer.Embedding(500, 200, initializer="uniform")
     u(tensor.from_numpy(np.zeros((2, 3), np.int32)))
-    w = N(u.W).ravel()
-    n = w.size
-    assert w.min() >= -1.0 and w.max() <= 1.0
-    assert w.min() < -0.99 and w.max() > 0.99  # the whole interval is used
-    assert abs(w.mean()) < 6 * math.sqrt(1 / 3 / n)
-    assert abs(w.std() - math.sqrt(1 / 3)) < 6 * math.sqrt(1 / 3) / math.sqrt(2 * n)
+    assert_uniform(N(u.W), 1.0, "Embedding.W uniform")
 
 
 def test_batchnorm_starts_as_identity():
