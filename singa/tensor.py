@@ -40,6 +40,20 @@ from .device import get_default_device
 
 CTensor = singa.Tensor
 
+
+# Where Apache SINGA asserts on user input, SINGA code may catch AssertionError: there we raise
+# these, each both our precise error and an AssertionError (see singa/layers/_util.py).
+class CheckShapeError(singa.ShapeError, AssertionError):
+    """A shape SINGA asserts on is wrong (a ShapeError and an AssertionError)."""
+
+
+class CheckTypeError(TypeError, AssertionError):
+    """An argument SINGA asserts on has the wrong type (also an AssertionError)."""
+
+
+class CheckValueError(ValueError, AssertionError):
+    """An argument SINGA asserts on has a wrong value (also an AssertionError)."""
+
 # SINGA's dtype codes (core.proto: kFloat32 = 0, kFloat16 = 1, kInt = 2).
 float32 = getattr(singa, "kFloat32", 0)
 float16 = getattr(singa, "kFloat16", 1)
@@ -273,7 +287,10 @@ class Tensor(object):
         contiguous. Accepts reshape((2, 3)) (SINGA's form) and reshape(2, 3)."""
         if more or isinstance(shape, (int, np.integer)):
             shape = (shape,) + more
-        return _wrap(singa.Reshape(self.data, list(shape)))
+        try:
+            return _wrap(singa.Reshape(self.data, list(shape)))
+        except singa.ShapeError as e:  # SINGA asserts the sizes are equal
+            raise CheckShapeError(str(e)) from None
 
     def contiguous(self):
         """This tensor's data in row-major order (a new tensor if it was a view)."""
@@ -382,8 +399,8 @@ class Tensor(object):
         element ``offset``. With offset 0 the sizes must be equal."""
         arr = _np_input(np_array, "copy_from_numpy")
         if offset == 0 and arr.size != self.size():
-            raise singa.ShapeError("copy_from_numpy: the array has %d elements %s, the tensor %d %s"
-                                   % (arr.size, arr.shape, self.size(), self.shape))
+            raise CheckShapeError("copy_from_numpy: the array has %d elements %s, the tensor %d %s"
+                                  % (arr.size, arr.shape, self.size(), self.shape))
         target, order = self._writable()
         if order is not None:
             arr = arr.reshape(self.shape).transpose(order)
@@ -393,8 +410,8 @@ class Tensor(object):
         """Copies the values of Tensor ``t`` (same size) into this tensor."""
         src = _ct(t, "copy_data")
         if src.Size() != self.size():
-            raise singa.ShapeError("copy_data: the source has %d elements %s, this tensor %d %s"
-                                   % (src.Size(), src.shape(), self.size(), self.shape))
+            raise CheckShapeError("copy_data: the source has %d elements %s, this tensor %d %s"
+                                  % (src.Size(), src.shape(), self.size(), self.shape))
         if src.data_type() != self.dtype:
             src = src.AsType(self.dtype)
         target, order = self._writable()

@@ -11,19 +11,15 @@ Note: errors where Apache SINGA asserts
 import numbers
 
 from .. import singa_wrap as singa
+from .. import tensor as _tensor
 from ..tensor import Tensor
 
 
-class CheckShapeError(singa.ShapeError, AssertionError):
-    """A shape SINGA asserts on is wrong (also an AssertionError, as in SINGA)."""
-
-
-class CheckTypeError(TypeError, AssertionError):
-    """An argument SINGA asserts on has the wrong type (also an AssertionError)."""
-
-
-class CheckValueError(ValueError, AssertionError):
-    """An argument SINGA asserts on has a wrong value (also an AssertionError)."""
+# defined next to Tensor (the lowest module that raises them), shared by the layers, opt, model
+# and initializer from here
+CheckShapeError = _tensor.CheckShapeError
+CheckTypeError = _tensor.CheckTypeError
+CheckValueError = _tensor.CheckValueError
 
 
 def shape_error(layer, msg, *args):

@@ -84,3 +84,15 @@ def test_good_input_at_the_same_sites_still_works():
     bn = layer.BatchNorm2d(3, momentum=1.0)  # the bound itself is accepted, as in SINGA
     assert bn.momentum == 1.0
     assert layer.Conv2d(4, 3, group=2).group == 2
+
+
+@pytest.mark.parametrize("call", [
+    lambda: T(2, 3).reshape((4, 2)),
+    lambda: T(2, 3).copy_from_numpy(np.ones(5, F32)),
+    lambda: T(2, 3).copy_data(T(5)),
+], ids=["reshape", "copy_from_numpy", "copy_data"])
+def test_tensor_size_asserts(call):
+    # SINGA's Tensor.reshape / copy_from_numpy / copy_data assert equal sizes
+    with pytest.raises(AssertionError, match=r"\(2, 3\)") as info:
+        call()
+    assert isinstance(info.value, singa_wrap.ShapeError)
