@@ -7,8 +7,8 @@ tensordot) happens in Python.
 import numpy as np
 
 from . import singa_wrap as singa
-from .tensor import (Tensor, CTensor, _wrap, _ct, _operand, _dev, _dtype, _np_input, product,
-                     float16, float32, int32)
+from .tensor import (CheckShapeError, Tensor, CTensor, _wrap, _ct, _operand, _dev, _dtype,
+                     _np_input, product, float16, float32, int32)
 
 __all__ = [
     # creation and conversion
@@ -71,8 +71,8 @@ def copy_from_numpy(data, np_array):
     arr = _np_input(np_array, "copy_from_numpy")
     ct = _ct(data, "copy_from_numpy")
     if arr.size != ct.Size():
-        raise singa.ShapeError("copy_from_numpy: the array has %d elements %s, the tensor %d %s"
-                               % (arr.size, arr.shape, ct.Size(), ct.shape()))
+        raise CheckShapeError("copy_from_numpy: the array has %d elements %s, the tensor %d %s"
+                              % (arr.size, arr.shape, ct.Size(), ct.shape()))
     singa.copy_from_numpy(ct, arr)
 
 
