@@ -91,6 +91,15 @@ def _wrap_initialize(func):
     def initialize(self, *args, **kwargs):
         if self.__dict__.get("_in_init"):  # a subclass calling super().initialize()
             return func(self, *args, **kwargs)
+        if not args and not kwargs:  # as in SINGA: nothing to derive the parameters from
+            return None
+        if args:
+            first = args[0][0] if isinstance(args[0], (list, tuple)) and args[0] else args[0]
+            if not isinstance(first, Tensor):
+                # SINGA asserts: 'initialize function expects PlaceHolders or Tensors'
+                raise _util.CheckTypeError(
+                    "%s.initialize expects Tensors (placeholders) or a list of them first, got "
+                    "%s" % (self._display_name(), type(first).__name__))
         x = _first_tensor(args, kwargs)
         object.__setattr__(self, "_in_init", True)
         try:

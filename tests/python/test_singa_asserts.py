@@ -60,6 +60,7 @@ CASES = [
     ("Conv2d nb_kernels/group", lambda: layer.Conv2d(3, 3, group=2), ValueError),
     ("Pooling2d stride", lambda: layer.MaxPool2d(2, stride=(0, 1)), ValueError),
     ("Layer input type", lambda: layer.Linear(2)(np.ones((1, 3), F32)), TypeError),
+    ("initialize input type", lambda: layer.Linear(2).initialize([np.ones((1, 3))]), TypeError),
     ("set_attribute", _set_attribute_shape, singa_wrap.ShapeError),
     ("Optimizer.apply", _optimizer_apply_shape, singa_wrap.ShapeError),
     ("DecayScheduler step", lambda: opt.Constant(0.1)(0.5), TypeError),
@@ -79,6 +80,7 @@ def test_singa_assert_sites_raise_assertion_errors(name, call, precise):
 
 def test_good_input_at_the_same_sites_still_works():
     fc = layer.Linear(2)
+    assert fc.initialize() is None and not hasattr(fc, "W")  # SINGA: no input, nothing done
     y = fc(T(1, 3))
     assert y.shape == (1, 2)
     bn = layer.BatchNorm2d(3, momentum=1.0)  # the bound itself is accepted, as in SINGA
