@@ -27,6 +27,8 @@ Note: the life of a layer
     (``layer.get_params()['W']``). Registering a layer in a parent renames its parameters.
   * Parameter names must be unique: two different tensors under one name would share optimizer
     state (Apache SINGA's ResNet example wrote past a buffer that way), so collecting them raises.
+    (Separate standalone layers all have "W": the optimizers keep their states apart by tensor,
+    see singa/opt.py.)
 """
 import warnings
 from collections import OrderedDict

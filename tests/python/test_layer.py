@@ -89,7 +89,7 @@ def test_linear_bad_construction():
     with pytest.raises(ValueError):
         layer.Linear(0)
     with pytest.raises(TypeError):
-        layer.Linear(3, bogus=1)
+        layer.Linear(3, 4, True, 5)  # at most (in_features, out_features, bias)
 
 
 # ---- names ----------------------------------------------------------------------------------
@@ -522,3 +522,40 @@ def test_reassigning_attributes():
     assert h.get_params() == {}
     with pytest.raises(AttributeError):
         h.shared
+
+
+def test_singa_metaclass_hooks_wrap_user_functions():
+    """LayerMeta.init_wrapper / forward_wrapper and ModelMeta.buffer_operation are SINGA's
+    hooks: wrapping a function of one's own gives it the layer/model behaviour."""
+    calls = []
+
+    class Scale(layer.Layer):
+        pass
+
+    def init(self, x):
+        calls.append(("init", tuple(x.shape)))
+        self.k = tensor.Tensor((1,), requires_grad=True, stores_grad=True).set_value(3.0)
+
+    def fwd(self, x):
+        calls.append(("forward",))
+        return autograd.mul(x, self.k)
+
+    Scale.initialize = layer.LayerMeta.init_wrapper(init)
+    Scale.forward = layer.LayerMeta.forward_wrapper(fwd)
+    s = Scale()
+    y = s(tensor.from_numpy(np.array([[1.0, 2.0]], np.float32)))
+    np.testing.assert_array_equal(tensor.to_numpy(y), [[3.0, 6.0]])
+    s(tensor.from_numpy(np.array([[1.0, 2.0]], np.float32)))
+    assert calls == [("init", (1, 2)), ("forward",), ("forward",)]  # initialized once
+    assert list(s.get_params()) == ["k"]
+    wrapped = model.ModelMeta.buffer_operation(lambda self, x: x)
+    m = model.Model()
+    m.graph(False)
+    assert wrapped(m, y) is y  # eager: the function itself runs
+
+
+def test_linear_ignores_unknown_keywords_as_singa_but_warns():
+    with pytest.warns(RuntimeWarning, match="ignoring unknown keyword arguments name"):
+        fc = layer.Linear(3, name="fc")
+    y = fc(tensor.from_numpy(np.ones((2, 4), np.float32)))
+    assert y.shape == (2, 3) and fc.bias
