@@ -25,6 +25,10 @@ Semantics worth knowing:
   * views: ``T()``, ``transpose()``, ``reshape()`` (of a contiguous tensor) and ``copy()`` share
     memory with their source; ``clone()``, ``t[...]`` and every math result are new memory.
   * ``t[i]`` keeps the indexed axis with size 1, as in SINGA (numpy would drop it).
+  * every tensor is true in a boolean context (SINGA code writes ``if labels:``); read a
+    one-element tensor's value with float(t). ``tensor.sum(t)`` of all elements is (1, 1).
+  * where SINGA asserts on sizes (reshape, copy_from_numpy, copy_data) the error is a
+    CheckShapeError: a ShapeError (ValueError) and an AssertionError.
   * errors are Python exceptions from singa_wrap: ShapeError (a ValueError), AxisError (a
     ValueError and an IndexError), DTypeError (a TypeError), DeviceError...
 """
