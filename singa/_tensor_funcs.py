@@ -7,8 +7,8 @@ tensordot) happens in Python.
 import numpy as np
 
 from . import singa_wrap as singa
-from .tensor import (Tensor, CTensor, _wrap, _ct, _operand, _dev, _dtype, _np_input, product,
-                     float16, float32, int32)
+from .tensor import (CheckShapeError, Tensor, CTensor, _wrap, _ct, _operand, _dev, _dtype,
+                     _np_input, product, float16, float32, int32)
 
 __all__ = [
     # creation and conversion
@@ -71,8 +71,8 @@ def copy_from_numpy(data, np_array):
     arr = _np_input(np_array, "copy_from_numpy")
     ct = _ct(data, "copy_from_numpy")
     if arr.size != ct.Size():
-        raise singa.ShapeError("copy_from_numpy: the array has %d elements %s, the tensor %d %s"
-                               % (arr.size, arr.shape, ct.Size(), ct.shape()))
+        raise CheckShapeError("copy_from_numpy: the array has %d elements %s, the tensor %d %s"
+                              % (arr.size, arr.shape, ct.Size(), ct.shape()))
     singa.copy_from_numpy(ct, arr)
 
 
@@ -255,9 +255,13 @@ def _into(out, res, op):
 
 
 def sum(t, axis=None, out=None):
-    """The sum over ``axis`` (an int, a tuple of ints, or None for every element, giving a
-    0-d tensor), the summed axes removed; into ``out`` if given."""
-    res = _wrap(singa.ReduceSum(_ct(t, "sum"), _axes(axis), False))
+    """The sum over ``axis`` (an int or a tuple of ints), the summed axes removed; into ``out``
+    if given. With axis None the sum of every element comes as a (1, 1) tensor, as in SINGA
+    (whose tensordot-based sum gives that shape; SINGA code reads it with to_numpy(s)[0])."""
+    res = singa.ReduceSum(_ct(t, "sum"), _axes(axis), False)
+    if axis is None:
+        res = singa.Reshape(res, [1, 1])
+    res = _wrap(res)
     return res if out is None else _into(out, res, "sum")
 
 

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from . import tensor as _tensor
+from .layers._util import CheckValueError
 from .tensor import Tensor
 
 __all__ = ["he_uniform", "he_normal", "glorot_uniform", "glorot_normal", "xavier_uniform",
@@ -110,8 +111,8 @@ def lecun_normal(t):
 
 def _fan_scale(fn, fan_in, fan_out):
     if fan_in < 0 or fan_out < 0 or fan_in + fan_out <= 0:
-        raise ValueError("initializer.%s: give fan_in and/or fan_out (positive), got %r and %r"
-                         % (fn, fan_in, fan_out))
+        raise CheckValueError("initializer.%s: give fan_in and/or fan_out (positive), got %r "
+                              "and %r" % (fn, fan_in, fan_out))
     avg = 1 if fan_in * fan_out == 0 else 2
     return avg / float(fan_in + fan_out)
 

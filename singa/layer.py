@@ -3,7 +3,7 @@
     from singa import layer, tensor
     fc = layer.Linear(10)                  # in_features comes from the first input
     y = fc(tensor.Tensor((4, 784)))        # creates fc.W (784, 10) and fc.b (10,)
-    fc.get_params()                        # {'Linear#0.W': ..., 'Linear#0.b': ...}
+    fc.get_params()                        # {'W': ..., 'b': ...}; 'fc1.W'... inside a Model
 
 A layer creates its parameters lazily from its first input, registers the layers set as its
 attributes, and names parameters by attribute path (``conv1.W`` inside a Model). See

@@ -57,14 +57,19 @@ from . import layer
 from . import singa_wrap as singa
 from . import tensor
 from .layers import base as _layer_base
+from .layers._util import CheckTypeError
 from .tensor import Tensor
 
-__all__ = ["Model", "ModelMeta", "CheckpointError"]
+__all__ = ["Model", "ModelMeta", "CheckpointError", "CheckpointNotFound"]
 
 
 class CheckpointError(singa.SingaError, ValueError):
     """A checkpoint file is unreadable (truncated, corrupt, not a checkpoint) or does not fit
     the model (names or shapes)."""
+
+
+class CheckpointNotFound(FileNotFoundError, AssertionError):
+    """load_states was given a path with no file (SINGA asserts: also an AssertionError)."""
 
 
 # device -> the model whose recorded graph the device holds now
@@ -117,12 +122,15 @@ def _buffer_operation(func):
 
 
 class ModelMeta(layer.LayerMeta):
-    """Wraps ``train_one_batch`` of every Model class with the graph logic."""
+    """Wraps ``train_one_batch`` of every Model class with the graph logic (the hook is Apache
+    SINGA's ``ModelMeta.buffer_operation(func)``)."""
 
-    def __new__(mcs, name, bases, attrs):
-        if "train_one_batch" in attrs:
-            attrs["train_one_batch"] = _buffer_operation(attrs["train_one_batch"])
-        return super(ModelMeta, mcs).__new__(mcs, name, bases, attrs)
+    buffer_operation = staticmethod(_buffer_operation)
+
+    def __new__(cls, name, bases, attr):
+        if "train_one_batch" in attr:
+            attr["train_one_batch"] = ModelMeta.buffer_operation(attr["train_one_batch"])
+        return super(ModelMeta, cls).__new__(cls, name, bases, attr)
 
 
 class Model(layer.Layer, metaclass=ModelMeta):
@@ -158,8 +166,8 @@ class Model(layer.Layer, metaclass=ModelMeta):
         sets the training and graph modes."""
         if not isinstance(inputs, (list, tuple)) or not inputs or not all(
                 isinstance(x, Tensor) for x in inputs):
-            raise TypeError("compile: expected a non-empty list of Tensors (placeholders), got "
-                            "%r" % (inputs,))
+            raise CheckTypeError("compile: expected a non-empty list of Tensors (placeholders), "
+                                 "got %r" % (inputs,))
         dev = inputs[0].device
         _invalidate_graph(dev)
         self._drop_buffer()
@@ -209,7 +217,8 @@ class Model(layer.Layer, metaclass=ModelMeta):
 
     # ---- the graph ---------------------------------------------------------------------------
     def _run_graph(self, func, args, kwargs):
-        inputs = _tensors_in(list(args) + list(kwargs.values()), [])
+        # keyword tensors by name, so that a later call may pass them in another order
+        inputs = _tensors_in(list(args) + [kwargs[k] for k in sorted(kwargs)], [])
         if not inputs:
             raise ValueError("%s.train_one_batch: graph mode needs at least one input Tensor"
                              % type(self).__name__)
@@ -314,7 +323,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
         is copied: on any error the model is unchanged. Raises FileNotFoundError, or
         CheckpointError (a ValueError) for a damaged or mismatched file."""
         if not os.path.isfile(fpath):
-            raise FileNotFoundError("load_states: no checkpoint file at %r" % (fpath,))
+            raise CheckpointNotFound("load_states: no checkpoint file at %r" % (fpath,))
         arrays, attrs = _read_checkpoint(fpath, self)
         current = self.get_states()
         model_states, aux = {}, {}

@@ -17,13 +17,24 @@ Note: why hyper-parameters are device tensors
   State tensors (momentum buffers, Adam's m and v) are created the first time a parameter is
   seen, with the device taken out of buffering, so they hold their zeros before the graph runs.
   Gradients are never modified in place: backward may still read them after yielding.
+
+Note: state keys
+  State is kept by parameter name, as in SINGA (get_states()/set_states() exchange those
+  dicts). A standalone layer names its parameters "W" and "b" (SINGA's convention), so several
+  standalone layers trained by one optimizer (SINGA's autograd tutorial does that) bring
+  different tensors under one name; SINGA then shares one momentum buffer between them (wrong
+  numbers, or a write past a buffer). __call__ and update() give the second owner of a name the
+  key "<name>#1" (then "#2"...), so each tensor keeps its own state. apply() called directly
+  uses the name it is given.
 """
 import numbers
+import weakref
 
 import numpy as np
 
 from . import singa_wrap as singa
 from . import tensor
+from .layers._util import CheckShapeError, CheckTypeError
 from .layers.base import graph_paused
 from .tensor import Tensor
 
@@ -45,8 +56,8 @@ class DecayScheduler(object):
 
     def __call__(self, step):
         if not isinstance(step, Tensor):
-            raise TypeError("%s: the step must be a Tensor, got %s"
-                            % (type(self).__name__, type(step).__name__))
+            raise CheckTypeError("%s: the step must be a Tensor, got %s"
+                                 % (type(self).__name__, type(step).__name__))
         return self.call(step)
 
     def call(self, step):
@@ -112,6 +123,7 @@ class Optimizer(object):
             self.step_counter = Tensor((1,), dev, tensor.float32)
             self.step_counter.set_value(0)
         self._cache = {}
+        self._key_owner = {}  # state key -> weakref to the parameter that holds it
         self.lr = self._hyper("lr", "lr_value", lr, "learning rate")
 
     def _hyper(self, attr, value_attr, value, what):
@@ -139,24 +151,28 @@ class Optimizer(object):
     def call(self, loss):
         """Backward from ``loss`` and update every parameter (without step())."""
         from . import autograd
-        seen = {}
         # Values cached per step (1 - beta, bias corrections) are computed afresh by each call:
         # a recording that failed midway must not leave never-computed tensors behind.
         self._cache = {}
         try:
             for p, g in autograd.backward(loss):
-                name = p.name if p.name is not None else id(p)
-                other = seen.get(name)
-                if other is not None and other is not p:
-                    raise ValueError(
-                        "%s: two different parameters are named %r (shapes %s and %s); they "
-                        "would share optimizer state. Give every parameter a unique name "
-                        "(register sub-layers as attributes or with register_layers)"
-                        % (type(self).__name__, name, tuple(other.shape), tuple(p.shape)))
-                seen[name] = p
-                self.apply(name, p, g)
+                self.apply(self._state_key(p), p, g)
         finally:
             self._cache = {}
+
+    def _state_key(self, p):
+        """The key of p's state: its name, or "<name>#<n>" when another live tensor already
+        holds that name here (see the module note)."""
+        name = p.name if p.name is not None else id(p)
+        key, n = name, 0
+        while True:
+            ref = self._key_owner.get(key)
+            owner = ref() if ref is not None else None
+            if owner is None or owner is p:
+                self._key_owner[key] = weakref.ref(p)
+                return key
+            n += 1
+            key = "%s#%d" % (name, n)
 
     def step(self):
         """Advances step_counter by one and recomputes the scheduled hyper-parameters (as core
@@ -177,7 +193,7 @@ class Optimizer(object):
 
     def update(self, param, grad):
         """Updates one parameter from its gradient (Apache SINGA's older API); no step()."""
-        self.apply(param.name if param.name is not None else id(param), param, grad)
+        self.apply(self._state_key(param), param, grad)
 
     def backward_and_update(self, loss):
         self.__call__(loss)
@@ -188,9 +204,9 @@ class Optimizer(object):
             raise TypeError("%s: the parameter and its gradient must be Tensors, got %s and %s"
                             % (type(self).__name__, type(p).__name__, type(g).__name__))
         if tuple(p.shape) != tuple(g.shape):
-            raise singa.ShapeError("%s: parameter %r has shape %s but its gradient has shape %s"
-                                   % (type(self).__name__, name, tuple(p.shape),
-                                      tuple(g.shape)))
+            raise CheckShapeError("%s: parameter %r has shape %s but its gradient has shape %s"
+                                  % (type(self).__name__, name, tuple(p.shape),
+                                     tuple(g.shape)))
         if p.dtype != self.dtype:
             raise singa.DTypeError("%s: parameter %r has dtype %s; this optimizer updates %s"
                                    % (type(self).__name__, name, p.dtype, self.dtype))

@@ -25,6 +25,10 @@ Semantics worth knowing:
   * views: ``T()``, ``transpose()``, ``reshape()`` (of a contiguous tensor) and ``copy()`` share
     memory with their source; ``clone()``, ``t[...]`` and every math result are new memory.
   * ``t[i]`` keeps the indexed axis with size 1, as in SINGA (numpy would drop it).
+  * every tensor is true in a boolean context (SINGA code writes ``if labels:``); read a
+    one-element tensor's value with float(t). ``tensor.sum(t)`` of all elements is (1, 1).
+  * where SINGA asserts on sizes (reshape, copy_from_numpy, copy_data) the error is a
+    CheckShapeError: a ShapeError (ValueError) and an AssertionError.
   * errors are Python exceptions from singa_wrap: ShapeError (a ValueError), AxisError (a
     ValueError and an IndexError), DTypeError (a TypeError), DeviceError...
 """
@@ -39,6 +43,20 @@ from . import device as _device
 from .device import get_default_device
 
 CTensor = singa.Tensor
+
+
+# Where Apache SINGA asserts on user input, SINGA code may catch AssertionError: there we raise
+# these, each both our precise error and an AssertionError (see singa/layers/_util.py).
+class CheckShapeError(singa.ShapeError, AssertionError):
+    """A shape SINGA asserts on is wrong (a ShapeError and an AssertionError)."""
+
+
+class CheckTypeError(TypeError, AssertionError):
+    """An argument SINGA asserts on has the wrong type (also an AssertionError)."""
+
+
+class CheckValueError(ValueError, AssertionError):
+    """An argument SINGA asserts on has a wrong value (also an AssertionError)."""
 
 # SINGA's dtype codes (core.proto: kFloat32 = 0, kFloat16 = 1, kInt = 2).
 float32 = getattr(singa, "kFloat32", 0)
@@ -268,12 +286,15 @@ class Tensor(object):
         """A view with the axes reversed; shares memory."""
         return _wrap(singa.Transpose(self.data))
 
-    def reshape(self, *shape):
+    def reshape(self, shape, *more):
         """A tensor of the given shape (one entry may be -1); a view when this one is
-        contiguous. Accepts reshape((2, 3)) and reshape(2, 3)."""
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = shape[0]
-        return _wrap(singa.Reshape(self.data, list(shape)))
+        contiguous. Accepts reshape((2, 3)) (SINGA's form) and reshape(2, 3)."""
+        if more or isinstance(shape, (int, np.integer)):
+            shape = (shape,) + more
+        try:
+            return _wrap(singa.Reshape(self.data, list(shape)))
+        except singa.ShapeError as e:  # SINGA asserts the sizes are equal
+            raise CheckShapeError(str(e)) from None
 
     def contiguous(self):
         """This tensor's data in row-major order (a new tensor if it was a view)."""
@@ -382,8 +403,8 @@ class Tensor(object):
         element ``offset``. With offset 0 the sizes must be equal."""
         arr = _np_input(np_array, "copy_from_numpy")
         if offset == 0 and arr.size != self.size():
-            raise singa.ShapeError("copy_from_numpy: the array has %d elements %s, the tensor %d %s"
-                                   % (arr.size, arr.shape, self.size(), self.shape))
+            raise CheckShapeError("copy_from_numpy: the array has %d elements %s, the tensor %d %s"
+                                  % (arr.size, arr.shape, self.size(), self.shape))
         target, order = self._writable()
         if order is not None:
             arr = arr.reshape(self.shape).transpose(order)
@@ -393,8 +414,8 @@ class Tensor(object):
         """Copies the values of Tensor ``t`` (same size) into this tensor."""
         src = _ct(t, "copy_data")
         if src.Size() != self.size():
-            raise singa.ShapeError("copy_data: the source has %d elements %s, this tensor %d %s"
-                                   % (src.Size(), src.shape(), self.size(), self.shape))
+            raise CheckShapeError("copy_data: the source has %d elements %s, this tensor %d %s"
+                                  % (src.Size(), src.shape(), self.size(), self.shape))
         if src.data_type() != self.dtype:
             src = src.AsType(self.dtype)
         target, order = self._writable()
@@ -688,10 +709,10 @@ class Tensor(object):
         return _wrap(singa.Abs(self.data))
 
     def __bool__(self):
-        if self.data.Size() != 1:
-            raise ValueError("the truth value of a tensor with %d elements is ambiguous"
-                             % self.data.Size())
-        return bool(singa.to_numpy(self.data).reshape(()))
+        # Apache SINGA's Tensor defines neither __bool__ nor __len__, so every tensor is true
+        # and SINGA code relies on it (its char-RNN example does ``if labels:``). Use
+        # float(t) or to_numpy for the value of a one-element tensor.
+        return True
 
     def __float__(self):
         if self.data.Size() != 1:

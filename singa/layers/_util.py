@@ -1,19 +1,37 @@
-"""Helpers shared by the layer modules: input checks, size pairs, core handles."""
+"""Helpers shared by the layer modules: input checks, size pairs, core handles.
+
+Note: errors where Apache SINGA asserts
+  SINGA checks much user input with ``assert`` (Linear's feature size, BatchNorm2d's momentum,
+  the inputs of initialize/compile, Optimizer.apply's shapes...), so SINGA code may catch
+  AssertionError. At those places we raise CheckShapeError, CheckTypeError or CheckValueError:
+  each is both our precise error (ShapeError/ValueError, TypeError, ValueError) and an
+  AssertionError. (Our own checks stay ordinary exceptions: unlike ``assert`` they also run
+  under ``python -O``.)
+"""
 import numbers
 
 from .. import singa_wrap as singa
+from .. import tensor as _tensor
 from ..tensor import Tensor
 
 
+# defined next to Tensor (the lowest module that raises them), shared by the layers, opt, model
+# and initializer from here
+CheckShapeError = _tensor.CheckShapeError
+CheckTypeError = _tensor.CheckTypeError
+CheckValueError = _tensor.CheckValueError
+
+
 def shape_error(layer, msg, *args):
-    """A ShapeError (a ValueError) whose message starts with the layer's name."""
-    return singa.ShapeError("%s: %s" % (layer._display_name(), msg % args))
+    """A CheckShapeError (a ValueError and an AssertionError) whose message starts with the
+    layer's name."""
+    return CheckShapeError("%s: %s" % (layer._display_name(), msg % args))
 
 
 def check_tensor(layer, x, what="input"):
     if not isinstance(x, Tensor):
-        raise TypeError("%s: the %s must be a singa Tensor, got %s"
-                        % (layer._display_name(), what, type(x).__name__))
+        raise CheckTypeError("%s: the %s must be a singa Tensor, got %s"
+                             % (layer._display_name(), what, type(x).__name__))
 
 
 def check_ndim(layer, x, ndims, layout, what="input"):

@@ -11,7 +11,7 @@
 
     net = MLP()
     y = net(x)                                 # the first call creates fc1.W, fc1.b, fc2.W, fc2.b
-    net.get_params()                # {'MLP#0.fc1.W': ..., ...}; {'fc1.W': ...} in a Model
+    net.get_params()                # {'fc1.W': ..., 'fc1.b': ..., 'fc2.W': ..., 'fc2.b': ...}
 
 Note: the life of a layer
   * A subclass defines ``initialize(*inputs)`` (create parameters from the first input's shape)
@@ -22,12 +22,14 @@ Note: the life of a layer
     that name (a list or tuple of layers as ``<name>.0``, ``<name>.1``...; register_layers()
     registers others); a Tensor with ``stores_grad=True`` set as an attribute becomes a
     parameter, named ``<layer path>.<attribute>`` unless the caller gave it a name of its own.
-    The root of a Model has the empty path, so a Model's parameters are named like ``conv1.W``;
-    a layer used on its own gets a unique root name such as ``Linear#3``.
+    A root (a Model, or a layer used on its own) has the empty path, so a Model's parameters
+    are named like ``conv1.W`` and a standalone Linear's ``W`` and ``b``, as in Apache SINGA
+    (``layer.get_params()['W']``). Registering a layer in a parent renames its parameters.
   * Parameter names must be unique: two different tensors under one name would share optimizer
     state (Apache SINGA's ResNet example wrote past a buffer that way), so collecting them raises.
+    (Separate standalone layers all have "W": the optimizers keep their states apart by tensor,
+    see singa/opt.py.)
 """
-import itertools
 import warnings
 from collections import OrderedDict
 from functools import wraps
@@ -36,10 +38,9 @@ import numpy as np
 
 from .. import singa_wrap as singa
 from ..tensor import Tensor
+from . import _util
 
 __all__ = ["Layer", "LayerMeta"]
-
-_root_ids = itertools.count()
 
 
 def _first_tensor(args, kwargs=None):
@@ -92,6 +93,15 @@ def _wrap_initialize(func):
     def initialize(self, *args, **kwargs):
         if self.__dict__.get("_in_init"):  # a subclass calling super().initialize()
             return func(self, *args, **kwargs)
+        if not args and not kwargs:  # as in SINGA: nothing to derive the parameters from
+            return None
+        if args:
+            first = args[0][0] if isinstance(args[0], (list, tuple)) and args[0] else args[0]
+            if not isinstance(first, Tensor):
+                # SINGA asserts: 'initialize function expects PlaceHolders or Tensors'
+                raise _util.CheckTypeError(
+                    "%s.initialize expects Tensors (placeholders) or a list of them first, got "
+                    "%s" % (self._display_name(), type(first).__name__))
         x = _first_tensor(args, kwargs)
         object.__setattr__(self, "_in_init", True)
         try:
@@ -117,14 +127,19 @@ def _wrap_forward(func):
 
 
 class LayerMeta(type):
-    """Wraps ``initialize`` and ``forward`` of every Layer class (see the module note)."""
+    """Wraps ``initialize`` and ``forward`` of every Layer class (see the module note). The
+    wrappers are Apache SINGA's hooks ``LayerMeta.init_wrapper(func)`` and
+    ``LayerMeta.forward_wrapper(func)``, usable on functions of one's own."""
 
-    def __new__(mcs, name, bases, attrs):
-        if "initialize" in attrs:
-            attrs["initialize"] = _wrap_initialize(attrs["initialize"])
-        if "forward" in attrs:
-            attrs["forward"] = _wrap_forward(attrs["forward"])
-        return super(LayerMeta, mcs).__new__(mcs, name, bases, attrs)
+    init_wrapper = staticmethod(_wrap_initialize)
+    forward_wrapper = staticmethod(_wrap_forward)
+
+    def __new__(cls, name, bases, attr):
+        if "initialize" in attr:
+            attr["initialize"] = LayerMeta.init_wrapper(attr["initialize"])
+        if "forward" in attr:
+            attr["forward"] = LayerMeta.forward_wrapper(attr["forward"])
+        return super(LayerMeta, cls).__new__(cls, name, bases, attr)
 
 
 def _init_internals(layer):
@@ -177,9 +192,7 @@ class Layer(object, metaclass=LayerMeta):
         local = d["_local_name"]
         if parent is None:
             if local is None:
-                local = "" if self._is_model() else "%s#%d" % (type(self).__name__,
-                                                                next(_root_ids))
-                d["_local_name"] = local
+                local = ""
             return local
         prefix = parent.name
         return prefix + Layer.sep + local if prefix else local
@@ -384,9 +397,9 @@ class Layer(object, metaclass=LayerMeta):
     def set_attribute(self, attribute, attribute_value):
         """Copies ``attribute_value`` into the tensor ``attribute`` after checking shapes."""
         if _shape_of(attribute_value) != tuple(attribute.shape):
-            raise singa.ShapeError("%s: %s has shape %s, got a value of shape %s"
-                                   % (self._display_name(), attribute.name,
-                                      tuple(attribute.shape), _shape_of(attribute_value)))
+            raise _util.CheckShapeError("%s: %s has shape %s, got a value of shape %s"
+                                        % (self._display_name(), attribute.name,
+                                           tuple(attribute.shape), _shape_of(attribute_value)))
         attribute.copy_from(attribute_value)
 
     # ---- devices and dtypes ------------------------------------------------------------------

@@ -3,8 +3,8 @@ import math
 
 from ..tensor import Tensor
 from .base import Layer, graph_paused
-from ._util import (check_dim, check_ndim, handle_class, make_handle, padding_spec, pair,
-                    same_padding, shape_error)
+from ._util import (CheckValueError, check_dim, check_ndim, handle_class, make_handle,
+                    padding_spec, pair, same_padding, shape_error)
 
 __all__ = ["Conv2d", "SeparableConv2d", "BatchNorm2d", "Pooling2d", "MaxPool2d", "AvgPool2d",
            "MaxPool1d", "AvgPool1d"]
@@ -33,7 +33,7 @@ class _Windowed(Layer):
         self.kernel_size = pair(kernel_size, name, "kernel_size")
         self.stride = self.kernel_size if stride is None else pair(stride, name, "stride")
         if min(self.kernel_size) <= 0 or min(self.stride) <= 0:
-            raise ValueError("%s: kernel_size and stride must be positive, got %r and %r"
+            raise CheckValueError("%s: kernel_size and stride must be positive, got %r and %r"
                              % (name, kernel_size, stride))
         if pad_mode not in _PAD_MODES:
             raise ValueError("%s: pad_mode must be one of %s, got %r"
@@ -104,8 +104,8 @@ class Conv2d(_Windowed):
         if not isinstance(nb_kernels, int) or nb_kernels <= 0:
             raise ValueError("Conv2d: nb_kernels must be a positive int, got %r" % (nb_kernels,))
         if not isinstance(group, int) or group < 1 or nb_kernels % group:
-            raise ValueError("Conv2d: group must be a positive divisor of nb_kernels (%d), got "
-                             "%r" % (nb_kernels, group))
+            raise CheckValueError("Conv2d: group must be a positive divisor of nb_kernels "
+                                  "(%d), got %r" % (nb_kernels, group))
         if activation not in ("NOTSET", "RELU"):
             raise ValueError("Conv2d: activation must be 'NOTSET' or 'RELU', got %r"
                              % (activation,))
@@ -211,7 +211,8 @@ class BatchNorm2d(Layer):
         if len(args) > 1:
             momentum = args[1]
         if not 0.0 <= momentum <= 1.0:
-            raise ValueError("BatchNorm2d: momentum must be within [0, 1], got %r" % (momentum,))
+            raise CheckValueError("BatchNorm2d: momentum must be within [0, 1], got %r"
+                                  % (momentum,))
         self.momentum = momentum
         self._handle_shape = None
 
@@ -258,6 +259,10 @@ class Pooling2d(_Windowed):
     def _build(self, xp):
         return make_handle("PoolingHandle", "CudnnPoolingHandle", xp.device, xp.data,
                            self.kernel_size, self.stride, self.padding, self.is_max)
+
+    def initialize(self, x):
+        check_ndim(self, x, 4, "(N, C, H, W)")
+        self._ensure_handle(x, self._build)
 
     def forward(self, x):
         check_ndim(self, x, 4, "(N, C, H, W)")

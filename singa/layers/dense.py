@@ -1,5 +1,6 @@
 """Layers with a weight matrix: Linear, Gemm, Embedding."""
 import math
+import warnings
 
 from ..tensor import Tensor
 from .base import Layer
@@ -21,8 +22,9 @@ class Linear(Layer):
 
     def __init__(self, out_features, *args, bias=True, **kwargs):
         super(Linear, self).__init__()
-        if kwargs:
-            raise TypeError("Linear: unexpected keyword arguments %s" % ", ".join(kwargs))
+        if kwargs:  # SINGA accepts and ignores them; we say so
+            warnings.warn("Linear: ignoring unknown keyword arguments %s" % ", ".join(kwargs),
+                          RuntimeWarning, stacklevel=2)
         self.in_features = None
         self.out_features = out_features
         if len(args) > 0:

@@ -62,14 +62,18 @@ class Dropout(Layer):
     """Zeroes each element with probability ``ratio`` in training (scaling the rest by
     1 / (1 - ratio)); the identity in evaluation."""
 
-    def __init__(self, ratio=0.5):
+    def __init__(self, ratio=0.5, seed=0):
         super(Dropout, self).__init__()
         if not 0.0 <= ratio < 1.0:
             raise ValueError("Dropout: ratio must be within [0, 1), got %r" % (ratio,))
         self.ratio = ratio
+        self.seed = seed  # accepted by keyword, as autograd.Dropout(seed, ratio) has one
 
     def forward(self, x):
-        return autograd.dropout(x, ratio=self.ratio)
+        # A non-zero seed seeds the device once, at the first forward; reseeding at every call
+        # would draw the same mask each step. By keyword: autograd.dropout(x, seed, ratio).
+        seed, self._pending_seed = getattr(self, "_pending_seed", self.seed), 0
+        return autograd.dropout(x, seed=seed, ratio=self.ratio)
 
 
 class SoftMax(Layer):

@@ -122,7 +122,6 @@ CASES = [
     ("clip-order", lambda: tensor.clip(T(3), 2, 1), ValueError, ["Clamp", "2", "1"]),
     ("sum-columns-3d", lambda: tensor.sum_columns(T(2, 2, 2)), ValueError,
      ["SumColumns", "(2, 2, 2)"]),
-    ("bool-ambiguous", lambda: bool(T(3)), ValueError, ["ambiguous"]),
     ("einsum-ellipsis", lambda: tensor.einsum("...i->i", T(2, 3)), ValueError, ["einsum", "..."]),
     ("einsum-diagonal", lambda: tensor.einsum("ii->i", T(3, 3)), ValueError, ["einsum", "ii"]),
     ("device-type", lambda: tensor.Tensor((2,), device="cuda"), TypeError, ["Tensor", "str"]),

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from singa import device, initializer, tensor
+from stats_check import assert_normal, assert_uniform
 
 
 def N(t):
@@ -44,32 +45,25 @@ NORMAL = [
 
 @pytest.mark.parametrize("fn,shape,limit", UNIFORM, ids=lambda v: getattr(v, "__name__", ""))
 def test_uniform_initializers(fn, shape, limit):
-    a = fill(fn, shape)
-    assert a.min() >= -limit and a.max() <= limit
-    assert a.max() > 0.95 * limit and a.min() < -0.95 * limit
-    assert abs(a.std() - limit / math.sqrt(3)) < 0.02 * limit
+    assert_uniform(fill(fn, shape), limit, fn.__name__)
 
 
 @pytest.mark.parametrize("fn,shape,std", NORMAL, ids=lambda v: getattr(v, "__name__", ""))
 def test_normal_initializers(fn, shape, std):
-    a = fill(fn, shape)
-    assert abs(a.mean()) < 0.02 * std * 10
-    assert abs(a.std() - std) < 0.03 * std
+    assert_normal(fill(fn, shape), std, fn.__name__)
 
 
 def test_older_helpers():
-    a = fill(initializer.uniform, (300, 300), 300, 300)  # limit sqrt(3 * 2 / 600)
-    assert a.max() <= 0.1 and a.max() > 0.095
-    a = fill(initializer.uniform, (300, 300), 300)  # fan_in only: limit sqrt(3 / 300)
-    assert a.max() <= 0.1 and a.max() > 0.095
-    a = fill(initializer.gaussian, (300, 300), 0, 400)  # std sqrt(2 / 400)
-    assert abs(a.std() - math.sqrt(2 / 400)) < 0.003
+    assert_uniform(fill(initializer.uniform, (300, 300), 300, 300), 0.1)  # sqrt(3 * 2 / 600)
+    assert_uniform(fill(initializer.uniform, (300, 300), 300), 0.1)  # fan_in only: sqrt(3/300)
+    assert_uniform(fill(initializer.uniform, (300, 300), 0, 300), 0.1)  # fan_out only
+    assert_normal(fill(initializer.gaussian, (300, 300), 0, 400), math.sqrt(2 / 400))
+    assert_normal(fill(initializer.gaussian, (300, 300), 100, 300), math.sqrt(4 / 400))
     with pytest.raises(ValueError):
         initializer.uniform(tensor.Tensor((2, 2)))
-    a = fill(initializer.xavier, (200, 100))
-    assert a.max() <= math.sqrt(6 / 300)
-    assert abs(fill(initializer.glorot, (300, 300)).std() - math.sqrt(2 / 600)) < 0.002
-    assert abs(fill(initializer.msra, (300, 300)).std() - math.sqrt(2 / 300)) < 0.003
+    assert_uniform(fill(initializer.xavier, (200, 100)), math.sqrt(6 / 300))
+    assert_normal(fill(initializer.glorot, (300, 300)), math.sqrt(2 / 600))
+    assert_normal(fill(initializer.msra, (300, 300)), math.sqrt(2 / 300))
 
 
 def test_constant_eye_orthogonal():

@@ -115,6 +115,110 @@ def test_rmsprop_matches_numpy(rng):
     np.testing.assert_allclose(got, p, rtol=1e-5, atol=1e-6)
 
 
+def rmsprop_ref(p, grads, lr, rho=0.9, epsilon=1e-8, weight_decay=0.0):
+    p, avg, f = p.copy(), np.zeros_like(p), F32
+    for g in grads:
+        g = g + f(weight_decay) * p if weight_decay else g
+        avg = avg * f(rho) + g * g * (f(1) - f(rho))
+        p = p - (g / np.sqrt(avg + f(epsilon))) * f(lr)
+    return p
+
+
+def adagrad_ref(p, grads, lr, epsilon=1e-8, weight_decay=0.0):
+    p, hist, f = p.copy(), np.zeros_like(p), F32
+    for g in grads:
+        g = g + f(weight_decay) * p if weight_decay else g
+        hist = hist + g * g
+        p = p - (g / np.sqrt(hist + f(epsilon))) * f(lr)
+    return p
+
+
+# Every option of every optimizer, several steps, through apply() and through update(): a
+# dropped or swapped term (e.g. RMSProp ignoring weight decay) changes the numbers.
+OPTIONS = [
+    (opt.RMSProp, rmsprop_ref, dict(lr=0.01)),
+    (opt.RMSProp, rmsprop_ref, dict(lr=0.02, weight_decay=0.3)),
+    (opt.RMSProp, rmsprop_ref, dict(lr=0.01, rho=0.5, epsilon=1e-3, weight_decay=0.05)),
+    (opt.AdaGrad, adagrad_ref, dict(lr=0.1)),
+    (opt.AdaGrad, adagrad_ref, dict(lr=0.1, epsilon=1e-2, weight_decay=0.2)),
+    (opt.Adam, adam_ref, dict(lr=0.05, weight_decay=0.3)),
+    (opt.Adam, adam_ref, dict(lr=0.05, beta_1=0.5, beta_2=0.9, epsilon=1e-3)),
+    (opt.SGD, sgd_ref, dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.2)),
+    (opt.SGD, sgd_ref, dict(lr=0.05, momentum=0.9, dampening=0.5, weight_decay=0.1)),
+]
+
+
+@pytest.mark.parametrize("use_update", [False, True])
+@pytest.mark.parametrize("make,ref,kw", OPTIONS,
+                         ids=["%s-%s" % (m.__name__, "-".join(sorted(k))) for m, _, k in OPTIONS])
+def test_every_option_matches_numpy(rng, make, ref, kw, use_update):
+    p0 = rng.standard_normal((3, 2)).astype(F32)
+    grads = [rng.standard_normal((3, 2)).astype(F32) for _ in range(STEPS + 1)]
+    got = run(make(**kw), p0, grads, use_call=use_update)
+    np.testing.assert_allclose(got, ref(p0, grads, **kw), rtol=1e-5, atol=1e-6)
+
+
+def test_weight_decay_changes_every_optimizer():
+    # the same steps with and without weight decay must differ (by a known amount for SGD)
+    # (several steps: the first step of RMSProp/Adam depends on the gradient's sign only)
+    p0 = np.array([1.0, -2.0], F32)
+    g = [np.array([0.5, 0.1], F32), np.array([-0.2, 0.3], F32), np.array([0.4, 0.4], F32)]
+    for make in (opt.SGD, opt.RMSProp, opt.AdaGrad, opt.Adam):
+        plain = run(make(lr=0.1), p0, g)
+        decayed = run(make(lr=0.1, weight_decay=0.5), p0, g)
+        assert np.abs(plain - decayed).max() > 1e-3, make.__name__
+    assert run(opt.SGD(lr=0.1, weight_decay=0.5), p0, g[:1])[0] == pytest.approx(1 - 0.1 * 1.0)
+
+
+def _decay(init, steps, rate, staircase, t):
+    e = np.floor(t / steps) if staircase else t / steps
+    return F32(init * rate ** e)
+
+
+@pytest.mark.parametrize("staircase", [False, True])
+def test_all_sgd_hyper_parameters_scheduled_match_numpy(rng, staircase):
+    def sched(init, rate):
+        return opt.ExponentialDecay(init, 2, rate, staircase=staircase)
+
+    sgd = opt.SGD(lr=sched(0.1, 0.5), momentum=sched(0.9, 0.8), dampening=sched(0.2, 0.5),
+                  weight_decay=sched(0.1, 0.5))
+    p0 = rng.standard_normal((4,)).astype(F32)
+    grads = [rng.standard_normal((4,)).astype(F32) for _ in range(5)]
+    p, buf = p0.copy(), np.zeros_like(p0)
+    for t, g in enumerate(grads):
+        lr, mom = _decay(0.1, 2, 0.5, staircase, t), _decay(0.9, 2, 0.8, staircase, t)
+        dam, wd = _decay(0.2, 2, 0.5, staircase, t), _decay(0.1, 2, 0.5, staircase, t)
+        g = g + wd * p
+        buf = buf * mom + g * (F32(1) - dam)
+        p = p - buf * lr
+    np.testing.assert_allclose(run(sgd, p0, grads), p, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make,ref", [(opt.Adam, adam_ref), (opt.RMSProp, rmsprop_ref),
+                                      (opt.AdaGrad, adagrad_ref)])
+def test_lr_schedule_matches_numpy_for_adaptive_optimizers(rng, make, ref):
+    # an lr schedule scales each step: replay the reference one step at a time with that lr
+    p0 = rng.standard_normal((3,)).astype(F32)
+    grads = [rng.standard_normal((3,)).astype(F32) for _ in range(4)]
+    got = run(make(lr=opt.ExponentialDecay(0.1, 1, 0.5)), p0, grads)
+    # the reference: the same state recursion, the step size lr_t = 0.1 * 0.5^t
+    p = p0.copy()
+    if make is opt.Adam:
+        m, v = np.zeros_like(p), np.zeros_like(p)
+        for t, g in enumerate(grads):
+            m = m * F32(0.9) + g * F32(0.1)
+            v = v * F32(0.999) + g * g * (F32(1) - F32(0.999))
+            m_hat = m / (F32(1) - F32(0.9) ** F32(t + 1))
+            v_hat = v / (F32(1) - F32(0.999) ** F32(t + 1))
+            p = p - m_hat / (np.sqrt(v_hat) + F32(1e-8)) * _decay(0.1, 1, 0.5, False, t)
+    else:
+        acc = np.zeros_like(p)
+        for t, g in enumerate(grads):
+            acc = acc * F32(0.9) + g * g * F32(0.1) if make is opt.RMSProp else acc + g * g
+            p = p - g / np.sqrt(acc + F32(1e-8)) * _decay(0.1, 1, 0.5, False, t)
+    np.testing.assert_allclose(got, p, rtol=1e-5, atol=1e-6)
+
+
 def test_adagrad_matches_numpy(rng):
     lr, eps, wd = 0.1, 1e-8, 0.05
     p0 = rng.standard_normal((4,)).astype(F32)
@@ -243,16 +347,34 @@ def test_state_of_another_shape_raises():
         sgd.apply("W", T(np.ones(2), stores_grad=True), T(np.ones(2)))
 
 
-def test_two_parameters_with_one_name_raise():
-    a = T(np.ones((2, 2)), requires_grad=True, stores_grad=True, name="W")
-    b = T(np.ones((2, 2)), requires_grad=True, stores_grad=True, name="W")
+@pytest.mark.parametrize("through_update", [False, True])
+def test_two_parameters_with_one_name_keep_their_own_state(through_update):
+    # Standalone layers all name their weight "W" (as in SINGA): one optimizer must not share a
+    # momentum buffer between them. Reference: each tensor with its own numpy momentum.
+    a0 = np.array([[1.0, 2.0], [3.0, 4.0]], F32)
+    b0 = np.array([[0.5, -1.0], [2.0, 0.25]], F32)
+    a = T(a0, requires_grad=True, stores_grad=True, name="W")
+    b = T(b0, requires_grad=True, stores_grad=True, name="W")
+    sgd = opt.SGD(lr=0.1, momentum=0.9)
+    ra, rb, va, vb = a0.copy(), b0.copy(), np.zeros_like(a0), np.zeros_like(b0)
     autograd.training = True
     try:
-        loss = autograd.reduce_sum(autograd.matmul(a, b), None, 0)
-        with pytest.raises(ValueError, match="two different parameters are named 'W'"):
-            opt.Adam(lr=0.1)(loss)
+        for _ in range(3):
+            loss = autograd.reduce_sum(autograd.matmul(a, b), None, 0)
+            if through_update:
+                for p, g in autograd.backward(loss):
+                    sgd.update(p, g)
+                sgd.step()
+            else:
+                sgd(loss)
+            ga, gb = np.ones((2, 2), F32) @ rb.T, ra.T @ np.ones((2, 2), F32)
+            va, vb = 0.9 * va + ga, 0.9 * vb + gb
+            ra, rb = ra - 0.1 * va, rb - 0.1 * vb
     finally:
         autograd.training = False
+    np.testing.assert_allclose(N(a), ra, rtol=1e-5)
+    np.testing.assert_allclose(N(b), rb, rtol=1e-5)
+    assert sorted(sgd.moments) == ["W", "W#1"]
 
 
 # ---- states -------------------------------------------------------------------------------------
