@@ -115,6 +115,21 @@ def test_python_thread_runs_during_an_eager_kernel():
     during, secs = _counts_during(gemms)
     assert during > 1000, (during, secs)
 
+    # Convolution (cnn.pxd's SINGA_NOGIL declarations) and elementwise ops release it too.
+    x = sw.Tensor((16, 32, 32, 32), dev)
+    w = sw.Tensor((64, 32, 3, 3), dev)
+    sw.Gaussian(0.0, 1.0, x)
+    sw.Gaussian(0.0, 0.1, w)
+    h = sw.ConvHandle(x, 3, 1, 1, 32, 64, False)
+
+    def convs():
+        for _ in range(3):
+            y = sw.Conv2dForward(x, w, None, h)
+            sw.Tanh(y)
+
+    during, secs = _counts_during(convs)
+    assert during > 1000, (during, secs)
+
 
 # ---- exceptions from calls made without the GIL -------------------------------------------------
 def test_exceptions_from_nogil_calls_keep_their_type_and_message():
