@@ -101,7 +101,7 @@ cdef extern from "singa/core/device.h" namespace "singa" nogil:
         int skip_iteration()
         void PrintTimeProfiling() except +raise_py_error
         void AddHandle()
-        int RemoveHandle() except +raise_py_error
+        int RemoveHandle()
         int handles()
         void CopyDataFromHostPtr(CBlock* dst, const void* src, size_t nbytes,
                                  size_t dst_offset) except +raise_py_error

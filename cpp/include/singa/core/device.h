@@ -115,9 +115,9 @@ class Device {
   /// Owners outside C++ (the Python wrapper) register while they hold the device. When the last
   /// one is removed, the graph is reset (unless this is the process-wide default device, which
   /// lives anyway): its recorded operations hold tensors, which hold the device, a cycle nobody
-  /// could reach any more. Returns the handles left.
+  /// could reach any more. Returns the handles left. Never throws (it runs in destructors).
   void AddHandle() { handles_.fetch_add(1, std::memory_order_relaxed); }
-  int RemoveHandle();
+  int RemoveHandle() noexcept;
   int handles() const { return handles_.load(std::memory_order_relaxed); }
 
 
