@@ -131,6 +131,12 @@ void Device::SetRandSeed(uint64_t seed) {
 
 void* Device::Malloc(size_t bytes) { return pool_->Malloc(bytes); }
 
+void Device::FillZero(void* ptr, size_t bytes) {
+  SINGA_CHECK(is_host(), NotImplementedError,
+              "FillZero: this device (lang " << lang() << ") does not implement zeroing memory");
+  std::memset(ptr, 0, bytes);
+}
+
 void Device::Free(void* ptr) noexcept {
   try {
     pool_->Free(ptr);
@@ -156,7 +162,6 @@ bool CppCPU::SupportsBackend(Backend b) const {
   return b == Backend::kCpuRef;
 }
 
-void CppCPU::FillZero(void* ptr, size_t bytes) { std::memset(ptr, 0, bytes); }
 
 void CppCPU::CopyRaw(void* dst, const void* src, size_t nbytes, CopyDirection, Context*) {
   if (dst != src) std::memmove(dst, src, nbytes);

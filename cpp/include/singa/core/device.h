@@ -89,7 +89,9 @@ class Device {
   // Memory, through this device's pool.
   void* Malloc(size_t bytes);
   /// Sets `bytes` bytes of this device's memory at `ptr` to zero (see Block::ZeroOnFirstAlloc).
-  virtual void FillZero(void* ptr, size_t bytes) = 0;
+  /// The default serves host memory and throws NotImplementedError for other devices, so a
+  /// device class that does not override it still builds.
+  virtual void FillZero(void* ptr, size_t bytes);
   void Free(void* ptr) noexcept;
   PoolStats mem_stats() const { return pool_->stats(); }
   void ResetPeak() { pool_->ResetPeak(); }
@@ -148,7 +150,6 @@ class CppCPU : public Device {
   explicit CppCPU(int id = -1, std::unique_ptr<MemPool> pool = nullptr);
   /// kCpuRef always; kCpuDnnl when built with oneDNN (SINGA_USE_DNNL), then also the default.
   bool SupportsBackend(Backend b) const override;
-  void FillZero(void* ptr, size_t bytes) override;
 
  protected:
   void CopyRaw(void* dst, const void* src, size_t nbytes, CopyDirection direction,
