@@ -3,7 +3,8 @@
 #
 #   from cnn cimport CConvHandle, c_Conv2dForward
 #
-# Same conventions as csinga.pxd: every call that can fail is `except +raise_py_error`.
+# Same conventions as csinga.pxd: every call that can fail is `except +raise_py_error`. The ops
+# release the GIL while they run: SINGA_NOGIL in their C names (cython/error_translate.h).
 from libcpp cimport bool
 from libcpp.vector cimport vector
 
@@ -36,40 +37,40 @@ cdef extern from "singa/ops/nn.h" namespace "singa":
         size_t pooled_height, pooled_width
         vector[size_t] OutputShape(size_t n)
 
-    CTensor c_Conv2dForward "singa::Conv2dForward"(const CTensor& x, const CTensor& W,
+    CTensor c_Conv2dForward "SINGA_NOGIL(singa::Conv2dForward)"(const CTensor& x, const CTensor& W,
                                                    const CTensor& b, const CConvHandle& h) except +raise_py_error
-    CTensor c_Conv2dBackwardX "singa::Conv2dBackwardX"(const CTensor& dy, const CTensor& W,
+    CTensor c_Conv2dBackwardX "SINGA_NOGIL(singa::Conv2dBackwardX)"(const CTensor& dy, const CTensor& W,
                                                        const CConvHandle& h) except +raise_py_error
-    CTensor c_Conv2dBackwardW "singa::Conv2dBackwardW"(const CTensor& dy, const CTensor& x,
+    CTensor c_Conv2dBackwardW "SINGA_NOGIL(singa::Conv2dBackwardW)"(const CTensor& dy, const CTensor& x,
                                                        const CConvHandle& h) except +raise_py_error
-    CTensor c_Conv2dBackwardB "singa::Conv2dBackwardB"(const CTensor& dy,
+    CTensor c_Conv2dBackwardB "SINGA_NOGIL(singa::Conv2dBackwardB)"(const CTensor& dy,
                                                        const CConvHandle& h) except +raise_py_error
 
-    CTensor c_Pool2dForward "singa::Pool2dForward"(const CTensor& x,
+    CTensor c_Pool2dForward "SINGA_NOGIL(singa::Pool2dForward)"(const CTensor& x,
                                                    const CPoolingHandle& h) except +raise_py_error
-    CTensor c_Pool2dBackward "singa::Pool2dBackward"(const CTensor& dy, const CTensor& x,
+    CTensor c_Pool2dBackward "SINGA_NOGIL(singa::Pool2dBackward)"(const CTensor& dy, const CTensor& x,
                                                      const CTensor& y, const CPoolingHandle& h) except +raise_py_error
 
-    vector[CTensor] c_BatchNormForwardTraining "singa::BatchNormForwardTraining"(
+    vector[CTensor] c_BatchNormForwardTraining "SINGA_NOGIL(singa::BatchNormForwardTraining)"(
         const CTensor& x, const CTensor& scale, const CTensor& bias, CTensor* running_mean,
         CTensor* running_var, float momentum, float eps) except +raise_py_error
-    CTensor c_BatchNormForwardInference "singa::BatchNormForwardInference"(
+    CTensor c_BatchNormForwardInference "SINGA_NOGIL(singa::BatchNormForwardInference)"(
         const CTensor& x, const CTensor& scale, const CTensor& bias, const CTensor& running_mean,
         const CTensor& running_var, float eps) except +raise_py_error
-    vector[CTensor] c_BatchNormBackward "singa::BatchNormBackward"(
+    vector[CTensor] c_BatchNormBackward "SINGA_NOGIL(singa::BatchNormBackward)"(
         const CTensor& dy, const CTensor& x, const CTensor& scale, const CTensor& batch_mean,
         const CTensor& batch_var, float eps) except +raise_py_error
 
-    CTensor c_SoftmaxCrossEntropyForward "singa::SoftmaxCrossEntropyForward"(
+    CTensor c_SoftmaxCrossEntropyForward "SINGA_NOGIL(singa::SoftmaxCrossEntropyForward)"(
         const CTensor& logits, const CTensor& target) except +raise_py_error
-    CTensor c_SoftmaxCrossEntropyBackward "singa::SoftmaxCrossEntropyBackward"(
+    CTensor c_SoftmaxCrossEntropyBackward "SINGA_NOGIL(singa::SoftmaxCrossEntropyBackward)"(
         const CTensor& logits, const CTensor& target) except +raise_py_error
-    CTensor c_CrossEntropyFwd "singa::CrossEntropyFwd"(const CTensor& p,
+    CTensor c_CrossEntropyFwd "SINGA_NOGIL(singa::CrossEntropyFwd)"(const CTensor& p,
                                                        const CTensor& t) except +raise_py_error
-    CTensor c_SoftmaxCrossEntropyBwd "singa::SoftmaxCrossEntropyBwd"(const CTensor& p,
+    CTensor c_SoftmaxCrossEntropyBwd "SINGA_NOGIL(singa::SoftmaxCrossEntropyBwd)"(const CTensor& p,
                                                                      const CTensor& t) except +raise_py_error
 
-    CTensor c_IndexSelect "singa::IndexSelect"(const CTensor& x, int axis,
+    CTensor c_IndexSelect "SINGA_NOGIL(singa::IndexSelect)"(const CTensor& x, int axis,
                                                const CTensor& indices) except +raise_py_error
-    CTensor c_IndexAdd "singa::IndexAdd"(const CTensor& dy, int axis, const CTensor& indices,
+    CTensor c_IndexAdd "SINGA_NOGIL(singa::IndexAdd)"(const CTensor& dy, int axis, const CTensor& indices,
                                          const vector[size_t]& x_shape) except +raise_py_error

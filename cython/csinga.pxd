@@ -5,6 +5,11 @@
 # Every call that can fail is declared `except +raise_py_error`, which turns singa::Error and its
 # subclasses into the matching Python exception (cython/error_translate.h). Elementwise operators
 # are declared by the generated elementwise_ops.pxi instead (from cpp/include/singa/ops/elementwise.def).
+#
+# The GIL: the extern blocks of the core classes and the ops are `nogil`, and the wrappers call
+# every call that runs kernels or copies inside `with nogil:`, so other Python threads run
+# meanwhile. Cython re-acquires the GIL before calling raise_py_error, so exceptions arrive as
+# before. What runs without the GIL is thread-safe: see "Threads" in singa/core/device.h.
 from libc.stdint cimport uint64_t, int32_t
 from libcpp cimport bool
 from libcpp.memory cimport shared_ptr
@@ -38,7 +43,7 @@ cdef extern from "singa/memory/pool.h" namespace "singa":
         size_t num_mallocs
         size_t num_chunks
 
-cdef extern from "singa/core/block.h" namespace "singa":
+cdef extern from "singa/core/block.h" namespace "singa" nogil:
     cdef cppclass CBlock "singa::Block":
         size_t size()
         bool allocated()
@@ -46,24 +51,37 @@ cdef extern from "singa/core/block.h" namespace "singa":
         void AddExternalRef()
         void RemoveExternalRef()
         int external_refs()
+        void ZeroOnFirstAlloc()
+        bool zero_on_alloc()
+        const string& name()
+        void set_name(string name)
 
-cdef extern from "singa/graph/graph.h" namespace "singa":
+cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
     cdef cppclass GraphMemoryPlan:
         size_t arena_bytes
         size_t lower_bound_bytes
         size_t recyclable_bytes
         size_t persistent_bytes
         size_t num_recyclable
+    cdef cppclass CGraphBlockInfo "singa::Graph::BlockInfo":
+        CBlock* block
+        int kind
+        bool recyclable
+        size_t first, last, offset
     cdef cppclass CGraph "singa::Graph":
         void SetPlanning(bool planned)
         bool planning()
         size_t num_nodes()
         const GraphMemoryPlan& memory_plan()
+        vector[CGraphBlockInfo] BlockList() except +raise_py_error
+        const string& OpNameAt(size_t pos) except +raise_py_error
+        const vector[size_t]& order()
+        bool profiling()
         string ToDot() except +raise_py_error
         string TimeProfile(int skip) except +raise_py_error
         int iterations()
 
-cdef extern from "singa/core/device.h" namespace "singa":
+cdef extern from "singa/core/device.h" namespace "singa" nogil:
     cdef cppclass CDevice "singa::Device":
         int id()
         LangType lang()
@@ -82,6 +100,9 @@ cdef extern from "singa/core/device.h" namespace "singa":
         void SetSkipIteration(int n)
         int skip_iteration()
         void PrintTimeProfiling() except +raise_py_error
+        void AddHandle()
+        int RemoveHandle()
+        int handles()
         void CopyDataFromHostPtr(CBlock* dst, const void* src, size_t nbytes,
                                  size_t dst_offset) except +raise_py_error
         void CopyDataToHostPtr(CBlock* src, void* dst, size_t nbytes,
@@ -92,7 +113,7 @@ cdef extern from "singa/core/device.h" namespace "singa":
     void SetNumThreads(int n) except +raise_py_error
     int GetNumThreads()
 
-cdef extern from "singa/core/tensor.h" namespace "singa":
+cdef extern from "singa/core/tensor.h" namespace "singa" nogil:
     cdef cppclass CTensor "singa::Tensor":
         CTensor() except +raise_py_error
         CTensor(const vector[size_t]& shape, shared_ptr[CDevice] device,
@@ -123,11 +144,11 @@ cdef extern from "singa/core/tensor.h" namespace "singa":
         float L1() except +raise_py_error
         float L2() except +raise_py_error
 
-cdef extern from "singa/ops/elementwise.h" namespace "singa":
+cdef extern from "singa/ops/elementwise.h" namespace "singa" nogil:
     CTensor c_Clamp "singa::Clamp"(const CTensor& x, float low, float high) except +raise_py_error
     CTensor c_LeakyReLU "singa::LeakyReLU"(const CTensor& x, float slope) except +raise_py_error
 
-cdef extern from "singa/ops/reduce.h" namespace "singa":
+cdef extern from "singa/ops/reduce.h" namespace "singa" nogil:
     CTensor c_ReduceSum "singa::ReduceSum"(const CTensor&, const vector[int]&, bool) except +raise_py_error
     CTensor c_ReduceMean "singa::ReduceMean"(const CTensor&, const vector[int]&, bool) except +raise_py_error
     CTensor c_ReduceMax "singa::ReduceMax"(const CTensor&, const vector[int]&, bool) except +raise_py_error
@@ -144,7 +165,7 @@ cdef extern from "singa/ops/reduce.h" namespace "singa":
     CTensor c_SoftMaxBackward "singa::SoftMaxBackward"(const CTensor&, const CTensor&, int) except +raise_py_error
     CTensor c_LogSoftMax "singa::LogSoftMax"(const CTensor&, int) except +raise_py_error
 
-cdef extern from "singa/ops/blas.h" namespace "singa":
+cdef extern from "singa/ops/blas.h" namespace "singa" nogil:
     CTensor c_Mult "singa::Mult"(const CTensor&, const CTensor&) except +raise_py_error
     void c_MultWithScale "singa::Mult"(float, const CTensor&, const CTensor&, float, CTensor*) except +raise_py_error
     void c_Axpy "singa::Axpy"(float, const CTensor&, CTensor*) except +raise_py_error
@@ -160,7 +181,7 @@ cdef extern from "singa/ops/blas.h" namespace "singa":
     void c_DivColumn "singa::DivColumn"(const CTensor&, CTensor*) except +raise_py_error
     void c_DivRow "singa::DivRow"(const CTensor&, CTensor*) except +raise_py_error
 
-cdef extern from "singa/ops/shape.h" namespace "singa":
+cdef extern from "singa/ops/shape.h" namespace "singa" nogil:
     CTensor c_Reshape "singa::Reshape"(const CTensor&, const vector[int]&) except +raise_py_error
     CTensor c_Transpose "singa::Transpose"(const CTensor&) except +raise_py_error
     CTensor c_TransposeAxes "singa::Transpose"(const CTensor&, const vector[size_t]&) except +raise_py_error
@@ -175,12 +196,12 @@ cdef extern from "singa/ops/shape.h" namespace "singa":
     CTensor c_CopyColumns "singa::CopyColumns"(const CTensor&, size_t, size_t) except +raise_py_error
     void c_CopyDataToFrom "singa::CopyDataToFrom"(CTensor*, const CTensor&, size_t, size_t, size_t) except +raise_py_error
 
-cdef extern from "singa/ops/random.h" namespace "singa":
+cdef extern from "singa/ops/random.h" namespace "singa" nogil:
     void c_Uniform "singa::Uniform"(float, float, CTensor*) except +raise_py_error
     void c_Gaussian "singa::Gaussian"(float, float, CTensor*) except +raise_py_error
     void c_Bernoulli "singa::Bernoulli"(float, CTensor*) except +raise_py_error
 
-cdef extern from "singa/ops/optim.h" namespace "singa":
+cdef extern from "singa/ops/optim.h" namespace "singa" nogil:
     void c_SGDUpdate "singa::SGDUpdate"(CTensor*, const CTensor&, CTensor*, const CTensor&,
                                         const CTensor&, const CTensor&, const CTensor&,
                                         bool) except +raise_py_error

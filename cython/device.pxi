@@ -1,8 +1,18 @@
 # device.pxi (included by singa_wrap.pyx): the Device class and device-level functions.
 
 cdef class Device:
-    """A device: where tensors live and operations run (wraps std::shared_ptr<singa::Device>)."""
+    """A device: where tensors live and operations run (wraps std::shared_ptr<singa::Device>).
+
+    Each wrapper counts itself as a handle of the C++ device (Device::AddHandle): when the last
+    wrapper goes, a recorded graph is reset, so a dropped device does not keep its graph's
+    tensors (and itself) alive. RunGraph, ResetGraph and Sync release the GIL.
+    """
     cdef shared_ptr[CDevice] c
+
+    def __dealloc__(self):
+        if self.c.get() != NULL:
+            self.c.get().RemoveHandle()
+            self.c.reset()
 
     def id(self):
         return self.c.get().id()
@@ -19,7 +29,8 @@ cdef class Device:
         self.c.get().SetRandSeed(<uint64_t>seed)
 
     def Sync(self):
-        self.c.get().Sync()
+        with nogil:
+            self.c.get().Sync()
 
     def mem_stats(self):
         """Bytes in use, peak in use, reserved from the system, and counters, as a dict."""
@@ -40,11 +51,14 @@ cdef class Device:
         return self.c.get().graph_enabled()
 
     def RunGraph(self, bool sequential=False):
-        """Runs the recorded operations (BFS order, or submission order when sequential)."""
-        self.c.get().RunGraph(sequential)
+        """Runs the recorded operations (BFS order, or submission order when sequential), without
+        the GIL: other Python threads run during the step."""
+        with nogil:
+            self.c.get().RunGraph(sequential)
 
     def ResetGraph(self):
-        self.c.get().ResetGraph()
+        with nogil:
+            self.c.get().ResetGraph()
 
     def SetVerbosity(self, int verbosity):
         self.c.get().SetVerbosity(verbosity)
@@ -53,7 +67,12 @@ cdef class Device:
         self.c.get().SetSkipIteration(n)
 
     def PrintTimeProfiling(self):
+        """Prints the per-operation profile, or a one-line hint when profiling is off."""
         self.c.get().PrintTimeProfiling()
+
+    def profiling(self):
+        """True when the graph times each operation (SetVerbosity(1) or more)."""
+        return self.c.get().graph().profiling()
 
     def GetTimeProfiling(self):
         return self.c.get().graph().TimeProfile(self.c.get().skip_iteration()).decode()
@@ -68,6 +87,30 @@ cdef class Device:
     def graph_dot(self):
         """The graph as Graphviz source (operations as nodes, blocks as edges)."""
         return self.c.get().graph().ToDot().decode()
+
+    def graph_blocks(self):
+        """Every block the last built graph analysed, as dicts ordered by first use: id (the
+        block_id of tensors using it), name, size (bytes), kind ('input', 'intermediate',
+        'end'), recyclable, first and last (positions in the execution order) and offset (in the
+        planned arena; meaningful for recyclable blocks when planning is on)."""
+        cdef vector[CGraphBlockInfo] infos = self.c.get().graph().BlockList()
+        kinds = ("input", "intermediate", "end")
+        out = []
+        for info in infos:
+            out.append(dict(id=<size_t>info.block, name=info.block.name().decode(),
+                            size=info.block.size(), kind=kinds[info.kind],
+                            recyclable=info.recyclable, first=info.first, last=info.last,
+                            offset=info.offset))
+        return out
+
+    def graph_op_names(self):
+        """The operations' names in execution order (empty before the first RunGraph)."""
+        cdef CGraph* g = self.c.get().graph()
+        return [g.OpNameAt(i).decode() for i in range(g.order().size())]
+
+    def num_handles(self):
+        """Python wrappers counted on the C++ device (see the class comment)."""
+        return self.c.get().handles()
 
     def graph_memory_plan(self):
         cdef GraphMemoryPlan p = self.c.get().graph().memory_plan()
@@ -88,6 +131,8 @@ cdef class Device:
 cdef Device wrap_device(shared_ptr[CDevice] d):
     cdef Device dev = Device.__new__(Device)
     dev.c = d
+    if d.get() != NULL:
+        d.get().AddHandle()
     return dev
 
 

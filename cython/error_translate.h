@@ -11,6 +11,7 @@
 #include <exception>
 #include <new>
 #include <stdexcept>
+#include <utility>
 
 #include "singa/core/error.h"
 
@@ -66,3 +67,29 @@ inline void singa_raise_py_error() {
     PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception");
   }
 }
+
+// Releases the GIL for the duration of one C++ call made with it held, and takes it back before
+// the call returns or throws (so Cython's `except +` handler above runs with the GIL). Used in
+// the C name of declarations whose call sites are not written with `with nogil:`:
+//     CTensor c_Conv2dForward "SINGA_NOGIL(singa::Conv2dForward)"(...) except +raise_py_error
+// A call made without the GIL (inside `with nogil:`) is left alone, so both styles mix safely.
+namespace singa_py {
+class GilRelease {
+ public:
+  GilRelease() : state_(PyGILState_Check() ? PyEval_SaveThread() : nullptr) {}
+  ~GilRelease() {
+    if (state_ != nullptr) PyEval_RestoreThread(state_);
+  }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+}  // namespace singa_py
+
+#define SINGA_NOGIL(fn)                                     \
+  ([](auto&&... args) -> decltype(auto) {                   \
+    ::singa_py::GilRelease singa_gil_release_;              \
+    return fn(std::forward<decltype(args)>(args)...);       \
+  })

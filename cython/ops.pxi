@@ -1,5 +1,7 @@
 # ops.pxi (included by singa_wrap.pyx): wrappers of the reductions, BLAS, shape and random ops.
 # Names follow the C++ API (and Apache SINGA's singa_wrap). Elementwise ops are generated.
+# Every call that runs a kernel releases the GIL (`with nogil:`); Python-level argument
+# conversions happen before, while the GIL is held.
 
 cdef vector[int] as_axes(axes) except *:
     cdef vector[int] out
@@ -23,116 +25,192 @@ cdef vector[CTensor] as_tensor_list(str op, tensors) except *:
 
 # ---- reductions --------------------------------------------------------------------------
 def ReduceSum(Tensor x not None, axes=None, bool keepdims=False):
-    return wrap(c_ReduceSum(x.c, as_axes(axes), keepdims))
+    cdef vector[int] a1 = as_axes(axes)
+    cdef CTensor r
+    with nogil:
+        r = c_ReduceSum(x.c, a1, keepdims)
+    return wrap(r)
 
 def ReduceMean(Tensor x not None, axes=None, bool keepdims=False):
-    return wrap(c_ReduceMean(x.c, as_axes(axes), keepdims))
+    cdef vector[int] a1 = as_axes(axes)
+    cdef CTensor r
+    with nogil:
+        r = c_ReduceMean(x.c, a1, keepdims)
+    return wrap(r)
 
 def ReduceMax(Tensor x not None, axes=None, bool keepdims=False):
-    return wrap(c_ReduceMax(x.c, as_axes(axes), keepdims))
+    cdef vector[int] a1 = as_axes(axes)
+    cdef CTensor r
+    with nogil:
+        r = c_ReduceMax(x.c, a1, keepdims)
+    return wrap(r)
 
 def ReduceMin(Tensor x not None, axes=None, bool keepdims=False):
-    return wrap(c_ReduceMin(x.c, as_axes(axes), keepdims))
+    cdef vector[int] a1 = as_axes(axes)
+    cdef CTensor r
+    with nogil:
+        r = c_ReduceMin(x.c, a1, keepdims)
+    return wrap(r)
 
 def Argmax(Tensor x not None, int axis, bool keepdims=False):
-    return wrap(c_Argmax(x.c, axis, keepdims))
+    cdef CTensor r
+    with nogil:
+        r = c_Argmax(x.c, axis, keepdims)
+    return wrap(r)
 
 def Argmin(Tensor x not None, int axis, bool keepdims=False):
-    return wrap(c_Argmin(x.c, axis, keepdims))
+    cdef CTensor r
+    with nogil:
+        r = c_Argmin(x.c, axis, keepdims)
+    return wrap(r)
 
 def Sum(Tensor x not None, int axis):
-    return wrap(c_Sum(x.c, axis))
+    cdef CTensor r
+    with nogil:
+        r = c_Sum(x.c, axis)
+    return wrap(r)
 
 def Average(Tensor x not None, int axis):
-    return wrap(c_Average(x.c, axis))
+    cdef CTensor r
+    with nogil:
+        r = c_Average(x.c, axis)
+    return wrap(r)
 
 def SumAll(Tensor x not None):
-    return c_SumAll(x.c)
+    cdef float r
+    with nogil:
+        r = c_SumAll(x.c)
+    return r
 
 def SumAsFloat(Tensor x not None):
-    return c_SumAll(x.c)
+    cdef float r
+    with nogil:
+        r = c_SumAll(x.c)
+    return r
 
 def SumRows(Tensor x not None):
-    return wrap(c_SumRows(x.c))
+    cdef CTensor r
+    with nogil:
+        r = c_SumRows(x.c)
+    return wrap(r)
 
 def SumColumns(Tensor x not None):
-    return wrap(c_SumColumns(x.c))
+    cdef CTensor r
+    with nogil:
+        r = c_SumColumns(x.c)
+    return wrap(r)
 
 def RowMax(Tensor x not None):
-    return wrap(c_RowMax(x.c))
+    cdef CTensor r
+    with nogil:
+        r = c_RowMax(x.c)
+    return wrap(r)
 
 def SoftMax(Tensor x not None, int axis=-1):
-    return wrap(c_SoftMax(x.c, axis))
+    cdef CTensor r
+    with nogil:
+        r = c_SoftMax(x.c, axis)
+    return wrap(r)
 
 def SoftMaxBackward(Tensor dy not None, Tensor y not None, int axis=-1):
-    return wrap(c_SoftMaxBackward(dy.c, y.c, axis))
+    cdef CTensor r
+    with nogil:
+        r = c_SoftMaxBackward(dy.c, y.c, axis)
+    return wrap(r)
 
 def LogSoftMax(Tensor x not None, int axis=-1):
-    return wrap(c_LogSoftMax(x.c, axis))
+    cdef CTensor r
+    with nogil:
+        r = c_LogSoftMax(x.c, axis)
+    return wrap(r)
 
 def Clamp(Tensor x not None, float low, float high):
-    return wrap(c_Clamp(x.c, low, high))
+    cdef CTensor r
+    with nogil:
+        r = c_Clamp(x.c, low, high)
+    return wrap(r)
 
 def LeakyReLU(Tensor x not None, float slope):
-    return wrap(c_LeakyReLU(x.c, slope))
+    cdef CTensor r
+    with nogil:
+        r = c_LeakyReLU(x.c, slope)
+    return wrap(r)
 
 
 # ---- BLAS ----------------------------------------------------------------------------------
 def Mult(Tensor A not None, Tensor B not None):
     """Matrix product with numpy.matmul semantics (1-d, 2-d and batched)."""
-    return wrap(c_Mult(A.c, B.c))
+    cdef CTensor r
+    with nogil:
+        r = c_Mult(A.c, B.c)
+    return wrap(r)
 
 def MultWithScale(float alpha, Tensor A not None, Tensor B not None, float beta,
                   Tensor C not None):
     """C = alpha * A B + beta * C, in place."""
-    c_MultWithScale(alpha, A.c, B.c, beta, &C.c)
+    with nogil:
+        c_MultWithScale(alpha, A.c, B.c, beta, &C.c)
     return C
 
 def Axpy(float alpha, Tensor x not None, Tensor y not None):
-    c_Axpy(alpha, x.c, &y.c)
+    with nogil:
+        c_Axpy(alpha, x.c, &y.c)
     return y
 
 def Dot(Tensor a not None, Tensor b not None):
-    return c_Dot(a.c, b.c)
+    cdef float r
+    with nogil:
+        r = c_Dot(a.c, b.c)
+    return r
 
 def AddColumn(Tensor v not None, Tensor M not None):
-    c_AddColumn(v.c, &M.c)
+    with nogil:
+        c_AddColumn(v.c, &M.c)
     return M
 
 def AddColumnWithScale(float alpha, float beta, Tensor v not None, Tensor M not None):
-    c_AddColumnWithScale(alpha, beta, v.c, &M.c)
+    with nogil:
+        c_AddColumnWithScale(alpha, beta, v.c, &M.c)
     return M
 
 def AddRow(Tensor v not None, Tensor M not None):
-    c_AddRow(v.c, &M.c)
+    with nogil:
+        c_AddRow(v.c, &M.c)
     return M
 
 def AddRowWithScale(float alpha, float beta, Tensor v not None, Tensor M not None):
-    c_AddRowWithScale(alpha, beta, v.c, &M.c)
+    with nogil:
+        c_AddRowWithScale(alpha, beta, v.c, &M.c)
     return M
 
 def SubColumn(Tensor v not None, Tensor M not None):
-    c_SubColumn(v.c, &M.c)
+    with nogil:
+        c_SubColumn(v.c, &M.c)
     return M
 
 def SubRow(Tensor v not None, Tensor M not None):
-    c_SubRow(v.c, &M.c)
+    with nogil:
+        c_SubRow(v.c, &M.c)
     return M
 
 def MultColumn(Tensor v not None, Tensor M not None):
-    c_MultColumn(v.c, &M.c)
+    with nogil:
+        c_MultColumn(v.c, &M.c)
     return M
 
 def MultRow(Tensor v not None, Tensor M not None):
-    c_MultRow(v.c, &M.c)
+    with nogil:
+        c_MultRow(v.c, &M.c)
     return M
 
 def DivColumn(Tensor v not None, Tensor M not None):
-    c_DivColumn(v.c, &M.c)
+    with nogil:
+        c_DivColumn(v.c, &M.c)
     return M
 
 def DivRow(Tensor v not None, Tensor M not None):
-    c_DivRow(v.c, &M.c)
+    with nogil:
+        c_DivRow(v.c, &M.c)
     return M
 
 
@@ -144,7 +222,10 @@ def Reshape(Tensor x not None, shape):
         shape = (shape,)
     for d in shape:
         s.push_back(<int>d)
-    return wrap(c_Reshape(x.c, s))
+    cdef CTensor r
+    with nogil:
+        r = c_Reshape(x.c, s)
+    return wrap(r)
 
 def Transpose(Tensor x not None, axes=None):
     cdef vector[size_t] a
@@ -156,51 +237,89 @@ def Transpose(Tensor x not None, axes=None):
         if not -nd <= ax < nd:
             raise AxisError("Transpose: axis %d is out of range for a tensor of rank %d" % (ax, nd))
         a.push_back(<size_t>(ax + nd if ax < 0 else ax))
-    return wrap(c_TransposeAxes(x.c, a))
+    cdef CTensor r
+    with nogil:
+        r = c_TransposeAxes(x.c, a)
+    return wrap(r)
 
 def Broadcast(Tensor x not None, shape):
-    return wrap(c_Broadcast(x.c, as_shape("Broadcast", shape)))
+    cdef vector[size_t] a1 = as_shape("Broadcast", shape)
+    cdef CTensor r
+    with nogil:
+        r = c_Broadcast(x.c, a1)
+    return wrap(r)
 
 def ConcatOn(tensors, int axis):
-    return wrap(c_ConcatOn(as_tensor_list("ConcatOn", tensors), axis))
+    cdef vector[CTensor] a1 = as_tensor_list("ConcatOn", tensors)
+    cdef CTensor r
+    with nogil:
+        r = c_ConcatOn(a1, axis)
+    return wrap(r)
 
 def ConcatenateRows(tensors):
-    return wrap(c_ConcatenateRows(as_tensor_list("ConcatenateRows", tensors)))
+    cdef vector[CTensor] a1 = as_tensor_list("ConcatenateRows", tensors)
+    cdef CTensor r
+    with nogil:
+        r = c_ConcatenateRows(a1)
+    return wrap(r)
 
 def ConcatenateColumns(tensors):
-    return wrap(c_ConcatenateColumns(as_tensor_list("ConcatenateColumns", tensors)))
+    cdef vector[CTensor] a1 = as_tensor_list("ConcatenateColumns", tensors)
+    cdef CTensor r
+    with nogil:
+        r = c_ConcatenateColumns(a1)
+    return wrap(r)
 
 def SliceOn(Tensor x not None, size_t start, size_t end, int axis):
-    return wrap(c_SliceOn(x.c, start, end, axis))
+    cdef CTensor r
+    with nogil:
+        r = c_SliceOn(x.c, start, end, axis)
+    return wrap(r)
 
 def SliceRows(Tensor x not None, size_t start, size_t end):
-    return wrap(c_SliceRows(x.c, start, end))
+    cdef CTensor r
+    with nogil:
+        r = c_SliceRows(x.c, start, end)
+    return wrap(r)
 
 def SliceColumns(Tensor x not None, size_t start, size_t end):
-    return wrap(c_SliceColumns(x.c, start, end))
+    cdef CTensor r
+    with nogil:
+        r = c_SliceColumns(x.c, start, end)
+    return wrap(r)
 
 def CopyRows(Tensor x not None, size_t start, size_t end):
-    return wrap(c_CopyRows(x.c, start, end))
+    cdef CTensor r
+    with nogil:
+        r = c_CopyRows(x.c, start, end)
+    return wrap(r)
 
 def CopyColumns(Tensor x not None, size_t start, size_t end):
-    return wrap(c_CopyColumns(x.c, start, end))
+    cdef CTensor r
+    with nogil:
+        r = c_CopyColumns(x.c, start, end)
+    return wrap(r)
 
 def CopyDataToFrom(Tensor dst not None, Tensor src not None, size_t num, size_t dst_offset=0,
                    size_t src_offset=0):
-    c_CopyDataToFrom(&dst.c, src.c, num, dst_offset, src_offset)
+    with nogil:
+        c_CopyDataToFrom(&dst.c, src.c, num, dst_offset, src_offset)
 
 
 # ---- random --------------------------------------------------------------------------------
 def Uniform(float low, float high, Tensor t not None):
-    c_Uniform(low, high, &t.c)
+    with nogil:
+        c_Uniform(low, high, &t.c)
     return t
 
 def Gaussian(float mean, float std, Tensor t not None):
-    c_Gaussian(mean, std, &t.c)
+    with nogil:
+        c_Gaussian(mean, std, &t.c)
     return t
 
 def Bernoulli(float p, Tensor t not None):
-    c_Bernoulli(p, &t.c)
+    with nogil:
+        c_Bernoulli(p, &t.c)
     return t
 
 
@@ -212,4 +331,5 @@ def SGDUpdate(Tensor param not None, Tensor grad not None, Tensor buf, Tensor lr
     cdef CTensor* b = NULL
     if buf is not None:
         b = &buf.c
-    c_SGDUpdate(&param.c, grad.c, b, lr.c, momentum.c, dampening.c, weight_decay.c, nesterov)
+    with nogil:
+        c_SGDUpdate(&param.c, grad.c, b, lr.c, momentum.c, dampening.c, weight_decay.c, nesterov)

@@ -45,13 +45,17 @@ cdef class Tensor:
     """A core tensor (singa::Tensor). Copies share memory; Clone() copies data.
 
     Every Python handle marks its block as held (Block::AddExternalRef): a computational graph
-    never recycles the memory of a tensor that Python can still read.
+    never recycles the memory of a tensor that Python can still read. A tensor created here reads
+    as zeros until written (Block::ZeroOnFirstAlloc, as Apache SINGA's CppCPU zeroes memory).
+    Calls that run kernels or copy data release the GIL.
     """
     cdef CTensor c
     cdef shared_ptr[CBlock] held
 
     def __init__(self, shape=(), Device device=None, dtype=kFloat32):
         self.c = CTensor(as_shape("Tensor", shape), as_device(device), as_dtype(dtype))
+        if self.c.block() != NULL:
+            self.c.block().ZeroOnFirstAlloc()
         self._hold()
 
     cdef void _hold(self):
@@ -114,27 +118,55 @@ cdef class Tensor:
         self._hold()
         return self
 
+    def block_id(self):
+        """An id of the memory block this tensor uses (0 for none): equal ids share memory. The
+        graph's drawings name blocks by these ids (singa.graph.name_blocks)."""
+        return <size_t>self.c.block()
+
+    def block_name(self):
+        """The name the graph's drawings give this tensor's block ('' when unnamed)."""
+        if self.c.block() == NULL:
+            return ""
+        return self.c.block().name().decode()
+
+    def set_block_name(self, str name):
+        """Names this tensor's block for the graph's drawings (e.g. 'conv1.W')."""
+        if self.c.block() != NULL:
+            self.c.block().set_name(name.encode())
+
     def AsType(self, dtype):
-        return wrap(self.c.AsType(as_dtype(dtype)))
+        cdef DataType dt = as_dtype(dtype)
+        cdef CTensor r
+        with nogil:
+            r = self.c.AsType(dt)
+        return wrap(r)
 
     def ToDevice(self, Device dev not None):
-        self.c.ToDevice(dev.c)
+        with nogil:
+            self.c.ToDevice(dev.c)
         self._hold()
         return self
 
     def ToHost(self):
-        self.c.ToHost()
+        with nogil:
+            self.c.ToHost()
         self._hold()
         return self
 
     def Clone(self, Device dev=None):
         cdef shared_ptr[CDevice] d
+        cdef CTensor r
         if dev is not None:
             d = dev.c
-        return wrap(self.c.Clone(d))
+        with nogil:
+            r = self.c.Clone(d)
+        return wrap(r)
 
     def Contiguous(self):
-        return wrap(self.c.Contiguous())
+        cdef CTensor r
+        with nogil:
+            r = self.c.Contiguous()
+        return wrap(r)
 
     def T(self):
         """Transposes in place (reverses the axes) and returns self."""
@@ -143,19 +175,32 @@ cdef class Tensor:
 
     def Repeat(self, repeats, int axis):
         cdef vector[size_t] r = as_shape("Repeat", repeats)
-        return wrap(self.c.Repeat(r, axis))
+        cdef CTensor out
+        with nogil:
+            out = self.c.Repeat(r, axis)
+        return wrap(out)
 
     def L1(self):
-        return self.c.L1()
+        cdef float v
+        with nogil:
+            v = self.c.L1()
+        return v
 
     def L2(self):
-        return self.c.L2()
+        cdef float v
+        with nogil:
+            v = self.c.L2()
+        return v
 
     def SetFloatValue(self, x):
-        self.c.SetValue[float](<float>x)
+        cdef float v = <float>x
+        with nogil:
+            self.c.SetValue[float](v)
 
     def SetIntValue(self, x):
-        self.c.SetValue[int32_t](<int32_t>x)
+        cdef int32_t v = <int32_t>x
+        with nogil:
+            self.c.SetValue[int32_t](v)
 
     def SetValue(self, x):
         if self.c.data_type() == kInt:
@@ -164,18 +209,37 @@ cdef class Tensor:
             self.SetFloatValue(float(x))
 
     def CopyData(self, Tensor src not None):
-        self.c.CopyData(src.c)
+        with nogil:
+            self.c.CopyData(src.c)
 
     def CopyFromNumpy(self, arr, size_t offset=0):
         """Copies a numpy array's values (converted to this dtype) from element `offset` on."""
         copy_from_numpy(self, arr, offset)
 
     def GetValue(self):
-        """The values as a numpy array of this tensor's shape (Apache SINGA: GetFloatValue)."""
+        """The values as a numpy array of this tensor's shape."""
         return to_numpy(self)
 
-    GetFloatValue = GetValue
-    GetIntValue = GetValue
+    def GetFloatValue(self, n=None):
+        """The first n values (row-major) as a flat float32 numpy array: Apache SINGA's
+        GetFloatValue(num), which its tensor.to_numpy calls with the tensor's size. All values
+        when n is None. Unlike SINGA, an int tensor's values are converted, not reinterpreted."""
+        return self._flat_values("GetFloatValue", n, np.float32)
+
+    def GetIntValue(self, n=None):
+        """The first n values as a flat int32 numpy array (Apache SINGA's GetIntValue(num))."""
+        return self._flat_values("GetIntValue", n, np.int32)
+
+    def _flat_values(self, str op, n, dtype):
+        size = self.c.Size()
+        if n is None:
+            n = size
+        if isinstance(n, type(True)) or not isinstance(n, (int, np.integer)):
+            raise TypeError("%s: the count must be an int, got %r" % (op, n))
+        if not 0 <= n <= size:
+            raise ValueError("%s: asked for %d values of a tensor of shape %s (%d values)"
+                             % (op, n, self.shape(), size))
+        return to_numpy(self).reshape(-1)[:n].astype(dtype, copy=True)
 
     def __array__(self, dtype=None, copy=None):
         a = to_numpy(self)
@@ -201,9 +265,12 @@ def to_numpy(Tensor t not None):
     out = np.empty(tuple(t.c.shape()), dtype=_NP_OF[dt])
     if out.size == 0:
         return out
-    cdef CTensor c = t.c.Contiguous()
+    cdef CTensor c
     cdef cnp.ndarray arr = out
-    c.device().get().CopyDataToHostPtr(c.block(), cnp.PyArray_DATA(arr), c.MemSize(), 0)
+    cdef void* dst = cnp.PyArray_DATA(arr)
+    with nogil:
+        c = t.c.Contiguous()
+        c.device().get().CopyDataToHostPtr(c.block(), dst, c.MemSize(), 0)
     return out
 
 
@@ -223,9 +290,11 @@ def copy_from_numpy(Tensor t not None, arr, size_t offset=0):
         raise ValueError("copy_from_numpy: %d values at offset %d do not fit a tensor of shape %s"
                          % (n, offset, tuple(t.c.shape())))
     cdef size_t esize = SizeOf(t.c.data_type())
+    cdef const void* p = cnp.PyArray_DATA(src)
     if n:
-        t.c.device().get().CopyDataFromHostPtr(t.c.block(), cnp.PyArray_DATA(src), n * esize,
-                                               offset * esize)
+        # `src` (a local) keeps the numpy buffer alive while the GIL is released.
+        with nogil:
+            t.c.device().get().CopyDataFromHostPtr(t.c.block(), p, n * esize, offset * esize)
 
 
 def from_numpy(arr, Device dev=None):

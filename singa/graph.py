@@ -5,14 +5,18 @@
     graph.render(dev, "step.svg")              # needs Graphviz's `dot` (apt-get install graphviz)
     graph.memory_plan(dev)                     # arena size, liveness lower bound, ... in bytes
     print(graph.profile(dev))                  # per-operation times after dev.SetVerbosity(1)
+    graph.plot_memory(dev, "memory.png")       # the planned arena and the bytes live (matplotlib)
 
-The graph itself is built and replayed in C++ (cpp/include/singa/graph/graph.h); Model drives it.
+The graph itself is built and replayed in C++ (cpp/include/singa/graph/graph.h); Model drives it
+and names the blocks a user knows (parameters such as ``conv1.W``, the inputs, the results) with
+name_blocks(), so the drawings show those names instead of ids.
 """
 import os
 import shutil
 import subprocess
 
-__all__ = ["to_dot", "save_dot", "render", "memory_plan", "profile", "set_planning"]
+__all__ = ["to_dot", "save_dot", "render", "memory_plan", "profile", "set_planning",
+           "name_blocks", "memory_layout", "live_bytes", "plot_memory"]
 
 
 def to_dot(dev):
@@ -53,3 +57,158 @@ def profile(dev):
 def set_planning(dev, planned=True):
     """Static memory planning (default) or Apache SINGA's dynamic recycling through the pool."""
     dev.SetGraphPlanning(planned)
+
+
+# ---- names ------------------------------------------------------------------------------------
+def _core(t):
+    """The singa_wrap.Tensor of a singa.tensor.Tensor (or t itself)."""
+    return getattr(t, "data", t)
+
+
+def _name(t, name):
+    c = _core(t)
+    if hasattr(c, "set_block_name"):
+        c.set_block_name(name)
+
+
+def _name_all(values, prefix):
+    """Names every tensor in a tensor, list/tuple or dict: prefix, prefix[i], prefix[key]."""
+    if isinstance(values, dict):
+        for k, v in values.items():
+            _name_all(v, "%s[%s]" % (prefix, k))
+    elif isinstance(values, (list, tuple)):
+        for i, v in enumerate(values):
+            _name_all(v, "%s[%d]" % (prefix, i))
+    elif values is not None and hasattr(_core(values), "set_block_name"):
+        _name(values, prefix)
+
+
+def name_blocks(model=None, inputs=(), results=None, optimizer=None, **tensors):
+    """Gives the blocks of the tensors a user knows their names, for to_dot() and plot_memory():
+    the model's parameters and states under their state names (``conv1.W``), the optimizer's
+    per-parameter states (``moments[conv1.W]``), the inputs (``input[0]``), the results
+    (``result[0]``, ...) and any ``name=tensor`` given. Model calls it when it records a graph."""
+    if model is not None:
+        for name, t in model.get_states().items():
+            _name(t, name)
+        if optimizer is None:
+            optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None:
+        for key in getattr(optimizer, "_state_dicts", ()):
+            states = getattr(optimizer, key, None)
+            if isinstance(states, dict):
+                for pname, t in states.items():
+                    _name_all(t, "%s[%s]" % (key, pname))
+        if getattr(optimizer, "step_counter", None) is not None:
+            _name(optimizer.step_counter, "step_counter")
+    _name_all(list(inputs), "input")
+    if isinstance(results, (list, tuple)):
+        _name_all(list(results), "result")
+    elif results is not None:
+        _name_all(results, "result")
+    for name, t in tensors.items():
+        _name_all(t, name)
+
+
+# ---- the picture of memory -------------------------------------------------------------------
+_ALIGN = 64  # the arena aligns every block to 64 bytes (cpp/src/graph/graph.cc)
+
+
+def _aligned(n):
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def memory_layout(dev):
+    """The blocks of the last built graph (after a RunGraph), as dicts ordered by first use: id,
+    name, size, kind ('input', 'intermediate', 'end'), recyclable, first, last (positions in the
+    execution order) and offset (bytes into the planned arena, for recyclable blocks)."""
+    return dev.graph_blocks()
+
+
+def live_bytes(dev):
+    """(live, lower_bound): live[p] is the bytes of recyclable blocks alive at position p of the
+    execution order (each block from its first to its last use, aligned as the arena aligns
+    them); lower_bound is max(live), the least any arena could be for this order."""
+    n = len(dev.graph_op_names())
+    delta = [0] * (n + 1)
+    for b in memory_layout(dev):
+        if b["recyclable"]:
+            delta[b["first"]] += _aligned(b["size"])
+            delta[b["last"] + 1] -= _aligned(b["size"])
+    live, cur = [], 0
+    for d in delta[:n]:
+        cur += d
+        live.append(cur)
+    return live, max(live, default=0)
+
+
+def _mib(n):
+    return n / float(1 << 20)
+
+
+def plot_memory(dev, path=None, title=None, label_top=12):
+    """Draws the graph's planned memory and returns the matplotlib Figure (written to `path`
+    when given: png, svg, pdf). Top: the arena, one rectangle per recyclable block (x: the
+    positions of the execution order from its first to its last use, y: its offset and size),
+    the largest ``label_top`` labelled. Bottom: the bytes live at each position beside the
+    liveness lower bound and the arena's size. Needs a graph that has run (RunGraph) with memory
+    planning on, and matplotlib (an optional dependency)."""
+    try:
+        from matplotlib.figure import Figure
+        from matplotlib.patches import Rectangle
+    except ImportError as e:
+        raise ImportError("singa.graph.plot_memory needs matplotlib, an optional dependency: "
+                          "pip install matplotlib") from e
+    blocks = memory_layout(dev)
+    if not blocks:
+        raise ValueError("plot_memory: the device has no built graph; record a step and run it "
+                         "(Model with use_graph=True, or dev.RunGraph()) first")
+    plan = memory_plan(dev)
+    if plan["arena_bytes"] == 0 and plan["num_recyclable"] > 0:
+        raise ValueError("plot_memory: memory planning is off for this graph (dynamic "
+                         "recycling has no arena to draw); call graph.set_planning(dev, True) "
+                         "and run the graph again")
+    live, lower = live_bytes(dev)
+    op_names = dev.graph_op_names()
+    n = len(live)
+    rec = [b for b in blocks if b["recyclable"]]
+
+    fig = Figure(figsize=(12, 8), constrained_layout=True)
+    ax, ax2 = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    colors = {"intermediate": "#4C72B0", "end": "#DD8452"}
+    for b in rec:
+        ax.add_patch(Rectangle((b["first"], _mib(b["offset"])), b["last"] + 1 - b["first"],
+                               _mib(_aligned(b["size"])), facecolor=colors.get(b["kind"], "grey"),
+                               edgecolor="black", linewidth=0.3, alpha=0.85))
+    # Labels only where they fit: rectangles at least 4% of the steps wide and 2.5% of the arena
+    # tall, the largest first.
+    arena = max(plan["arena_bytes"], 1)
+    roomy = [b for b in rec if b["last"] + 1 - b["first"] >= 0.04 * n and
+             _aligned(b["size"]) >= 0.025 * arena]
+    for b in sorted(roomy, key=lambda b: -b["size"] * (b["last"] + 1 - b["first"]))[:label_top]:
+        ax.text((b["first"] + b["last"] + 1) / 2.0, _mib(b["offset"] + _aligned(b["size"]) / 2),
+                b["name"] or "%s output, %.1f MiB (ops %d-%d)" % (
+                    op_names[b["first"]], _mib(b["size"]), b["first"], b["last"]),
+                fontsize=7, ha="center", va="center", color="white", clip_on=True)
+    ax.axhline(_mib(plan["arena_bytes"]), color="black", linestyle="--", linewidth=1)
+    ax.set_xlim(0, max(n, 1))
+    ax.set_ylim(0, max(_mib(plan["arena_bytes"]) * 1.05, 1e-3))
+    ax.set_ylabel("offset in the arena (MiB)")
+    ax.set_title(title or "Planned arena: %d blocks in %.1f MiB (lower bound %.1f MiB); "
+                 "%.1f MiB of persistent blocks outside it"
+                 % (len(rec), _mib(plan["arena_bytes"]), _mib(lower),
+                    _mib(plan["persistent_bytes"])))
+    ax.legend(handles=[Rectangle((0, 0), 1, 1, facecolor=c, label="%s block" % k)
+                       for k, c in colors.items()], loc="upper right", fontsize=8)
+
+    ax2.step(range(n), [_mib(v) for v in live], where="post", color="#4C72B0",
+             label="bytes live")
+    ax2.axhline(_mib(lower), color="#C44E52", linestyle=":", label="liveness lower bound")
+    ax2.axhline(_mib(plan["arena_bytes"]), color="black", linestyle="--", label="arena")
+    ax2.set_xlabel("position in the execution order (operation)")
+    ax2.set_ylabel("MiB")
+    ax2.set_ylim(0, max(_mib(plan["arena_bytes"]), _mib(lower)) * 1.1 + 1e-3)
+    ax2.legend(loc="upper right", fontsize=8)
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig

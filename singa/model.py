@@ -53,6 +53,7 @@ from functools import wraps
 
 import numpy as np
 
+from . import graph as _graph
 from . import layer
 from . import singa_wrap as singa
 from . import tensor
@@ -280,6 +281,8 @@ class Model(layer.Layer, metaclass=ModelMeta):
         d["_buffer_device"] = dev
         d["_buffered"] = True
         _graph_owner[dev] = self
+        # Drawings of the graph show "conv1.W", "input[0]", "result[1]" instead of block ids.
+        _graph.name_blocks(self, inputs, results)
         del results
         gc.collect()
 

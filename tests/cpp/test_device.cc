@@ -1,5 +1,12 @@
-// Device: Exec contract, host copies, memory statistics, seeding, thread control.
+// Device: Exec contract, host copies, memory statistics, seeding, thread control, handles and
+// the graph cycle, zero-on-first-allocation, serialised submission from threads.
 #include "test_helpers.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
 
 using namespace singa;
 
@@ -60,4 +67,109 @@ TEST(Device, ThreadCountIsOneKnob) {
   EXPECT_EQ(GetNumThreads(), 1);
   SetNumThreads(before);
   EXPECT_EQ(GetNumThreads(), before);
+}
+
+// A recorded graph holds tensors that hold the device: a cycle. The last handle going resets it.
+TEST(Device, LastHandleResetsTheGraphAndFreesTheDevice) {
+  std::weak_ptr<Device> weak;
+  std::weak_ptr<Block> block;
+  {
+    std::shared_ptr<Device> dev = std::make_shared<CppCPU>(3);
+    weak = dev;
+    dev->AddHandle();
+    Tensor x({64, 64}, dev);
+    block = x.block_ptr();
+    dev->EnableGraph(true);
+    Tensor y = Add(x, 1.f);
+    dev->EnableGraph(false);
+    dev->RunGraph();
+    EXPECT_GT(dev->graph()->num_nodes(), 0u);
+    // The graph's operations keep x's block and the device alive beyond our own references.
+    EXPECT_GT(dev.use_count(), 1);
+    EXPECT_EQ(dev->RemoveHandle(), 0);
+    EXPECT_EQ(dev->graph()->num_nodes(), 0u);
+  }
+  EXPECT_TRUE(weak.expired());
+  EXPECT_TRUE(block.expired());
+}
+
+TEST(Device, WithoutHandlesTheCycleRemainsUntilResetGraph) {
+  std::weak_ptr<Device> weak;
+  {
+    std::shared_ptr<Device> dev = std::make_shared<CppCPU>(4);
+    weak = dev;
+    Tensor x({8}, dev);
+    dev->EnableGraph(true);
+    Tensor y = Add(x, 1.f);
+    dev->EnableGraph(false);
+  }
+  // The documented C++ contract (device.h): call ResetGraph before dropping such a device.
+  auto dev = weak.lock();
+  ASSERT_NE(dev, nullptr);
+  dev->ResetGraph();
+  dev.reset();
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(Device, DefaultDeviceKeepsItsGraphWhenHandlesGo) {
+  auto dev = defaultDevice();
+  dev->ResetGraph();
+  Tensor x({4}, dev);
+  dev->EnableGraph(true);
+  Tensor y = Add(x, 1.f);
+  dev->EnableGraph(false);
+  const size_t n = dev->graph()->num_nodes();
+  dev->AddHandle();
+  dev->RemoveHandle();
+  EXPECT_EQ(dev->graph()->num_nodes(), n);
+  dev->ResetGraph();
+}
+
+TEST(Device, PrintTimeProfilingWithProfilingOffIsAHint) {
+  auto dev = std::make_shared<CppCPU>(5);
+  testing::internal::CaptureStdout();
+  dev->PrintTimeProfiling();
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_NE(out.find("SetVerbosity(1)"), std::string::npos) << out;
+}
+
+TEST(Device, ZeroOnFirstAllocOnlyOnce) {
+  auto dev = std::make_shared<CppCPU>(6);
+  // Dirty a piece of the pool, give it back, then take it again through a flagged block.
+  {
+    auto dirty = dev->NewBlock(4096);
+    std::memset(dirty->mutable_data(), 0xAB, 4096);
+  }
+  auto b = dev->NewBlock(4096);
+  b->ZeroOnFirstAlloc();
+  EXPECT_TRUE(b->zero_on_alloc());
+  const auto* p = static_cast<const unsigned char*>(b->data());
+  EXPECT_TRUE(std::all_of(p, p + 4096, [](unsigned char c) { return c == 0; }));
+  EXPECT_FALSE(b->zero_on_alloc());   // spent: no later allocation pays for zeroing
+  EXPECT_FALSE(b->initialized());     // zeroing is not a write by the user
+  std::memset(b->mutable_data(), 0xCD, 4096);
+  b->Release();                       // a graph recycling the block ...
+  p = static_cast<const unsigned char*>(b->data());
+  EXPECT_EQ(p[0], 0xCD);              // ... gets the pool's memory back as it was, not zeroed
+  // Operation outputs (C++ Tensor constructor) are not flagged.
+  Tensor t({16}, dev);
+  EXPECT_FALSE(t.block()->zero_on_alloc());
+}
+
+TEST(Device, ThreadsSubmittingToOneDeviceAreSerialised) {
+  auto dev = std::make_shared<CppCPU>(8);
+  auto b = dev->NewBlock(sizeof(long));
+  *static_cast<long*>(b->mutable_data()) = 0;
+  auto work = [&] {
+    for (int i = 0; i < 20000; ++i)
+      dev->Exec([&](Context*) { ++*static_cast<long*>(b->mutable_data()); }, {b.get()},
+                {b.get()}, "Inc");
+  };
+  std::thread t1(work), t2(work);
+  t1.join();
+  t2.join();
+  long out = 0;
+  dev->CopyDataToHostPtr(b.get(), &out, sizeof(long));
+  EXPECT_EQ(out, 40000);
 }

@@ -216,3 +216,47 @@ TEST(Graph, PlanningSavesMemoryOnAChain) {
   out.block()->RemoveExternalRef();
   dev->ResetGraph();
 }
+
+TEST(Graph, BlockListOrderAndNamesForDrawings) {
+  auto dev = std::make_shared<CppCPU>();
+  Step s(dev);
+  Hold hold_x(s.x), hold_w(s.W);
+  s.x.block()->set_name("input[0]");
+  s.W.block()->set_name("fc.W");
+  dev->EnableGraph(true);
+  Tensor loss = s.Run();
+  dev->EnableGraph(false);
+  EXPECT_TRUE(dev->graph()->BlockList().empty());  // nothing built yet
+  dev->RunGraph();
+  const auto list = dev->graph()->BlockList();
+  ASSERT_EQ(list.size(), dev->graph()->blocks().size());
+  for (size_t i = 1; i < list.size(); ++i) EXPECT_LE(list[i - 1].first, list[i].first);
+  size_t named = 0;
+  for (const auto& info : list) {
+    EXPECT_LT(info.last, dev->graph()->num_nodes());
+    if (!info.block->name().empty()) {
+      ++named;
+      EXPECT_EQ(info.kind, Graph::kInput);
+      EXPECT_FALSE(info.recyclable);
+    }
+  }
+  EXPECT_EQ(named, 2u);
+  EXPECT_EQ(dev->graph()->OpNameAt(0), dev->graph()->nodes()[dev->graph()->order()[0]].name);
+  EXPECT_THROW(dev->graph()->OpNameAt(dev->graph()->num_nodes()), AxisError);
+  const std::string dot = dev->graph()->ToDot();
+  EXPECT_NE(dot.find("label=\"fc.W (60 B)\""), std::string::npos) << dot;
+  EXPECT_NE(dot.find("label=\"input[0] (48 B)\""), std::string::npos) << dot;
+  dev->ResetGraph();
+}
+
+TEST(Graph, DotEscapesNames) {
+  auto dev = std::make_shared<CppCPU>();
+  Tensor a({2}, dev);
+  a.SetValue(1.f);
+  a.block()->set_name("say \"hi\"");
+  dev->EnableGraph(true);
+  Tensor b = Add(a, 1.f);
+  dev->EnableGraph(false);
+  EXPECT_NE(dev->graph()->ToDot().find("label=\"say \\\"hi\\\" (8 B)\""), std::string::npos);
+  dev->ResetGraph();
+}

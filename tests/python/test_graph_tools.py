@@ -4,7 +4,7 @@ import shutil
 import numpy as np
 import pytest
 
-from singa import device, graph, layer, model, opt, tensor
+from singa import device, graph, layer, model, opt, singa_wrap, tensor
 
 
 class Tiny(model.Model):
@@ -75,3 +75,31 @@ def test_memory_plan_and_device_counters(trained):
     assert plan["lower_bound_bytes"] <= plan["arena_bytes"] <= plan["recyclable_bytes"]
     stats = device.get_memory_stats(trained)
     assert stats["peak_in_use"] >= stats["in_use"] > 0
+
+
+def test_dot_labels_blocks_with_user_names(trained):
+    dot = graph.to_dot(trained)
+    # Parameters under their state names, the inputs and the results; the rest keep ids.
+    for name in ("l1.W", "l1.b", "l2.W", "l2.b", "input[0]", "input[1]"):
+        assert 'label="%s (' % name in dot, name
+    w = [ln for ln in dot.splitlines() if 'label="l1.W (' in ln][0]
+    assert "(%d B)" % (16 * 12 * 4) in w         # Linear(16) on 12 features: a 12x16 float32 W
+    assert 'label="b' in dot                      # unnamed temporaries
+
+
+def test_name_blocks_and_block_ids():
+    dev = device.create_cpu_device(201)
+    a = tensor.from_numpy(np.ones((3, 3), np.float32), dev)
+    v = singa_wrap.Reshape(a.data, (9,))          # a view: same block
+    assert v.block_id() == a.data.block_id() != 0
+    graph.name_blocks(inputs=[a], extra={"k": a})
+    assert a.data.block_name() == "extra[k]"      # the last name given wins
+    graph.name_blocks(inputs=[a])
+    assert v.block_name() == "input[0]"
+    dev.EnableGraph(True)
+    b = a * 2.0
+    dev.EnableGraph(False)
+    dev.RunGraph()
+    assert 'label="input[0] (36 B)"' in graph.to_dot(dev)
+    np.testing.assert_array_equal(tensor.to_numpy(b), np.full((3, 3), 2.0))
+    dev.ResetGraph()

@@ -12,6 +12,10 @@ Block::~Block() {
 void Block::Allocate() {
   ptr_ = device_->Malloc(size_);
   owned_ = true;
+  if (zero_on_alloc_) {
+    zero_on_alloc_ = false;
+    device_->FillZero(ptr_, size_);
+  }
 }
 
 const void* Block::data() {

@@ -21,6 +21,7 @@ Device::~Device() { graph_.reset(); }
 void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
                   const std::vector<Block*>& write_blocks, const std::string& op_name,
                   bool use_rand_generator) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (buffering_) {
     graph_->AddOperation(std::move(fn), read_blocks, write_blocks, op_name, use_rand_generator);
   } else {
@@ -42,10 +43,25 @@ Backend DeviceBackend(const Device& dev) { return dev.backend(); }
 void Device::RunGraph(bool sequential) {
   SINGA_CHECK(!buffering_, Error,
               "RunGraph: buffering is still on; call EnableGraph(false) before running the graph");
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   graph_->Run(sequential);
 }
 
-void Device::ResetGraph() { graph_->Reset(); }
+void Device::ResetGraph() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  graph_->Reset();
+}
+
+int Device::RemoveHandle() noexcept {
+  const int left = handles_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+  try {
+    if (left == 0 && this != defaultDevice().get()) ResetGraph();
+  } catch (...) {
+    // Reset only releases memory and drops recorded operations; nothing there is expected to
+    // throw, and a destructor must not: the graph then stays (a leak, not a crash).
+  }
+  return left;
+}
 
 void Device::SetVerbosity(int verbosity) {
   verbosity_ = verbosity;
@@ -53,6 +69,12 @@ void Device::SetVerbosity(int verbosity) {
 }
 
 void Device::PrintTimeProfiling() {
+  if (!graph_->profiling()) {
+    std::fputs("Time profiling is off: call SetVerbosity(1) before running the graph to time each "
+               "operation\n", stdout);
+    std::fflush(stdout);
+    return;
+  }
   std::fputs(graph_->TimeProfile(skip_iteration_).c_str(), stdout);
   std::fflush(stdout);
 }
@@ -83,6 +105,7 @@ void Device::CopyDataFromHostPtr(Block* dst, const void* src, size_t nbytes, siz
                                             << " do not fit a block of " << dst->size()
                                             << " bytes");
   if (nbytes == 0) return;
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   char* d = static_cast<char*>(dst->mutable_data()) + dst_offset;
   CopyRaw(d, src, nbytes, is_host() ? kHostToHost : kHostToDevice, &ctx_);
 }
@@ -94,6 +117,7 @@ void Device::CopyDataToHostPtr(Block* src, void* dst, size_t nbytes, size_t src_
   SINGA_CHECK(!buffering_, Error,
               "reading tensor values while operations are buffered into a graph: nothing has run "
               "yet (read them after the training step, or outside Model.train_one_batch)");
+  std::lock_guard<std::recursive_mutex> lock(mutex_);  // waits for a replay in another thread
   Sync();
   if (nbytes == 0) return;
   const char* s = static_cast<const char*>(src->data()) + src_offset;
@@ -106,6 +130,12 @@ void Device::SetRandSeed(uint64_t seed) {
 }
 
 void* Device::Malloc(size_t bytes) { return pool_->Malloc(bytes); }
+
+void Device::FillZero(void* ptr, size_t bytes) {
+  SINGA_CHECK(is_host(), NotImplementedError,
+              "FillZero: this device (lang " << lang() << ") does not implement zeroing memory");
+  std::memset(ptr, 0, bytes);
+}
 
 void Device::Free(void* ptr) noexcept {
   try {
@@ -131,6 +161,7 @@ bool CppCPU::SupportsBackend(Backend b) const {
 #endif
   return b == Backend::kCpuRef;
 }
+
 
 void CppCPU::CopyRaw(void* dst, const void* src, size_t nbytes, CopyDirection, Context*) {
   if (dst != src) std::memmove(dst, src, nbytes);

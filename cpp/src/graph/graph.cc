@@ -16,6 +16,15 @@ namespace singa {
 namespace {
 constexpr size_t kArenaAlign = 64;
 size_t AlignUp(size_t n) { return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+// A user-given name inside a double-quoted Graphviz label.
+std::string DotEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
 }  // namespace
 
 Graph::Graph(Device* device) : device_(device) {}
@@ -246,6 +255,25 @@ void Graph::Run(bool sequential) {
   ++iterations_;
 }
 
+std::vector<Graph::BlockInfo> Graph::BlockList() const {
+  std::vector<BlockInfo> out;
+  out.reserve(blocks_.size());
+  for (const auto& entry : blocks_) out.push_back(entry.second);
+  std::sort(out.begin(), out.end(), [](const BlockInfo& a, const BlockInfo& b) {
+    if (a.first != b.first) return a.first < b.first;
+    if (a.offset != b.offset) return a.offset < b.offset;
+    return a.last < b.last;
+  });
+  return out;
+}
+
+const std::string& Graph::OpNameAt(size_t pos) const {
+  SINGA_CHECK(pos < order_.size(), AxisError,
+              "OpNameAt: position " << pos << " is outside the execution order of "
+                                    << order_.size() << " operations (run the graph first)");
+  return nodes_[order_[pos]].name;
+}
+
 std::string Graph::ToDot() const {
   std::ostringstream os;
   os << "digraph singa {\n  rankdir=TB;\n  node [shape=box, fontname=\"Helvetica\"];\n";
@@ -264,7 +292,8 @@ std::string Graph::ToDot() const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     for (const Block* b : nodes_[i].reads) {
       auto w = writer.find(b);
-      std::string label = id_of(b) + " (" + std::to_string(b->size()) + " B)";
+      std::string label = (b->name().empty() ? id_of(b) : DotEscape(b->name())) + " (" +
+                          std::to_string(b->size()) + " B)";
       if (w != writer.end()) {
         os << "  op" << w->second << " -> op" << i << " [label=\"" << label << "\"];\n";
       } else {

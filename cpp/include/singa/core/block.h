@@ -15,6 +15,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <string>
+#include <utility>
 
 namespace singa {
 
@@ -27,7 +29,8 @@ class Block {
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
 
-  /// Read access; allocates (contents undefined) if the block has no memory yet.
+  /// Read access; allocates if the block has no memory yet (contents undefined, or zeros after
+  /// ZeroOnFirstAlloc()).
   const void* data();
   /// Write access; allocates if needed and marks the block initialized.
   void* mutable_data();
@@ -43,6 +46,18 @@ class Block {
   /// Attaches memory owned by someone else (a planned arena); Release() then only detaches it.
   void SetExternal(void* ptr);
 
+  /// The first allocation of this block's own memory fills it with zeros (Apache SINGA's CppCPU
+  /// zeroes every Malloc, and code like `t = Tensor(shape); t += x` relies on it). Set only for
+  /// tensors a user creates (the Python constructor), so operation outputs, which are written
+  /// in full anyway, and planned arena memory (SetExternal) are never zeroed: a graph replay
+  /// pays nothing. The request is spent by that first allocation.
+  void ZeroOnFirstAlloc() { zero_on_alloc_ = true; }
+  bool zero_on_alloc() const { return zero_on_alloc_; }
+
+  /// A name a user knows ("conv1.W", "input[0]") for drawings of the graph; empty by default.
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
   /// Python-side handles on this block (see cython/): a block that the user still holds is never
   /// recycled by the graph. C++ users who keep tensors across graph replays call these too.
   void AddExternalRef() { external_refs_.fetch_add(1, std::memory_order_relaxed); }
@@ -57,6 +72,8 @@ class Block {
   void* ptr_ = nullptr;
   bool owned_ = false;
   bool initialized_ = false;
+  bool zero_on_alloc_ = false;
+  std::string name_;
   std::atomic<int> external_refs_{0};
 };
 

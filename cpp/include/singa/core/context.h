@@ -16,8 +16,10 @@
 namespace singa {
 
 struct Context {
-  std::mt19937 random_generator{0};
-  uint64_t seed = 0;
+  /// Default-constructed, so seeded with mt19937's default 5489 like Apache SINGA's CppCPU: an
+  /// unseeded device draws the same numbers as SINGA's.
+  std::mt19937 random_generator;
+  uint64_t seed = std::mt19937::default_seed;
   // CUDA builds add the stream and the cuBLAS / cuDNN handles in cuda_context.h.
   void* stream = nullptr;
   void* cublas_handle = nullptr;

@@ -13,12 +13,23 @@
 // crashed on a captured reference to a temporary), and (3) fetch data pointers inside fn.
 // Reading values on the host (CopyDataToHostPtr) while buffering throws: nothing has run yet.
 // A graph holds the tensors its operations captured, and they hold the device: call ResetGraph()
-// before dropping a device that recorded a graph.
+// before dropping a device that recorded a graph. Handles that own the device from outside C++
+// (the Python wrapper) count themselves with AddHandle/RemoveHandle; the last one to go resets
+// the graph, which breaks that cycle for them.
+//
+// Threads (the Python bindings release the GIL around every call that runs kernels): a device
+// runs one thing at a time. Exec, RunGraph, ResetGraph and the host copies hold the device's
+// (recursive) mutex, so two threads submitting to one device are serialised, and reading a tensor
+// while another thread replays the graph waits for the step to end. What a thread may touch
+// without that mutex is itself thread-safe: the pool (its own mutex), Block::external_refs
+// (atomic), the shared_ptr counts of blocks and devices (atomic).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -77,6 +88,10 @@ class Device {
 
   // Memory, through this device's pool.
   void* Malloc(size_t bytes);
+  /// Sets `bytes` bytes of this device's memory at `ptr` to zero (see Block::ZeroOnFirstAlloc).
+  /// The default serves host memory and throws NotImplementedError for other devices, so a
+  /// device class that does not override it still builds.
+  virtual void FillZero(void* ptr, size_t bytes);
   void Free(void* ptr) noexcept;
   PoolStats mem_stats() const { return pool_->stats(); }
   void ResetPeak() { pool_->ResetPeak(); }
@@ -96,7 +111,16 @@ class Device {
   /// Iterations of RunGraph ignored by the profiler (warm-up).
   void SetSkipIteration(int n) { skip_iteration_ = n; }
   int skip_iteration() const { return skip_iteration_; }
+  /// The per-operation profile of the graph, or a one-line hint when profiling is off.
   void PrintTimeProfiling();
+
+  /// Owners outside C++ (the Python wrapper) register while they hold the device. When the last
+  /// one is removed, the graph is reset (unless this is the process-wide default device, which
+  /// lives anyway): its recorded operations hold tensors, which hold the device, a cycle nobody
+  /// could reach any more. Returns the handles left. Never throws (it runs in destructors).
+  void AddHandle() { handles_.fetch_add(1, std::memory_order_relaxed); }
+  int RemoveHandle() noexcept;
+  int handles() const { return handles_.load(std::memory_order_relaxed); }
 
 
  protected:
@@ -113,6 +137,8 @@ class Device {
   bool buffering_ = false;
   int verbosity_ = 0;
   int skip_iteration_ = 5;
+  std::recursive_mutex mutex_;  // see "Threads" at the top of this file
+  std::atomic<int> handles_{0};
 
  protected:
   Backend backend_ = Backend::kCpuRef;

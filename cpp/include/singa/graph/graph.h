@@ -90,12 +90,20 @@ class Graph {
   const std::unordered_map<Block*, BlockInfo>& blocks() const { return blocks_; }
   const GraphMemoryPlan& memory_plan() const { return plan_; }
 
+  /// For pictures of memory (singa.graph.plot_memory): every block the last build analysed,
+  /// ordered by first use, then offset. Empty before the first Run.
+  std::vector<BlockInfo> BlockList() const;
+  /// The name of the operation at position `pos` of the execution order.
+  const std::string& OpNameAt(size_t pos) const;
+
   /// Graphviz source: operations as boxes, blocks as labelled edges (and input/end blocks as
-  /// ellipses).
+  /// ellipses). A block is labelled with Block::name() when it has one ("conv1.W", "input[0]"),
+  /// else with a short id (b0, b1, ...).
   std::string ToDot() const;
   /// Per-operation times, averaged over the iterations after `skip` warm-up runs.
   std::string TimeProfile(int skip) const;
   void EnableProfiling(bool on) { profiling_ = on; }
+  bool profiling() const { return profiling_; }
   int iterations() const { return iterations_; }
 
  private:
