@@ -114,7 +114,18 @@ def _buffer_operation(func):
         try:
             if self.graph_mode and self.training:
                 return self._run_graph(func, args, kwargs)
-            return func(self, *args, **kwargs)
+            # Operators keep what they saved after backward (SINGA code may run backward twice
+            # on one loss), so the previous eager step's activations would stay alive while
+            # this step runs: release them now that a new step starts.
+            # Weak references: results the caller dropped free their graph at once.
+            prev = [r() for r in self.__dict__.pop("_eager_results", ())]
+            if any(t is not None for t in prev):
+                from . import autograd
+                autograd.release_graph(*(t for t in prev if t is not None))
+            out = func(self, *args, **kwargs)
+            if self.training:
+                self.__dict__["_eager_results"] = [weakref.ref(t) for t in _tensors_in([out], [])]
+            return out
         finally:
             _layer_base._active_models.pop()
             self.__dict__["_in_step"] = False
