@@ -27,7 +27,7 @@ memory::desc VecOf(size_t C) {
 }
 
 std::string KeyOf(const char* op, size_t N, size_t C, size_t S, float eps, int flags) {
-  return std::string(op) + "," + std::to_string(N) + "," + std::to_string(C) + "," +
+  return KeyStart(op) + "," + std::to_string(N) + "," + std::to_string(C) + "," +
          std::to_string(S) + "," + std::to_string(eps) + "," + std::to_string(flags);
 }
 

@@ -3,6 +3,10 @@
 
 #include <atomic>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace singa {
 namespace dnnl_kernel {
 namespace {
@@ -69,6 +73,15 @@ void Operand::Output(const memory& target, void* data) const {
 
 memory Scratch(const memory::desc& md, char* ws, size_t off) {
   return memory(md, Engine(), md.get_size() ? ws + off : nullptr);
+}
+
+std::string KeyStart(const char* op) {
+#ifdef _OPENMP
+  const int threads = omp_get_max_threads();
+#else
+  const int threads = 1;
+#endif
+  return std::string(op) + ",t" + std::to_string(threads);
 }
 
 std::shared_ptr<void> CachedRaw(const std::string& key,

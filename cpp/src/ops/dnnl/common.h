@@ -77,6 +77,10 @@ struct Operand {
 /// The scratchpad memory of a primitive whose scratchpad lies at `ws + off`.
 memory Scratch(const memory::desc& md, char* ws, size_t off);
 
+/// The start of a cache key: the op and the thread count (oneDNN sizes a primitive's scratchpad
+/// for the threads it was created with: a different count gets its own primitives).
+std::string KeyStart(const char* op);
+
 std::shared_ptr<void> CachedRaw(const std::string& key,
                                 const std::function<std::shared_ptr<void>()>& make);
 /// The cache entry for key, made by make() the first time (thread-safe).

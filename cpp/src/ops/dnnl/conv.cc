@@ -49,7 +49,7 @@ Geometry GeometryOf(const ConvHandle& h, size_t N) {
 }
 
 std::string KeyOf(const char* op, const ConvHandle& h, size_t N, int flags) {
-  std::string k = op;
+  std::string k = KeyStart(op);
   for (size_t v : {N, h.channels, h.height, h.width, h.num_filters, h.group, h.kernel_h,
                    h.kernel_w, h.stride_h, h.stride_w, h.pad_h, h.pad_w, h.dilation_h,
                    h.dilation_w, size_t(flags), size_t(ConvBlockedLayout())})

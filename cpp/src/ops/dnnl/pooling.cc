@@ -40,7 +40,7 @@ PoolGeometry GeometryOf(const PoolingHandle& h, size_t N) {
 }
 
 std::string KeyOf(const char* op, const PoolingHandle& h, size_t N) {
-  std::string k = op;
+  std::string k = KeyStart(op);
   for (size_t v : {N, h.channels, h.height, h.width, h.kernel_h, h.kernel_w, h.stride_h,
                    h.stride_w, h.pad_h, h.pad_w, size_t(h.is_max_pooling),
                    size_t(h.count_include_pad)})
