@@ -12,12 +12,15 @@ namespace dnnl_kernel {
 namespace {
 std::atomic<size_t> g_creations{0};
 std::atomic<bool> g_blocked{true};
+std::atomic<bool> g_batchnorm{false};
 }  // namespace
 
 void CountCreation() { ++g_creations; }
 size_t PrimitiveCreations() { return g_creations.load(); }
 void SetConvBlockedLayout(bool blocked) { g_blocked = blocked; }
 bool ConvBlockedLayout() { return g_blocked.load(); }
+void SetBatchNormEnabled(bool enabled) { g_batchnorm = enabled; }
+bool BatchNormEnabled() { return g_batchnorm.load(); }
 
 dnnl::engine& Engine() {
   static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
