@@ -75,12 +75,14 @@ std::shared_ptr<BnEntry> EntryOf(const Args& a, const PD& pd, bool with_workspac
   return r;
 }
 
-template <typename Args, typename Make>
-Prepared<Args> PreparedOf(const std::string& key, Make&& make,
+// The cached entry of key (built by build() the first time; null when oneDNN rejects the call)
+// as a kernel: an empty Prepared for null, and the front runs the reference kernel.
+template <typename Args, typename Build>
+Prepared<Args> PreparedOf(const std::string& key, Build&& build,
                           void (*run)(const BnEntry&, const Args&, char*)) {
   auto e = Cached<BnEntry>(key, [&] {
     try {
-      return make();
+      return build();
     } catch (const dnnl::error&) {
       return std::shared_ptr<BnEntry>();
     }
