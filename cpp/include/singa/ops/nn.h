@@ -18,7 +18,8 @@
 // built with USE_DNNL (the default then), else the reference kernels (im2col + OpenBLAS sgemm,
 // OpenMP loops); dev->set_backend(Backend::kCpuRef) picks the reference kernels. A kernel's
 // scratch (im2col buffer, oneDNN scratchpad) is a tensor listed among the operation's writes, so
-// a graph plans its memory; oneDNN primitives are created once per shape and cached.
+// a graph plans its memory; oneDNN primitives are created once per shape and cached. Batch norm
+// runs the reference kernel under oneDNN too (measured faster on plain NCHW; see dnnl/common.h).
 // Conv2dForward and the batch-norm forwards take `relu`: y = max(0, op(x)) in the same pass (the
 // backward of such a fused op masks dy with y > 0 first, e.g. with ReLUBackward).
 // Values (class labels, gather indices) are checked when the operation runs: eagerly that is at
