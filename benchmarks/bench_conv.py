@@ -60,7 +60,7 @@ def worker_singa(cfg):
     dev = device.get_default_device()
     backend = cfg["backend"]
     if backend != "default":
-        dev.SetBackend(backend)
+        dev.set_backend(backend)
     n, rep = cfg["batch"], cfg["repeat"]
     rng = np.random.default_rng(0)
     res = {}

@@ -81,7 +81,7 @@ def worker(cfg):
         dev = device.get_default_device()
         dev.SetRandSeed(0)
         if mode.endswith("-ref"):
-            dev.SetBackend("cpu")
+            dev.set_backend("cpu")
         reset_peak()
         base = rss_kb("VmRSS")
         net = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": models.resnet18,

@@ -1,5 +1,5 @@
 # Finds OpenBLAS (preferring Debian's OpenMP build: one threading runtime for BLAS and our own
-# kernels, see LESSONS.md #5) and OpenMP.
+# kernels, see LESSONS.md #5), OpenMP and, optionally, oneDNN (USE_DNNL).
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 
 set(_blas_hints /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp)
@@ -18,3 +18,17 @@ if(NOT SINGA_BLAS_LIBRARY OR NOT SINGA_BLAS_INCLUDE_DIR)
   endif()
 endif()
 message(STATUS "singa: BLAS ${SINGA_BLAS_LIBRARY} (cblas.h in ${SINGA_BLAS_INCLUDE_DIR})")
+
+# oneDNN (Debian's libdnnl-dev: built on GNU OpenMP, the runtime OpenBLAS and our kernels use, so
+# singa::SetNumThreads sets the thread count of all three). ON by default when found.
+find_package(dnnl CONFIG QUIET)
+option(USE_DNNL "Build the oneDNN CPU backend (kCpuDnnl)" ${dnnl_FOUND})
+if(USE_DNNL AND NOT dnnl_FOUND)
+  message(FATAL_ERROR "singa: USE_DNNL=ON but oneDNN was not found: install libdnnl-dev "
+                      "(apt-get install libdnnl-dev) or configure with -DUSE_DNNL=OFF")
+elseif(USE_DNNL)
+  message(STATUS "singa: oneDNN ${dnnl_VERSION} (USE_DNNL=ON: CppCPU computes with oneDNN)")
+else()
+  message(STATUS "singa: USE_DNNL=OFF (oneDNN not found or disabled): reference CPU kernels "
+                 "only; install libdnnl-dev for the oneDNN backend")
+endif()

@@ -38,7 +38,8 @@ cdef extern from "singa/ops/nn.h" namespace "singa":
         vector[size_t] OutputShape(size_t n)
 
     CTensor c_Conv2dForward "SINGA_NOGIL(singa::Conv2dForward)"(const CTensor& x, const CTensor& W,
-                                                   const CTensor& b, const CConvHandle& h) except +raise_py_error
+                                                   const CTensor& b, const CConvHandle& h,
+                                                   bool relu) except +raise_py_error
     CTensor c_Conv2dBackwardX "SINGA_NOGIL(singa::Conv2dBackwardX)"(const CTensor& dy, const CTensor& W,
                                                        const CConvHandle& h) except +raise_py_error
     CTensor c_Conv2dBackwardW "SINGA_NOGIL(singa::Conv2dBackwardW)"(const CTensor& dy, const CTensor& x,
@@ -53,10 +54,10 @@ cdef extern from "singa/ops/nn.h" namespace "singa":
 
     vector[CTensor] c_BatchNormForwardTraining "SINGA_NOGIL(singa::BatchNormForwardTraining)"(
         const CTensor& x, const CTensor& scale, const CTensor& bias, CTensor* running_mean,
-        CTensor* running_var, float momentum, float eps) except +raise_py_error
+        CTensor* running_var, float momentum, float eps, bool relu) except +raise_py_error
     CTensor c_BatchNormForwardInference "SINGA_NOGIL(singa::BatchNormForwardInference)"(
         const CTensor& x, const CTensor& scale, const CTensor& bias, const CTensor& running_mean,
-        const CTensor& running_var, float eps) except +raise_py_error
+        const CTensor& running_var, float eps, bool relu) except +raise_py_error
     vector[CTensor] c_BatchNormBackward "SINGA_NOGIL(singa::BatchNormBackward)"(
         const CTensor& dy, const CTensor& x, const CTensor& scale, const CTensor& batch_mean,
         const CTensor& batch_var, float eps) except +raise_py_error

@@ -118,6 +118,18 @@ cdef class Device:
                     recyclable_bytes=p.recyclable_bytes, persistent_bytes=p.persistent_bytes,
                     num_recyclable=p.num_recyclable)
 
+    # ---- the kernel backend (singa/core/kernel.h): "cpu" (reference), "dnnl", "cuda" ----
+    def backend(self):
+        """The kernel family this device computes with: "dnnl" (oneDNN) or "cpu" (reference)."""
+        return singa_device_backend(self.c.get()).decode()
+
+    def set_backend(self, str name):
+        """Switches the kernels, e.g. set_backend("cpu") to compare with the reference ones."""
+        singa_device_set_backend(self.c.get(), backend_id(name))
+
+    def supports_backend(self, str name):
+        return singa_device_supports_backend(self.c.get(), backend_id(name))
+
     def __eq__(self, other):
         return isinstance(other, Device) and (<Device>other).c.get() == self.c.get()
 
@@ -126,6 +138,39 @@ cdef class Device:
 
     def __repr__(self):
         return "<singa Device %s:%d>" % ("cpu" if self.is_host() else "cuda", self.id())
+
+
+cdef extern from *:
+    """
+    #include "singa/core/device.h"
+    static const char* singa_device_backend(singa::Device* d) {
+      return singa::BackendName(d->backend());
+    }
+    static void singa_device_set_backend(singa::Device* d, int b) {
+      d->set_backend(static_cast<singa::Backend>(b));
+    }
+    static bool singa_device_supports_backend(singa::Device* d, int b) {
+      return d->SupportsBackend(static_cast<singa::Backend>(b));
+    }
+    """
+    const char* singa_device_backend(CDevice* d)
+    void singa_device_set_backend(CDevice* d, int b) except +raise_py_error
+    bint singa_device_supports_backend(CDevice* d, int b)
+
+
+_BACKENDS = ("cpu", "dnnl", "cuda")  # singa::Backend's order and BackendName's spelling
+
+
+cdef int backend_id(str name) except -1:
+    if name not in _BACKENDS:
+        raise ValueError("set_backend: unknown backend %r, expected one of %s"
+                         % (name, ", ".join(_BACKENDS)))
+    return _BACKENDS.index(name)
+
+
+def built_with_dnnl():
+    """Whether libsinga has the oneDNN backend (the host device can compute with it)."""
+    return singa_device_supports_backend(defaultDevice().get(), 1)
 
 
 cdef Device wrap_device(shared_ptr[CDevice] d):

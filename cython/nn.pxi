@@ -1,7 +1,8 @@
 # nn.pxi (included by singa_wrap.pyx): wrappers of singa/ops/nn.h, the neural-network kernels.
 #
 #   h = ConvHandle(x, (3, 3), (1, 1), (1, 1), 3, 16, True)    # x: a Tensor or its shape
-#   y = Conv2dForward(x, W, b, h)                             # b may be None
+#   y = Conv2dForward(x, W, b, h)                             # b may be None; relu=True fuses
+#                                                             # max(0, y) (also the BN forwards)
 #   dx, dW, db = Conv2dBackwardX(dy, W, h), Conv2dBackwardW(dy, x, h), Conv2dBackwardB(dy, h)
 #   p = PoolingHandle(y, (2, 2), (2, 2), (0, 0), True)
 #   y, mean, var = BatchNormForwardTraining(x, scale, bias, running_mean, running_var, 0.1, 1e-5)
@@ -174,9 +175,11 @@ cdef class PoolingHandle:
 
 
 # ---- convolution and pooling ---------------------------------------------------------------
-def Conv2dForward(Tensor x not None, Tensor W not None, Tensor b, ConvHandle h not None):
-    """conv(x, W) + b; b may be None (or an unwritten Tensor()) for no bias."""
-    return wrap(c_Conv2dForward(x.c, W.c, opt_tensor(b), h.c))
+def Conv2dForward(Tensor x not None, Tensor W not None, Tensor b, ConvHandle h not None,
+                  bool relu=False):
+    """conv(x, W) + b; b may be None (or an unwritten Tensor()) for no bias; relu=True returns
+    max(0, conv(x, W) + b) from the same kernel."""
+    return wrap(c_Conv2dForward(x.c, W.c, opt_tensor(b), h.c, relu))
 
 def Conv2dBackwardX(Tensor dy not None, Tensor W not None, ConvHandle h not None):
     return wrap(c_Conv2dBackwardX(dy.c, W.c, h.c))
@@ -198,10 +201,10 @@ def Pool2dBackward(Tensor dy not None, Tensor x not None, Tensor y, PoolingHandl
 # ---- batch norm ----------------------------------------------------------------------------
 def BatchNormForwardTraining(Tensor x not None, Tensor scale not None, Tensor bias not None,
                              Tensor running_mean, Tensor running_var, float momentum=0.1,
-                             float eps=1e-5):
+                             float eps=1e-5, bool relu=False):
     """(y, batch_mean, batch_var) with the biased batch variance; updates running_mean and
     running_var in place (either may be None): running = (1 - momentum) running + momentum
-    batch, the variance unbiased."""
+    batch, the variance unbiased. relu=True: y = max(0, y), in the same kernel."""
     cdef CTensor* rm = NULL
     cdef CTensor* rv = NULL
     if running_mean is not None:
@@ -209,14 +212,14 @@ def BatchNormForwardTraining(Tensor x not None, Tensor scale not None, Tensor bi
     if running_var is not None:
         rv = &running_var.c
     cdef vector[CTensor] r = c_BatchNormForwardTraining(x.c, scale.c, bias.c, rm, rv, momentum,
-                                                        eps)
+                                                        eps, relu)
     return wrap(r[0]), wrap(r[1]), wrap(r[2])
 
 def BatchNormForwardInference(Tensor x not None, Tensor scale not None, Tensor bias not None,
                               Tensor running_mean not None, Tensor running_var not None,
-                              float eps=1e-5):
+                              float eps=1e-5, bool relu=False):
     return wrap(c_BatchNormForwardInference(x.c, scale.c, bias.c, running_mean.c,
-                                            running_var.c, eps))
+                                            running_var.c, eps, relu))
 
 def BatchNormBackward(Tensor dy not None, Tensor x not None, Tensor scale not None,
                       Tensor batch_mean not None, Tensor batch_var not None, float eps=1e-5):

@@ -55,21 +55,28 @@ def _norm_odd(odd_padding):
 
 
 class _Conv2d(Operator):
-    """2-d convolution y = conv(x, W) + b with the geometry of ``handle``."""
+    """2-d convolution y = conv(x, W) + b with the geometry of ``handle``; with relu, y =
+    max(0, conv(x, W) + b) from one kernel (oneDNN's ReLU post-op), dy masked by y > 0 first."""
 
-    def __init__(self, handle, odd_padding=(0, 0, 0, 0)):
+    def __init__(self, handle, odd_padding=(0, 0, 0, 0), relu=False):
         super(_Conv2d, self).__init__()
         self.handle = handle
         self.odd_padding = _norm_odd(odd_padding)
+        self.relu = bool(relu)
 
     def forward(self, x, W, b=None):
         _check_4d(x, "conv2d")
         if any(self.odd_padding):
             x = _odd_pad(x, self.odd_padding)
         self.x, self.W, self.has_bias = x, W, b is not None
-        return singa.Conv2dForward(x, W, b if b is not None else singa.Tensor(), self.handle)
+        y = singa.Conv2dForward(x, W, b if b is not None else singa.Tensor(), self.handle,
+                                self.relu)
+        self.y = y if self.relu else None
+        return y
 
     def backward(self, dy):
+        if self.relu:
+            dy = singa.ReLUBackward(dy, self.y)
         dx = dW = None
         if self.need(0):
             dx = singa.Conv2dBackwardX(dy, self.W, self.handle)
@@ -83,9 +90,9 @@ class _Conv2d(Operator):
         return dx, dW, db
 
 
-def conv2d(handle, x, W, b=None, odd_padding=(0, 0, 0, 0)):
-    """2-d convolution of x (N, C, H, W) with W and optional bias b."""
-    op = _Conv2d(handle, odd_padding)
+def conv2d(handle, x, W, b=None, odd_padding=(0, 0, 0, 0), relu=False):
+    """2-d convolution of x (N, C, H, W) with W and optional bias b (then max(0, .) if relu)."""
+    op = _Conv2d(handle, odd_padding, relu)
     return op(x, W)[0] if b is None else op(x, W, b)[0]
 
 
@@ -144,9 +151,10 @@ class _BatchNorm2d(Operator):
     """Batch normalisation over axis 1. In training, normalises with the batch statistics and
     updates running_mean / running_var in place; otherwise uses the running statistics."""
 
-    def __init__(self, handle, running_mean, running_var, name=None):
+    def __init__(self, handle, running_mean, running_var, name=None, relu=False):
         super(_BatchNorm2d, self).__init__(name)
         self.handle = handle
+        self.relu = bool(relu)  # y = max(0, bn(x)) from one kernel; dy masked by y > 0
         self.running_mean = getattr(running_mean, "data", running_mean)
         self.running_var = getattr(running_var, "data", running_var)
 
@@ -158,21 +166,25 @@ class _BatchNorm2d(Operator):
         momentum = 1.0 - float(getattr(self.handle, "factor", 0.9))  # the core's convention
         if not base.training:
             return singa.BatchNormForwardInference(x, scale, bias, self.running_mean,
-                                                   self.running_var, self.eps)
+                                                   self.running_var, self.eps, self.relu)
         y, self.mean, self.var = singa.BatchNormForwardTraining(
-            x, scale, bias, self.running_mean, self.running_var, momentum, self.eps)
+            x, scale, bias, self.running_mean, self.running_var, momentum, self.eps, self.relu)
         self.x, self.scale = x, scale
+        self.y = y if self.relu else None
         return y
 
     def backward(self, dy):
+        if self.relu:
+            dy = singa.ReLUBackward(dy, self.y)
         dx, dscale, dbias = singa.BatchNormBackward(dy, self.x, self.scale, self.mean, self.var,
                                                     self.eps)
         return dx, dscale, dbias
 
 
-def batchnorm_2d(handle, x, scale, bias, running_mean, running_var):
-    """Batch normalisation of x (N, C, ...) with per-channel scale and bias."""
-    return _BatchNorm2d(handle, running_mean, running_var)(x, scale, bias)[0]
+def batchnorm_2d(handle, x, scale, bias, running_mean, running_var, relu=False):
+    """Batch normalisation of x (N, C, ...) with per-channel scale and bias (then max(0, .) if
+    relu: the same numbers as relu(batchnorm_2d(...)), from one kernel)."""
+    return _BatchNorm2d(handle, running_mean, running_var, relu=relu)(x, scale, bias)[0]
 
 
 class Dropout(Operator):

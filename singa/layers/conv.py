@@ -147,10 +147,9 @@ class Conv2d(_Windowed):
         self._check(x)
         self.device_check(x, self.W, self.b)
         self._ensure_handle(x, self._build)
-        y = autograd.conv2d(self.handle, x, self.W, self.b, self.odd_padding)
-        if self.activation == "RELU":
-            y = autograd.relu(y)
-        return y
+        # activation="RELU" fuses the ReLU into the convolution's kernel (same numbers).
+        return autograd.conv2d(self.handle, x, self.W, self.b, self.odd_padding,
+                               relu=self.activation == "RELU")
 
 
 class SeparableConv2d(Layer):

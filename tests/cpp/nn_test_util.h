@@ -15,6 +15,20 @@
 
 namespace nn_test {
 
+// Runs body once per kernel backend of the default device (the reference kernels, then oneDNN
+// when built with it), so that value tests check every backend; failures name the backend.
+inline void ForEachBackend(const std::function<void()>& body) {
+  auto dev = singa::defaultDevice();
+  const singa::Backend old = dev->backend();
+  for (singa::Backend b : {singa::Backend::kCpuRef, singa::Backend::kCpuDnnl}) {
+    if (!dev->SupportsBackend(b)) continue;
+    SCOPED_TRACE(std::string("backend ") + singa::BackendName(b));
+    dev->set_backend(b);
+    body();
+  }
+  dev->set_backend(old);
+}
+
 using singa::Shape;
 
 inline std::string Str(const Shape& s) {

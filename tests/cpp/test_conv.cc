@@ -125,91 +125,99 @@ TEST(NnConv, HandleComputesOutputShape) {
 }
 
 TEST(NnConv, ForwardAndBackwardMatchReference) {
-  for (size_t k = 0; k < kConvCases.size(); ++k) {
-    const ConvCase& c = kConvCases[k];
-    SCOPED_TRACE(::testing::Message() << c);
-    ConvRef ref(c);
-    ConvHandle h = HandleOf(c);
-    ASSERT_EQ(h.conv_height, ref.OH);
-    ASSERT_EQ(h.conv_width, ref.OW);
-    auto xv = Rand(c.N * c.C * c.H * c.W, 1 + k), wv = Rand(c.OC * ref.Cg * c.kh * c.kw, 100 + k),
-         bv = Rand(c.OC, 200 + k), dyv = Rand(c.N * c.OC * ref.OH * ref.OW, 300 + k);
-    Tensor x = FromVector(xv, {c.N, c.C, c.H, c.W});
-    Tensor W = FromVector(wv, h.WeightShape());
-    Tensor b = c.bias ? FromVector(bv, {c.OC}) : Tensor();
-    Tensor dy = FromVector(dyv, h.OutputShape(c.N));
-    Tensor y = Conv2dForward(x, W, b, h);
-    ASSERT_EQ(y.shape(), h.OutputShape(c.N));
-    ExpectClose(y.ToVector<float>(), ref.Forward(xv, wv, bv), 1e-4f, "y");
-    Tensor dx = Conv2dBackwardX(dy, W, h);
-    ASSERT_EQ(dx.shape(), x.shape());
-    ExpectClose(dx.ToVector<float>(), ref.BackX(dyv, wv), 1e-4f, "dx");
-    Tensor dW = Conv2dBackwardW(dy, x, h);
-    ASSERT_EQ(dW.shape(), W.shape());
-    ExpectClose(dW.ToVector<float>(), ref.BackW(dyv, xv), 1e-4f, "dW");
-    Tensor db = Conv2dBackwardB(dy, h);
-    std::vector<float> dbr(c.OC, 0.f);
-    for (size_t i = 0; i < dyv.size(); ++i) dbr[(i / (ref.OH * ref.OW)) % c.OC] += dyv[i];
-    ExpectClose(db.ToVector<float>(), dbr, 1e-4f, "db");
-  }
+  ForEachBackend([&] {
+    for (size_t k = 0; k < kConvCases.size(); ++k) {
+      const ConvCase& c = kConvCases[k];
+      SCOPED_TRACE(::testing::Message() << c);
+      ConvRef ref(c);
+      ConvHandle h = HandleOf(c);
+      ASSERT_EQ(h.conv_height, ref.OH);
+      ASSERT_EQ(h.conv_width, ref.OW);
+      auto xv = Rand(c.N * c.C * c.H * c.W, 1 + k), wv = Rand(c.OC * ref.Cg * c.kh * c.kw, 100 + k),
+           bv = Rand(c.OC, 200 + k), dyv = Rand(c.N * c.OC * ref.OH * ref.OW, 300 + k);
+      Tensor x = FromVector(xv, {c.N, c.C, c.H, c.W});
+      Tensor W = FromVector(wv, h.WeightShape());
+      Tensor b = c.bias ? FromVector(bv, {c.OC}) : Tensor();
+      Tensor dy = FromVector(dyv, h.OutputShape(c.N));
+      Tensor y = Conv2dForward(x, W, b, h);
+      ASSERT_EQ(y.shape(), h.OutputShape(c.N));
+      ExpectClose(y.ToVector<float>(), ref.Forward(xv, wv, bv), 1e-4f, "y");
+      Tensor dx = Conv2dBackwardX(dy, W, h);
+      ASSERT_EQ(dx.shape(), x.shape());
+      ExpectClose(dx.ToVector<float>(), ref.BackX(dyv, wv), 1e-4f, "dx");
+      Tensor dW = Conv2dBackwardW(dy, x, h);
+      ASSERT_EQ(dW.shape(), W.shape());
+      ExpectClose(dW.ToVector<float>(), ref.BackW(dyv, xv), 1e-4f, "dW");
+      Tensor db = Conv2dBackwardB(dy, h);
+      std::vector<float> dbr(c.OC, 0.f);
+      for (size_t i = 0; i < dyv.size(); ++i) dbr[(i / (ref.OH * ref.OW)) % c.OC] += dyv[i];
+      ExpectClose(db.ToVector<float>(), dbr, 1e-4f, "db");
+    }
+  });
 }
 
 TEST(NnConv, BackwardMatchesFiniteDifferences) {
-  // L = sum(conv(x, W, b) * R): dL/dx = BackwardX(R), dL/dW = BackwardW(R, x), dL/db = BackwardB(R).
-  for (size_t k : {0, 4, 7, 11}) {
-    const ConvCase& c = kConvCases[k];
-    SCOPED_TRACE(::testing::Message() << c);
-    ConvHandle h = HandleOf(c);
-    const Shape xs{c.N, c.C, c.H, c.W}, ws = h.WeightShape(), ys = h.OutputShape(c.N);
-    auto xv = Rand(Product(xs), 7), wv = Rand(Product(ws), 8), bv = Rand(c.OC, 9),
-         rv = Rand(Product(ys), 10);
-    Tensor R = FromVector(rv, ys);
-    auto loss = [&](const std::vector<float>& x, const std::vector<float>& w,
-                    const std::vector<float>& b) {
-      Tensor y = Conv2dForward(FromVector(x, xs), FromVector(w, ws),
-                               c.bias ? FromVector(b, {c.OC}) : Tensor(), h);
-      return DotV(y.ToVector<float>(), rv);
-    };
-    const float eps = 1e-2f;
-    ExpectGradMatches(Conv2dBackwardX(R, FromVector(wv, ws), h).ToVector<float>(),
-                      NumericGrad(xv, [&](const std::vector<float>& v) { return loss(v, wv, bv); }, eps),
-                      2e-3, "dx");
-    ExpectGradMatches(Conv2dBackwardW(R, FromVector(xv, xs), h).ToVector<float>(),
-                      NumericGrad(wv, [&](const std::vector<float>& v) { return loss(xv, v, bv); }, eps),
-                      2e-3, "dW");
-    if (c.bias)
-      ExpectGradMatches(Conv2dBackwardB(R, h).ToVector<float>(),
-                        NumericGrad(bv, [&](const std::vector<float>& v) { return loss(xv, wv, v); }, eps),
-                        2e-3, "db");
-  }
+  ForEachBackend([&] {
+    // L = sum(conv(x, W, b) * R): dL/dx = BackwardX(R), dL/dW = BackwardW(R, x), dL/db = BackwardB(R).
+    for (size_t k : {0, 4, 7, 11}) {
+      const ConvCase& c = kConvCases[k];
+      SCOPED_TRACE(::testing::Message() << c);
+      ConvHandle h = HandleOf(c);
+      const Shape xs{c.N, c.C, c.H, c.W}, ws = h.WeightShape(), ys = h.OutputShape(c.N);
+      auto xv = Rand(Product(xs), 7), wv = Rand(Product(ws), 8), bv = Rand(c.OC, 9),
+           rv = Rand(Product(ys), 10);
+      Tensor R = FromVector(rv, ys);
+      auto loss = [&](const std::vector<float>& x, const std::vector<float>& w,
+                      const std::vector<float>& b) {
+        Tensor y = Conv2dForward(FromVector(x, xs), FromVector(w, ws),
+                                 c.bias ? FromVector(b, {c.OC}) : Tensor(), h);
+        return DotV(y.ToVector<float>(), rv);
+      };
+      const float eps = 1e-2f;
+      ExpectGradMatches(Conv2dBackwardX(R, FromVector(wv, ws), h).ToVector<float>(),
+                        NumericGrad(xv, [&](const std::vector<float>& v) { return loss(v, wv, bv); }, eps),
+                        2e-3, "dx");
+      ExpectGradMatches(Conv2dBackwardW(R, FromVector(xv, xs), h).ToVector<float>(),
+                        NumericGrad(wv, [&](const std::vector<float>& v) { return loss(xv, v, bv); }, eps),
+                        2e-3, "dW");
+      if (c.bias)
+        ExpectGradMatches(Conv2dBackwardB(R, h).ToVector<float>(),
+                          NumericGrad(bv, [&](const std::vector<float>& v) { return loss(xv, wv, v); }, eps),
+                          2e-3, "db");
+    }
+  });
 }
 
 TEST(NnConv, BatchSizeMayDifferFromTheHandle) {
-  ConvCase c = kConvCases[0];
-  ConvHandle h = HandleOf(c);  // built for N = 2
-  c.N = 3;
-  ConvRef ref(c);
-  auto xv = Rand(3 * c.C * c.H * c.W, 5), wv = Rand(c.OC * c.C * 9, 6), bv = Rand(c.OC, 7);
-  Tensor y = Conv2dForward(FromVector(xv, {3, c.C, c.H, c.W}), FromVector(wv, h.WeightShape()),
-                           FromVector(bv, {c.OC}), h);
-  EXPECT_EQ(y.shape(), h.OutputShape(3));
-  ExpectClose(y.ToVector<float>(), ref.Forward(xv, wv, bv), 1e-4f, "y");
+  ForEachBackend([&] {
+    ConvCase c = kConvCases[0];
+    ConvHandle h = HandleOf(c);  // built for N = 2
+    c.N = 3;
+    ConvRef ref(c);
+    auto xv = Rand(3 * c.C * c.H * c.W, 5), wv = Rand(c.OC * c.C * 9, 6), bv = Rand(c.OC, 7);
+    Tensor y = Conv2dForward(FromVector(xv, {3, c.C, c.H, c.W}), FromVector(wv, h.WeightShape()),
+                             FromVector(bv, {c.OC}), h);
+    EXPECT_EQ(y.shape(), h.OutputShape(3));
+    ExpectClose(y.ToVector<float>(), ref.Forward(xv, wv, bv), 1e-4f, "y");
+  });
 }
 
 TEST(NnConv, TransposedInputIsMadeContiguous) {
-  const ConvCase& c = kConvCases[0];
-  ConvRef ref(c);
-  ConvHandle h = HandleOf(c);
-  auto xv = Rand(c.N * c.C * c.H * c.W, 3), wv = Rand(c.OC * c.C * 9, 4), bv = Rand(c.OC, 5);
-  // x stored as (N, C, W, H) and viewed as (N, C, H, W).
-  std::vector<float> xt(xv.size());
-  for (size_t p = 0; p < c.N * c.C; ++p)
-    for (size_t i = 0; i < c.H; ++i)
-      for (size_t j = 0; j < c.W; ++j) xt[(p * c.W + j) * c.H + i] = xv[(p * c.H + i) * c.W + j];
-  Tensor xview = Transpose(FromVector(xt, {c.N, c.C, c.W, c.H}), {0, 1, 3, 2});
-  ASSERT_FALSE(xview.IsContiguous());
-  Tensor y = Conv2dForward(xview, FromVector(wv, h.WeightShape()), FromVector(bv, {c.OC}), h);
-  ExpectClose(y.ToVector<float>(), ref.Forward(xv, wv, bv), 1e-4f, "y");
+  ForEachBackend([&] {
+    const ConvCase& c = kConvCases[0];
+    ConvRef ref(c);
+    ConvHandle h = HandleOf(c);
+    auto xv = Rand(c.N * c.C * c.H * c.W, 3), wv = Rand(c.OC * c.C * 9, 4), bv = Rand(c.OC, 5);
+    // x stored as (N, C, W, H) and viewed as (N, C, H, W).
+    std::vector<float> xt(xv.size());
+    for (size_t p = 0; p < c.N * c.C; ++p)
+      for (size_t i = 0; i < c.H; ++i)
+        for (size_t j = 0; j < c.W; ++j) xt[(p * c.W + j) * c.H + i] = xv[(p * c.H + i) * c.W + j];
+    Tensor xview = Transpose(FromVector(xt, {c.N, c.C, c.W, c.H}), {0, 1, 3, 2});
+    ASSERT_FALSE(xview.IsContiguous());
+    Tensor y = Conv2dForward(xview, FromVector(wv, h.WeightShape()), FromVector(bv, {c.OC}), h);
+    ExpectClose(y.ToVector<float>(), ref.Forward(xv, wv, bv), 1e-4f, "y");
+  });
 }
 
 TEST(NnConv, BadInputsThrow) {
@@ -326,32 +334,36 @@ TEST(NnConv, GemmPathsMatchReferenceForAnyThreadCount) {
 }
 
 TEST(NnConv, GroupedBackwardMatchesFiniteDifferences) {
-  // L = sum(conv(x, W) * R) for a case with groups of samples, conv groups and stride 2.
-  const ConvCase c{5, 4, 7, 7, 6, 3, 3, 2, 2, 1, 1, 1, 1, 2, false};
-  ConvHandle h = HandleOf(c);
-  const Shape xs{c.N, c.C, c.H, c.W}, ws = h.WeightShape(), ys = h.OutputShape(c.N);
-  auto xv = Rand(Product(xs), 17), wv = Rand(Product(ws), 18), rv = Rand(Product(ys), 19);
-  Tensor R = FromVector(rv, ys);
-  auto loss = [&](const std::vector<float>& x, const std::vector<float>& w) {
-    return DotV(Conv2dForward(FromVector(x, xs), FromVector(w, ws), Tensor(), h).ToVector<float>(),
-                rv);
-  };
-  const float eps = 1e-2f;
-  ExpectGradMatches(Conv2dBackwardX(R, FromVector(wv, ws), h).ToVector<float>(),
-                    NumericGrad(xv, [&](const std::vector<float>& v) { return loss(v, wv); }, eps),
-                    2e-3, "dx");
-  ExpectGradMatches(Conv2dBackwardW(R, FromVector(xv, xs), h).ToVector<float>(),
-                    NumericGrad(wv, [&](const std::vector<float>& v) { return loss(xv, v); }, eps),
-                    2e-3, "dW");
+  ForEachBackend([&] {
+    // L = sum(conv(x, W) * R) for a case with groups of samples, conv groups and stride 2.
+    const ConvCase c{5, 4, 7, 7, 6, 3, 3, 2, 2, 1, 1, 1, 1, 2, false};
+    ConvHandle h = HandleOf(c);
+    const Shape xs{c.N, c.C, c.H, c.W}, ws = h.WeightShape(), ys = h.OutputShape(c.N);
+    auto xv = Rand(Product(xs), 17), wv = Rand(Product(ws), 18), rv = Rand(Product(ys), 19);
+    Tensor R = FromVector(rv, ys);
+    auto loss = [&](const std::vector<float>& x, const std::vector<float>& w) {
+      return DotV(Conv2dForward(FromVector(x, xs), FromVector(w, ws), Tensor(), h).ToVector<float>(),
+                  rv);
+    };
+    const float eps = 1e-2f;
+    ExpectGradMatches(Conv2dBackwardX(R, FromVector(wv, ws), h).ToVector<float>(),
+                      NumericGrad(xv, [&](const std::vector<float>& v) { return loss(v, wv); }, eps),
+                      2e-3, "dx");
+    ExpectGradMatches(Conv2dBackwardW(R, FromVector(xv, xs), h).ToVector<float>(),
+                      NumericGrad(wv, [&](const std::vector<float>& v) { return loss(xv, v); }, eps),
+                      2e-3, "dW");
+  });
 }
 
 TEST(NnConv, EmptyBatchGivesZeroWeightGradient) {
-  ConvHandle h({0, 3, 6, 6}, {3, 3}, {1, 1}, {1, 1}, 3, 4, false);
-  Tensor dy(h.OutputShape(0)), x(Shape{0, 3, 6, 6});
-  EXPECT_EQ(Conv2dForward(x, FromVector(Rand(4 * 27, 1), h.WeightShape()), Tensor(), h).shape(),
-            h.OutputShape(0));
-  std::vector<float> dw = Conv2dBackwardW(dy, x, h).ToVector<float>();
-  EXPECT_EQ(dw, std::vector<float>(4 * 27, 0.f));
+  ForEachBackend([&] {
+    ConvHandle h({0, 3, 6, 6}, {3, 3}, {1, 1}, {1, 1}, 3, 4, false);
+    Tensor dy(h.OutputShape(0)), x(Shape{0, 3, 6, 6});
+    EXPECT_EQ(Conv2dForward(x, FromVector(Rand(4 * 27, 1), h.WeightShape()), Tensor(), h).shape(),
+              h.OutputShape(0));
+    std::vector<float> dw = Conv2dBackwardW(dy, x, h).ToVector<float>();
+    EXPECT_EQ(dw, std::vector<float>(4 * 27, 0.f));
+  });
 }
 
 TEST(NnGraph, GroupedConvReplayMatchesEager) {

@@ -77,68 +77,74 @@ std::vector<float> Distinct(size_t planes, size_t plane, unsigned seed) {
 }  // namespace
 
 TEST(NnPool, ForwardMatchesReference) {
-  for (const PoolCase& c : kPoolCases)
-    for (int mode = 0; mode < 3; ++mode) {  // max, avg excluding pad, avg including pad
-      const bool is_max = mode == 0, include = mode == 2;
-      SCOPED_TRACE(::testing::Message() << "case " << c.H << "x" << c.W << " k" << c.kh << "x"
-                                        << c.kw << " mode " << mode);
-      PoolingHandle h({c.N, c.C, c.H, c.W}, {c.kh, c.kw}, {c.sh, c.sw}, {c.ph, c.pw}, is_max,
-                      include);
-      auto xv = Rand(c.N * c.C * c.H * c.W, 11);
-      std::vector<size_t> arg;
-      size_t OH, OW;
-      auto yr = RefPool(c, xv, is_max, include, &arg, &OH, &OW);
-      ASSERT_EQ(h.pooled_height, OH);
-      ASSERT_EQ(h.pooled_width, OW);
-      Tensor y = Pool2dForward(FromVector(xv, {c.N, c.C, c.H, c.W}), h);
-      EXPECT_EQ(y.shape(), (Shape{c.N, c.C, OH, OW}));
-      ExpectClose(y.ToVector<float>(), yr, 1e-5f, "y");
-    }
+  ForEachBackend([&] {
+    for (const PoolCase& c : kPoolCases)
+      for (int mode = 0; mode < 3; ++mode) {  // max, avg excluding pad, avg including pad
+        const bool is_max = mode == 0, include = mode == 2;
+        SCOPED_TRACE(::testing::Message() << "case " << c.H << "x" << c.W << " k" << c.kh << "x"
+                                          << c.kw << " mode " << mode);
+        PoolingHandle h({c.N, c.C, c.H, c.W}, {c.kh, c.kw}, {c.sh, c.sw}, {c.ph, c.pw}, is_max,
+                        include);
+        auto xv = Rand(c.N * c.C * c.H * c.W, 11);
+        std::vector<size_t> arg;
+        size_t OH, OW;
+        auto yr = RefPool(c, xv, is_max, include, &arg, &OH, &OW);
+        ASSERT_EQ(h.pooled_height, OH);
+        ASSERT_EQ(h.pooled_width, OW);
+        Tensor y = Pool2dForward(FromVector(xv, {c.N, c.C, c.H, c.W}), h);
+        EXPECT_EQ(y.shape(), (Shape{c.N, c.C, OH, OW}));
+        ExpectClose(y.ToVector<float>(), yr, 1e-5f, "y");
+      }
+  });
 }
 
 TEST(NnPool, BackwardMatchesReferenceAndFiniteDifferences) {
-  for (const PoolCase& c : kPoolCases)
-    for (int mode = 0; mode < 3; ++mode) {
-      const bool is_max = mode == 0, include = mode == 2;
-      SCOPED_TRACE(::testing::Message() << "case " << c.H << "x" << c.W << " mode " << mode);
-      const Shape xs{c.N, c.C, c.H, c.W};
-      PoolingHandle h(xs, {c.kh, c.kw}, {c.sh, c.sw}, {c.ph, c.pw}, is_max, include);
-      auto xv = Distinct(c.N * c.C, c.H * c.W, 12);
-      Tensor x = FromVector(xv, xs);
-      Tensor y = Pool2dForward(x, h);
-      auto rv = Rand(y.Size(), 13);
-      Tensor dx = Pool2dBackward(FromVector(rv, y.shape()), x, y, h);
-      ASSERT_EQ(dx.shape(), xs);
-      auto dxv = dx.ToVector<float>();
-      // Reference: route each window's gradient.
-      std::vector<size_t> arg;
-      size_t OH, OW;
-      RefPool(c, xv, is_max, include, &arg, &OH, &OW);
-      std::vector<float> ref(xv.size(), 0.f);
-      if (is_max) {
-        for (size_t k = 0; k < rv.size(); ++k) ref[arg[k]] += rv[k];
-        ExpectClose(dxv, ref, 1e-5f, "dx");
+  ForEachBackend([&] {
+    for (const PoolCase& c : kPoolCases)
+      for (int mode = 0; mode < 3; ++mode) {
+        const bool is_max = mode == 0, include = mode == 2;
+        SCOPED_TRACE(::testing::Message() << "case " << c.H << "x" << c.W << " mode " << mode);
+        const Shape xs{c.N, c.C, c.H, c.W};
+        PoolingHandle h(xs, {c.kh, c.kw}, {c.sh, c.sw}, {c.ph, c.pw}, is_max, include);
+        auto xv = Distinct(c.N * c.C, c.H * c.W, 12);
+        Tensor x = FromVector(xv, xs);
+        Tensor y = Pool2dForward(x, h);
+        auto rv = Rand(y.Size(), 13);
+        Tensor dx = Pool2dBackward(FromVector(rv, y.shape()), x, y, h);
+        ASSERT_EQ(dx.shape(), xs);
+        auto dxv = dx.ToVector<float>();
+        // Reference: route each window's gradient.
+        std::vector<size_t> arg;
+        size_t OH, OW;
+        RefPool(c, xv, is_max, include, &arg, &OH, &OW);
+        std::vector<float> ref(xv.size(), 0.f);
+        if (is_max) {
+          for (size_t k = 0; k < rv.size(); ++k) ref[arg[k]] += rv[k];
+          ExpectClose(dxv, ref, 1e-5f, "dx");
+        }
+        auto loss = [&](const std::vector<float>& v) {
+          return DotV(Pool2dForward(FromVector(v, xs), h).ToVector<float>(), rv);
+        };
+        ExpectGradMatches(dxv, NumericGrad(xv, loss, 2e-2f, 200), 2e-3, "dx (numeric)");
       }
-      auto loss = [&](const std::vector<float>& v) {
-        return DotV(Pool2dForward(FromVector(v, xs), h).ToVector<float>(), rv);
-      };
-      ExpectGradMatches(dxv, NumericGrad(xv, loss, 2e-2f, 200), 2e-3, "dx (numeric)");
-    }
+  });
 }
 
 TEST(NnPool, MaxGradientGoesToTheFirstOfTies) {
-  PoolingHandle h({1, 1, 4, 4}, {2, 2}, {2, 2}, {0, 0}, true);
-  Tensor x({1, 1, 4, 4});
-  x.SetValue(3.f);
-  Tensor y = Pool2dForward(x, h);
-  Tensor dy = FromVector({1, 2, 3, 4}, {1, 1, 2, 2});
-  auto dx = Pool2dBackward(dy, x, y, h).ToVector<float>();
-  EXPECT_EQ(dx, (std::vector<float>{1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0}));
-  // Padding never wins a max, even over negative values.
-  PoolingHandle hp({1, 1, 2, 2}, {2, 2}, {1, 1}, {1, 1}, true);
-  Tensor neg = FromVector({-5, -6, -7, -8}, {1, 1, 2, 2});
-  EXPECT_EQ(Pool2dForward(neg, hp).ToVector<float>(),
-            (std::vector<float>{-5, -5, -6, -5, -5, -6, -7, -7, -8}));
+  ForEachBackend([&] {
+    PoolingHandle h({1, 1, 4, 4}, {2, 2}, {2, 2}, {0, 0}, true);
+    Tensor x({1, 1, 4, 4});
+    x.SetValue(3.f);
+    Tensor y = Pool2dForward(x, h);
+    Tensor dy = FromVector({1, 2, 3, 4}, {1, 1, 2, 2});
+    auto dx = Pool2dBackward(dy, x, y, h).ToVector<float>();
+    EXPECT_EQ(dx, (std::vector<float>{1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0}));
+    // Padding never wins a max, even over negative values.
+    PoolingHandle hp({1, 1, 2, 2}, {2, 2}, {1, 1}, {1, 1}, true);
+    Tensor neg = FromVector({-5, -6, -7, -8}, {1, 1, 2, 2});
+    EXPECT_EQ(Pool2dForward(neg, hp).ToVector<float>(),
+              (std::vector<float>{-5, -5, -6, -5, -5, -6, -7, -7, -8}));
+  });
 }
 
 TEST(NnPool, BadInputsThrow) {
@@ -199,81 +205,87 @@ BnRef RefBatchNorm(const std::vector<float>& x, size_t N, size_t C, size_t S,
 }  // namespace
 
 TEST(NnBatchNorm, TrainingForwardStatsAndRunningUpdates) {
-  for (Shape xs : {Shape{4, 3, 5, 6}, Shape{7, 5}, Shape{16, 300}, Shape{8, 32, 16, 16}}) {
-    SCOPED_TRACE(::testing::Message() << Str(xs));
-    const size_t N = xs[0], C = xs[1], S = Product(xs, 2);
-    auto xv = Rand(Product(xs), 21, -2.f, 3.f), sv = Rand(C, 22, 0.5f, 1.5f), bv = Rand(C, 23);
-    auto rm0 = Rand(C, 24), rv0 = Rand(C, 25, 0.5f, 2.f);
-    Tensor rm = FromVector(rm0, {C}), rv = FromVector(rv0, {C});
-    const float eps = 1e-5f, mom = 0.1f;
-    auto out = BatchNormForwardTraining(FromVector(xv, xs), FromVector(sv, {C}),
-                                        FromVector(bv, {C}), &rm, &rv, mom, eps);
-    ASSERT_EQ(out.size(), 3u);
-    BnRef ref = RefBatchNorm(xv, N, C, S, sv, bv, eps);
-    EXPECT_EQ(out[0].shape(), xs);
-    EXPECT_EQ(out[1].shape(), (Shape{C}));
-    ExpectClose(out[0].ToVector<float>(), ref.y, 2e-4f, "y");
-    ExpectClose(out[1].ToVector<float>(), ref.mean, 1e-5f, "mean");
-    ExpectClose(out[2].ToVector<float>(), ref.var, 1e-5f, "var");
-    std::vector<float> rm_want(C), rv_want(C);
-    const float M = float(N * S);
-    for (size_t c = 0; c < C; ++c) {
-      rm_want[c] = (1 - mom) * rm0[c] + mom * ref.mean[c];
-      rv_want[c] = (1 - mom) * rv0[c] + mom * ref.var[c] * M / (M - 1);
+  ForEachBackend([&] {
+    for (Shape xs : {Shape{4, 3, 5, 6}, Shape{7, 5}, Shape{16, 300}, Shape{8, 32, 16, 16}}) {
+      SCOPED_TRACE(::testing::Message() << Str(xs));
+      const size_t N = xs[0], C = xs[1], S = Product(xs, 2);
+      auto xv = Rand(Product(xs), 21, -2.f, 3.f), sv = Rand(C, 22, 0.5f, 1.5f), bv = Rand(C, 23);
+      auto rm0 = Rand(C, 24), rv0 = Rand(C, 25, 0.5f, 2.f);
+      Tensor rm = FromVector(rm0, {C}), rv = FromVector(rv0, {C});
+      const float eps = 1e-5f, mom = 0.1f;
+      auto out = BatchNormForwardTraining(FromVector(xv, xs), FromVector(sv, {C}),
+                                          FromVector(bv, {C}), &rm, &rv, mom, eps);
+      ASSERT_EQ(out.size(), 3u);
+      BnRef ref = RefBatchNorm(xv, N, C, S, sv, bv, eps);
+      EXPECT_EQ(out[0].shape(), xs);
+      EXPECT_EQ(out[1].shape(), (Shape{C}));
+      ExpectClose(out[0].ToVector<float>(), ref.y, 2e-4f, "y");
+      ExpectClose(out[1].ToVector<float>(), ref.mean, 1e-5f, "mean");
+      ExpectClose(out[2].ToVector<float>(), ref.var, 1e-5f, "var");
+      std::vector<float> rm_want(C), rv_want(C);
+      const float M = float(N * S);
+      for (size_t c = 0; c < C; ++c) {
+        rm_want[c] = (1 - mom) * rm0[c] + mom * ref.mean[c];
+        rv_want[c] = (1 - mom) * rv0[c] + mom * ref.var[c] * M / (M - 1);
+      }
+      ExpectClose(rm.ToVector<float>(), rm_want, 1e-5f, "running_mean");
+      ExpectClose(rv.ToVector<float>(), rv_want, 1e-5f, "running_var");
+      // Null running stats are allowed (no update).
+      auto out2 = BatchNormForwardTraining(FromVector(xv, xs), FromVector(sv, {C}),
+                                           FromVector(bv, {C}), nullptr, nullptr, mom, eps);
+      ExpectClose(out2[0].ToVector<float>(), ref.y, 2e-4f, "y (no running)");
     }
-    ExpectClose(rm.ToVector<float>(), rm_want, 1e-5f, "running_mean");
-    ExpectClose(rv.ToVector<float>(), rv_want, 1e-5f, "running_var");
-    // Null running stats are allowed (no update).
-    auto out2 = BatchNormForwardTraining(FromVector(xv, xs), FromVector(sv, {C}),
-                                         FromVector(bv, {C}), nullptr, nullptr, mom, eps);
-    ExpectClose(out2[0].ToVector<float>(), ref.y, 2e-4f, "y (no running)");
-  }
+  });
 }
 
 TEST(NnBatchNorm, InferenceUsesRunningStats) {
-  const Shape xs{3, 4, 2, 5};
-  auto xv = Rand(Product(xs), 31), sv = Rand(4, 32), bv = Rand(4, 33), mv = Rand(4, 34),
-       vv = Rand(4, 35, 0.1f, 2.f);
-  Tensor y = BatchNormForwardInference(FromVector(xv, xs), FromVector(sv, {4}),
-                                       FromVector(bv, {4}), FromVector(mv, {4}),
-                                       FromVector(vv, {4}), 1e-3f);
-  std::vector<float> want(xv.size());
-  for (size_t k = 0; k < xv.size(); ++k) {
-    size_t c = (k / 10) % 4;
-    want[k] = (xv[k] - mv[c]) / std::sqrt(vv[c] + 1e-3f) * sv[c] + bv[c];
-  }
-  ExpectClose(y.ToVector<float>(), want, 1e-5f, "y");
+  ForEachBackend([&] {
+    const Shape xs{3, 4, 2, 5};
+    auto xv = Rand(Product(xs), 31), sv = Rand(4, 32), bv = Rand(4, 33), mv = Rand(4, 34),
+         vv = Rand(4, 35, 0.1f, 2.f);
+    Tensor y = BatchNormForwardInference(FromVector(xv, xs), FromVector(sv, {4}),
+                                         FromVector(bv, {4}), FromVector(mv, {4}),
+                                         FromVector(vv, {4}), 1e-3f);
+    std::vector<float> want(xv.size());
+    for (size_t k = 0; k < xv.size(); ++k) {
+      size_t c = (k / 10) % 4;
+      want[k] = (xv[k] - mv[c]) / std::sqrt(vv[c] + 1e-3f) * sv[c] + bv[c];
+    }
+    ExpectClose(y.ToVector<float>(), want, 1e-5f, "y");
+  });
 }
 
 TEST(NnBatchNorm, BackwardMatchesFiniteDifferences) {
-  for (Shape xs : {Shape{3, 2, 3, 4}, Shape{6, 4}}) {
-    SCOPED_TRACE(::testing::Message() << Str(xs));
-    const size_t C = xs[1];
-    const float eps = 1e-3f;
-    auto xv = Rand(Product(xs), 41, -2.f, 2.f), sv = Rand(C, 42, 0.5f, 1.5f), bv = Rand(C, 43),
-         rv = Rand(Product(xs), 44);
-    auto loss = [&](const std::vector<float>& x, const std::vector<float>& s,
-                    const std::vector<float>& b) {
-      auto out = BatchNormForwardTraining(FromVector(x, xs), FromVector(s, {C}),
-                                          FromVector(b, {C}), nullptr, nullptr, 0.1f, eps);
-      return DotV(out[0].ToVector<float>(), rv);
-    };
-    auto fwd = BatchNormForwardTraining(FromVector(xv, xs), FromVector(sv, {C}),
-                                        FromVector(bv, {C}), nullptr, nullptr, 0.1f, eps);
-    auto g = BatchNormBackward(FromVector(rv, xs), FromVector(xv, xs), FromVector(sv, {C}),
-                               fwd[1], fwd[2], eps);
-    ASSERT_EQ(g.size(), 3u);
-    EXPECT_EQ(g[0].shape(), xs);
-    ExpectGradMatches(g[0].ToVector<float>(),
-                      NumericGrad(xv, [&](const std::vector<float>& v) { return loss(v, sv, bv); }, 1e-2f),
-                      1e-2, "dx");
-    ExpectGradMatches(g[1].ToVector<float>(),
-                      NumericGrad(sv, [&](const std::vector<float>& v) { return loss(xv, v, bv); }, 1e-2f),
-                      1e-2, "dscale");
-    ExpectGradMatches(g[2].ToVector<float>(),
-                      NumericGrad(bv, [&](const std::vector<float>& v) { return loss(xv, sv, v); }, 1e-2f),
-                      1e-2, "dbias");
-  }
+  ForEachBackend([&] {
+    for (Shape xs : {Shape{3, 2, 3, 4}, Shape{6, 4}}) {
+      SCOPED_TRACE(::testing::Message() << Str(xs));
+      const size_t C = xs[1];
+      const float eps = 1e-3f;
+      auto xv = Rand(Product(xs), 41, -2.f, 2.f), sv = Rand(C, 42, 0.5f, 1.5f), bv = Rand(C, 43),
+           rv = Rand(Product(xs), 44);
+      auto loss = [&](const std::vector<float>& x, const std::vector<float>& s,
+                      const std::vector<float>& b) {
+        auto out = BatchNormForwardTraining(FromVector(x, xs), FromVector(s, {C}),
+                                            FromVector(b, {C}), nullptr, nullptr, 0.1f, eps);
+        return DotV(out[0].ToVector<float>(), rv);
+      };
+      auto fwd = BatchNormForwardTraining(FromVector(xv, xs), FromVector(sv, {C}),
+                                          FromVector(bv, {C}), nullptr, nullptr, 0.1f, eps);
+      auto g = BatchNormBackward(FromVector(rv, xs), FromVector(xv, xs), FromVector(sv, {C}),
+                                 fwd[1], fwd[2], eps);
+      ASSERT_EQ(g.size(), 3u);
+      EXPECT_EQ(g[0].shape(), xs);
+      ExpectGradMatches(g[0].ToVector<float>(),
+                        NumericGrad(xv, [&](const std::vector<float>& v) { return loss(v, sv, bv); }, 1e-2f),
+                        1e-2, "dx");
+      ExpectGradMatches(g[1].ToVector<float>(),
+                        NumericGrad(sv, [&](const std::vector<float>& v) { return loss(xv, v, bv); }, 1e-2f),
+                        1e-2, "dscale");
+      ExpectGradMatches(g[2].ToVector<float>(),
+                        NumericGrad(bv, [&](const std::vector<float>& v) { return loss(xv, sv, v); }, 1e-2f),
+                        1e-2, "dbias");
+    }
+  });
 }
 
 TEST(NnBatchNorm, BadInputsThrow) {

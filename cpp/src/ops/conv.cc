@@ -1,22 +1,17 @@
-// 2-d convolution on the CPU (see singa/ops/nn.h): the handle, the checks, and the depthwise
-// loops. Every other convolution is im2col + OpenBLAS sgemm, in conv_im2col.cc; this file owns
-// Im2Col / Col2Im because they share the tap walk (ForEachTapRow) with the depthwise loops.
-//
-// Depthwise convolutions (in_channels == groups) skip im2col and GEMM: direct loops per plane,
-// split over (sample, channel) planes between OpenMP threads.
-#include <algorithm>
-#include <cstring>
-
-#include "singa/ops/nn.h"
+// 2-d convolution (see singa/ops/nn.h): the handle and the device-independent fronts. A front
+// checks what a user can get wrong, makes the output, and launches the kernel of the device's
+// backend (nn_kernels.h): the reference kernels are in cpu/ (im2col + OpenBLAS, depthwise loops),
+// the oneDNN ones in dnnl/.
+#include "nn_kernels.h"
 
 namespace singa {
+
+SINGA_KERNEL_SLOT(Conv2dForward, PrepareFn<ConvFwdArgs>);
+SINGA_KERNEL_SLOT(Conv2dBackwardX, PrepareFn<ConvBwdXArgs>);
+SINGA_KERNEL_SLOT(Conv2dBackwardW, PrepareFn<ConvBwdWArgs>);
+SINGA_KERNEL_SLOT(Conv2dBackwardB, PrepareFn<ConvBwdBArgs>);
+
 namespace {
-
-constexpr size_t kGrain = 1 << 15;  // work (elements x taps) before a depthwise loop goes parallel
-
-// Data pointers, fetched inside kernels (a replayed graph may move a block between runs).
-const float* In(const Tensor& t) { return static_cast<const float*>(t.block()->data()); }
-float* Out(const Tensor& t) { return static_cast<float*>(t.block()->mutable_data()); }
 
 void PairOf(const char* op, const char* what, const std::vector<size_t>& v, size_t* h,
             size_t* w) {
@@ -24,87 +19,6 @@ void PairOf(const char* op, const char* what, const std::vector<size_t>& v, size
                     op << ": " << what << " needs 1 or 2 values (h, w), got " << v.size());
   *h = v[0];
   *w = v.size() == 2 ? v[1] : v[0];
-}
-
-// Output positions per sample and channel.
-size_t ColCols(const ConvHandle& h) { return h.conv_height * h.conv_width; }
-
-// The range [lo, hi) of output columns ow whose input column ow * s + off lies in [0, W).
-void ValidRange(std::ptrdiff_t off, size_t s, size_t W, size_t OW, size_t* lo, size_t* hi) {
-  const std::ptrdiff_t S = static_cast<std::ptrdiff_t>(s), Wi = static_cast<std::ptrdiff_t>(W);
-  std::ptrdiff_t l = off >= 0 ? 0 : (-off + S - 1) / S;
-  std::ptrdiff_t r = Wi - 1 - off < 0 ? 0 : (Wi - 1 - off) / S + 1;
-  l = std::min<std::ptrdiff_t>(l, static_cast<std::ptrdiff_t>(OW));
-  r = std::min<std::ptrdiff_t>(std::max(r, l), static_cast<std::ptrdiff_t>(OW));
-  *lo = static_cast<size_t>(l);
-  *hi = static_cast<size_t>(r);
-}
-
-// The walk shared by every kernel below: for each kernel tap t = i * kw + j and output row oh,
-// calls f(t, oh, in, lo, hi) where output columns [lo, hi) of that row read the input plane at
-// in + (ow - lo) * stride_w; in < 0 marks a row that lies wholly in the padding.
-template <typename F>
-inline void ForEachTapRow(const ConvHandle& h, F&& f) {
-  for (size_t i = 0; i < h.kernel_h; ++i)
-    for (size_t j = 0; j < h.kernel_w; ++j) {
-      const std::ptrdiff_t offw = std::ptrdiff_t(j * h.dilation_w) - std::ptrdiff_t(h.pad_w);
-      size_t lo, hi;
-      ValidRange(offw, h.stride_w, h.width, h.conv_width, &lo, &hi);
-      for (size_t oh = 0; oh < h.conv_height; ++oh) {
-        const std::ptrdiff_t ih =
-            std::ptrdiff_t(oh * h.stride_h + i * h.dilation_h) - std::ptrdiff_t(h.pad_h);
-        const bool in = ih >= 0 && ih < std::ptrdiff_t(h.height) && lo < hi;
-        f(i * h.kernel_w + j, oh,
-          in ? ih * std::ptrdiff_t(h.width) + std::ptrdiff_t(lo * h.stride_w) + offw : -1, lo, hi);
-      }
-    }
-}
-
-// ---- depthwise (one input channel per group): direct loops, no im2col, no GEMM ----
-// Output channel o reads input channel o / m (m = out_channels / in_channels).
-bool IsDepthwise(const ConvHandle& h) { return h.channels == h.group; }
-
-// y plane (conv_height x conv_width) += conv of one input plane with one kh x kw filter w.
-void DepthwisePlane(const ConvHandle& h, const float* x, const float* w, float* y) {
-  const size_t OW = h.conv_width, s = h.stride_w;
-  ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
-    if (in < 0) return;
-    const float wt = w[t], *src = x + in;
-    float* r = y + oh * OW;
-    if (s == 1)
-      for (size_t ow = lo; ow < hi; ++ow) r[ow] += wt * src[ow - lo];
-    else
-      for (size_t ow = lo; ow < hi; ++ow) r[ow] += wt * src[(ow - lo) * s];
-  });
-}
-
-// dx plane += the adjoint of DepthwisePlane applied to a dy plane.
-void DepthwisePlaneBackX(const ConvHandle& h, const float* dy, const float* w, float* dx) {
-  const size_t OW = h.conv_width, s = h.stride_w;
-  ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
-    if (in < 0) return;
-    const float wt = w[t], *r = dy + oh * OW;
-    float* dst = dx + in;
-    if (s == 1)
-      for (size_t ow = lo; ow < hi; ++ow) dst[ow - lo] += wt * r[ow];
-    else
-      for (size_t ow = lo; ow < hi; ++ow) dst[(ow - lo) * s] += wt * r[ow];
-  });
-}
-
-// dw (kh * kw values) += correlation of a dy plane with an input plane.
-void DepthwisePlaneBackW(const ConvHandle& h, const float* dy, const float* x, double* dw) {
-  const size_t OW = h.conv_width, s = h.stride_w;
-  ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
-    if (in < 0) return;
-    const float *r = dy + oh * OW, *src = x + in;
-    float acc = 0.f;
-    if (s == 1)
-      for (size_t ow = lo; ow < hi; ++ow) acc += r[ow] * src[ow - lo];
-    else
-      for (size_t ow = lo; ow < hi; ++ow) acc += r[ow] * src[(ow - lo) * s];
-    dw[t] += acc;
-  });
 }
 
 void CheckFloat(const char* op, const char* what, const Tensor& t) {
@@ -135,67 +49,6 @@ void CheckWeight(const char* op, const Tensor& W, const ConvHandle& h) {
 }
 
 }  // namespace
-
-namespace conv_detail {
-
-// col rows for channels [c0, c1) of one image x (C, H, W): row (c*kh + i)*kw + j (stored at
-// col + row * ld), column oh*OW + ow holds x[c, oh*sh - ph + i*dh, ow*sw - pw + j*dw], or 0 in
-// the padding. ld is OH*OW for one sample's matrix, S*OH*OW when S samples sit side by side.
-void Im2Col(const float* x, const ConvHandle& h, size_t c0, size_t c1, float* col, size_t ld) {
-  const size_t OW = h.conv_width, T = h.kernel_h * h.kernel_w, s = h.stride_w;
-  for (size_t c = c0; c < c1; ++c) {
-    const float* xc = x + c * h.height * h.width;
-    ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
-      float* r = col + (c * T + t) * ld + oh * OW;
-      if (in < 0) {
-        std::memset(r, 0, OW * sizeof(float));
-        return;
-      }
-      std::memset(r, 0, lo * sizeof(float));
-      const float* src = xc + in;
-      float* dst = r + lo;
-      const size_t n = hi - lo;
-      // Local copies and a constant stride 2 (ResNet's downsampling) keep the strided copy in
-      // registers; through the lambda's captures GCC reloaded the stride every element.
-      if (s == 1) std::memcpy(dst, src, n * sizeof(float));
-      else if (s == 2)
-        for (size_t k = 0; k < n; ++k) dst[k] = src[2 * k];
-      else
-        for (size_t k = 0, st = s; k < n; ++k) dst[k] = src[k * st];
-      std::memset(r + hi, 0, (OW - hi) * sizeof(float));
-    });
-  }
-}
-
-// The adjoint of Im2Col for channels [c0, c1): adds the column entries into dx (zeroed by the
-// caller).
-void Col2Im(const float* col, const ConvHandle& h, size_t c0, size_t c1, float* dx, size_t ld) {
-  const size_t OW = h.conv_width, T = h.kernel_h * h.kernel_w, s = h.stride_w;
-  for (size_t c = c0; c < c1; ++c) {
-    float* dxc = dx + c * h.height * h.width;
-    ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
-      if (in < 0) return;
-      const float* src = col + (c * T + t) * ld + oh * OW + lo;
-      float* dst = dxc + in;
-      const size_t n = hi - lo;  // local copies, as in Im2Col
-      if (s == 1)
-        for (size_t k = 0; k < n; ++k) dst[k] += src[k];
-      else if (s == 2)
-        for (size_t k = 0; k < n; ++k) dst[2 * k] += src[k];
-      else
-        for (size_t k = 0, st = s; k < n; ++k) dst[k * st] += src[k];
-    });
-  }
-}
-
-// Defined in conv_im2col.cc. Inputs checked and contiguous, output allocated and non-empty,
-// the convolution not depthwise.
-void GemmForward(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& y,
-                 const ConvHandle& h);
-void GemmBackwardX(const Tensor& dy, const Tensor& W, const Tensor& dx, const ConvHandle& h);
-void GemmBackwardW(const Tensor& dy, const Tensor& x, const Tensor& dW, const ConvHandle& h);
-
-}  // namespace conv_detail
 
 ConvHandle::ConvHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
                        const std::vector<size_t>& stride, const std::vector<size_t>& padding,
@@ -241,7 +94,7 @@ ConvHandle::ConvHandle(const Shape& input_shape, const std::vector<size_t>& kern
 }
 
 Tensor Conv2dForward(const Tensor& x_in, const Tensor& W_in, const Tensor& b_in,
-                     const ConvHandle& h) {
+                     const ConvHandle& h, bool relu) {
   const char* op = "Conv2d";
   CheckFloat(op, "input", x_in);
   CheckImage(op, "input", x_in, h.channels, h.height, h.width);
@@ -257,32 +110,14 @@ Tensor Conv2dForward(const Tensor& x_in, const Tensor& W_in, const Tensor& b_in,
     CheckSameDevice(op, {&x_in, &W_in});
   }
   const size_t N = x_in.shape(0);
-  const Tensor x = x_in.Contiguous(), W = W_in.Contiguous();
-  const Tensor b = has_bias ? b_in.Contiguous() : Tensor();
-  Tensor y(h.OutputShape(N), x.device(), kFloat32);
-  if (y.Size() == 0) return y;
-  if (IsDepthwise(h)) {
-    std::vector<Block*> reads{x.block(), W.block()};
-    if (has_bias) reads.push_back(b.block());
-    x.device()->Exec(
-        [x, W, b, y, h, N, has_bias](Context*) {
-          const float *px = In(x), *pw = In(W), *pb = has_bias ? In(b) : nullptr;
-          float* py = Out(y);
-          const size_t OC = h.num_filters, m = OC / h.channels, T = h.kernel_h * h.kernel_w,
-                       P = ColCols(h), in = h.height * h.width;
-#pragma omp parallel for schedule(static) if (N * OC * P * T >= kGrain)
-          for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(N * OC); ++p) {
-            const size_t n = size_t(p) / OC, o = size_t(p) % OC;
-            float* yp = py + size_t(p) * P;
-            std::fill(yp, yp + P, has_bias ? pb[o] : 0.f);
-            DepthwisePlane(h, px + (n * h.channels + o / m) * in, pw + o * T, yp);
-          }
-        },
-        reads, {y.block()}, "Conv2dForward");
-    return y;
-  }
-  conv_detail::GemmForward(x, W, b, y, h);
-  return y;
+  ConvFwdArgs a{x_in.Contiguous(), W_in.Contiguous(), has_bias ? b_in.Contiguous() : Tensor(),
+                Tensor(h.OutputShape(N), x_in.device(), kFloat32), h, relu};
+  if (a.y.Size() == 0) return a.y;
+  std::vector<Block*> reads{a.x.block(), a.W.block()};
+  if (has_bias) reads.push_back(a.b.block());
+  LaunchKernel(Conv2dForwardKernel(), a, a.x.device(), reads, {a.y.block()},
+               relu ? "Conv2dForwardReLU" : "Conv2dForward");
+  return a.y;
 }
 
 Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle& h) {
@@ -292,30 +127,12 @@ Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle
   CheckWeight(op, W_in, h);
   CheckSameDevice(op, {&dy_in, &W_in});
   const size_t N = dy_in.shape(0);
-  const Tensor dy = dy_in.Contiguous(), W = W_in.Contiguous();
-  Tensor dx(Shape{N, h.channels, h.height, h.width}, dy.device(), kFloat32);
-  if (dx.Size() == 0) return dx;
-  if (IsDepthwise(h)) {
-    dy.device()->Exec(
-        [dy, W, dx, h, N](Context*) {
-          const float *pdy = In(dy), *pw = In(W);
-          float* pdx = Out(dx);
-          const size_t C = h.channels, OC = h.num_filters, m = OC / C,
-                       T = h.kernel_h * h.kernel_w, P = ColCols(h), in = h.height * h.width;
-#pragma omp parallel for schedule(static) if (N * OC * P * T >= kGrain)
-          for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(N * C); ++p) {
-            const size_t n = size_t(p) / C, c = size_t(p) % C;
-            float* dxp = pdx + size_t(p) * in;
-            std::memset(dxp, 0, in * sizeof(float));
-            for (size_t o = c * m; o < (c + 1) * m; ++o)
-              DepthwisePlaneBackX(h, pdy + (n * OC + o) * P, pw + o * T, dxp);
-          }
-        },
-        {dy.block(), W.block()}, {dx.block()}, "Conv2dBackwardX");
-    return dx;
-  }
-  conv_detail::GemmBackwardX(dy, W, dx, h);
-  return dx;
+  ConvBwdXArgs a{dy_in.Contiguous(), W_in.Contiguous(),
+                 Tensor(Shape{N, h.channels, h.height, h.width}, dy_in.device(), kFloat32), h};
+  if (a.dx.Size() == 0) return a.dx;
+  LaunchKernel(Conv2dBackwardXKernel(), a, a.dy.device(), {a.dy.block(), a.W.block()},
+               {a.dx.block()}, "Conv2dBackwardX");
+  return a.dx;
 }
 
 Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle& h) {
@@ -328,57 +145,21 @@ Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle
                     op << ": dy " << dy_in.shape() << " and x " << x_in.shape()
                        << " have different batch sizes");
   CheckSameDevice(op, {&dy_in, &x_in});
-  const size_t N = x_in.shape(0);
-  const Tensor dy = dy_in.Contiguous(), x = x_in.Contiguous();
-  Tensor dW(h.WeightShape(), x.device(), kFloat32);
-  if (IsDepthwise(h)) {
-    x.device()->Exec(
-        [dy, x, dW, h, N](Context*) {
-          const float *pdy = N ? In(dy) : nullptr, *px = N ? In(x) : nullptr;
-          float* pdw = Out(dW);
-          const size_t OC = h.num_filters, m = OC / h.channels, T = h.kernel_h * h.kernel_w,
-                       P = ColCols(h), in = h.height * h.width;
-          std::vector<double> acc(OC * T, 0.0);
-          double* pa = acc.data();
-#pragma omp parallel for schedule(static) if (N * OC * P * T >= kGrain)
-          for (std::ptrdiff_t o = 0; o < std::ptrdiff_t(OC); ++o)
-            for (size_t n = 0; n < N; ++n)
-              DepthwisePlaneBackW(h, pdy + (n * OC + size_t(o)) * P,
-                                  px + (n * h.channels + size_t(o) / m) * in, pa + size_t(o) * T);
-          for (size_t k = 0; k < OC * T; ++k) pdw[k] = float(acc[k]);
-        },
-        {dy.block(), x.block()}, {dW.block()}, "Conv2dBackwardW");
-    return dW;
-  }
-  conv_detail::GemmBackwardW(dy, x, dW, h);
-  return dW;
+  ConvBwdWArgs a{dy_in.Contiguous(), x_in.Contiguous(),
+                 Tensor(h.WeightShape(), x_in.device(), kFloat32), h};
+  LaunchKernel(Conv2dBackwardWKernel(), a, a.x.device(), {a.dy.block(), a.x.block()},
+               {a.dW.block()}, "Conv2dBackwardW");
+  return a.dW;
 }
 
 Tensor Conv2dBackwardB(const Tensor& dy_in, const ConvHandle& h) {
   const char* op = "Conv2dBackwardB";
   CheckFloat(op, "gradient dy", dy_in);
   CheckImage(op, "gradient dy", dy_in, h.num_filters, h.conv_height, h.conv_width);
-  const size_t N = dy_in.shape(0), OC = h.num_filters, P = ColCols(h);
-  const Tensor dy = dy_in.Contiguous();
-  Tensor db(Shape{OC}, dy.device(), kFloat32);
-  dy.device()->Exec(
-      [dy, db, N, OC, P](Context*) {
-        const float* pdy = N ? In(dy) : nullptr;
-        float* pdb = Out(db);
-#pragma omp parallel for schedule(static) if (N * OC * P >= kGrain)
-        for (std::ptrdiff_t o = 0; o < static_cast<std::ptrdiff_t>(OC); ++o) {
-          double acc = 0;
-          for (size_t n = 0; n < N; ++n) {
-            const float* r = pdy + (n * OC + size_t(o)) * P;
-            float s = 0.f;
-            for (size_t i = 0; i < P; ++i) s += r[i];
-            acc += s;
-          }
-          pdb[o] = static_cast<float>(acc);
-        }
-      },
-      {dy.block()}, {db.block()}, "Conv2dBackwardB");
-  return db;
+  ConvBwdBArgs a{dy_in.Contiguous(), Tensor(Shape{h.num_filters}, dy_in.device(), kFloat32), h};
+  LaunchKernel(Conv2dBackwardBKernel(), a, a.dy.device(), {a.dy.block()}, {a.db.block()},
+               "Conv2dBackwardB");
+  return a.db;
 }
 
 }  // namespace singa

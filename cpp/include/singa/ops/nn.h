@@ -12,8 +12,16 @@
 //
 // Layout is NCHW, dtype float32 (index tensors: int32, or float32 holding integers). Every
 // function validates its operands first and throws ShapeError / AxisError / DTypeError /
-// ValueError naming the op; results are new contiguous tensors. Convolution is im2col + sgemm;
-// the im2col buffer is a tensor listed among the operation's writes, so a graph plans its memory.
+// ValueError naming the op; results are new contiguous tensors.
+//
+// Each op runs the kernel of its device's backend (singa/core/kernel.h): on CppCPU oneDNN when
+// built with USE_DNNL (the default then), else the reference kernels (im2col + OpenBLAS sgemm,
+// OpenMP loops); dev->set_backend(Backend::kCpuRef) picks the reference kernels. A kernel's
+// scratch (im2col buffer, oneDNN scratchpad) is a tensor listed among the operation's writes, so
+// a graph plans its memory; oneDNN primitives are created once per shape and cached. Batch norm
+// runs the reference kernel under oneDNN too (measured faster on plain NCHW; see dnnl/common.h).
+// Conv2dForward and the batch-norm forwards take `relu`: y = max(0, op(x)) in the same pass (the
+// backward of such a fused op masks dy with y > 0 first, e.g. with ReLUBackward).
 // Values (class labels, gather indices) are checked when the operation runs: eagerly that is at
 // the call; inside a graph it is at RunGraph, which then throws.
 #pragma once
@@ -51,8 +59,9 @@ struct ConvHandle {
 };
 
 /// y = conv(x, W) + b. x: (N, C, H, W) matching the handle's C, H, W; W: h.WeightShape();
-/// b: (out_channels,) or an empty Tensor() for no bias.
-Tensor Conv2dForward(const Tensor& x, const Tensor& W, const Tensor& b, const ConvHandle& h);
+/// b: (out_channels,) or an empty Tensor() for no bias. relu: y = max(0, conv(x, W) + b).
+Tensor Conv2dForward(const Tensor& x, const Tensor& W, const Tensor& b, const ConvHandle& h,
+                     bool relu = false);
 /// dL/dx given dy (N, out_channels, conv_height, conv_width).
 Tensor Conv2dBackwardX(const Tensor& dy, const Tensor& W, const ConvHandle& h);
 /// dL/dW (summed over the batch), shape h.WeightShape().
@@ -91,13 +100,15 @@ Tensor Pool2dBackward(const Tensor& dy, const Tensor& x, const Tensor& y, const 
 /// one used to normalise; pass it to BatchNormBackward with the same eps). Updates, in place,
 ///   running_mean = (1 - momentum) * running_mean + momentum * batch_mean
 ///   running_var  = (1 - momentum) * running_var  + momentum * unbiased_batch_var
-/// (PyTorch's convention); either pointer may be null to skip its update.
+/// (PyTorch's convention); either pointer may be null to skip its update. relu: y = max(0, y).
 std::vector<Tensor> BatchNormForwardTraining(const Tensor& x, const Tensor& scale,
                                              const Tensor& bias, Tensor* running_mean,
-                                             Tensor* running_var, float momentum, float eps);
-/// y = (x - running_mean) / sqrt(running_var + eps) * scale + bias.
+                                             Tensor* running_var, float momentum, float eps,
+                                             bool relu = false);
+/// y = (x - running_mean) / sqrt(running_var + eps) * scale + bias (then max(0, y) when relu).
 Tensor BatchNormForwardInference(const Tensor& x, const Tensor& scale, const Tensor& bias,
-                                 const Tensor& running_mean, const Tensor& running_var, float eps);
+                                 const Tensor& running_mean, const Tensor& running_var, float eps,
+                                 bool relu = false);
 /// Returns {dx, dscale, dbias}; batch_mean and batch_var come from BatchNormForwardTraining.
 std::vector<Tensor> BatchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& scale,
                                       const Tensor& batch_mean, const Tensor& batch_var,

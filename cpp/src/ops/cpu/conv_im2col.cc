@@ -1,5 +1,5 @@
-// 2-d convolution as im2col + OpenBLAS sgemm: the non-depthwise half of singa/ops/nn.h's Conv2d
-// (conv.cc checks the inputs, owns the handle, the depthwise loops and Im2Col / Col2Im).
+// 2-d convolution as im2col + OpenBLAS sgemm: the reference CPU kernel of every non-depthwise
+// convolution (ops/conv.cc checks the inputs; cpu/conv.cc registers these kernels).
 //
 // With K = C/g * kh * kw rows per group, P = conv_height * conv_width columns per sample:
 //   forward   y[g]   (OC/g, cols) = W[g] (OC/g, K) x col(x)[g] (K, cols)           (+ bias)
@@ -22,32 +22,75 @@
 //     one multithreaded GEMM); dW runs one multithreaded GEMM per group outside any OpenMP
 //     region, accumulating with beta = 1, since per-thread accumulators of a 9 MB dW cost more
 //     than the GEMM saves.
-// The plan is chosen before Exec (it depends on the thread count, which must not change under a
-// recorded graph) and the scratch is a Tensor listed among the writes, so the graph's memory
-// planner sees it and may reuse its bytes after the operation.
+// The plan is chosen when the kernel is prepared, before Exec (it depends on the thread count,
+// which must not change under a recorded graph); its scratch is the workspace tensor the front
+// lists among the writes, so the graph's memory planner sees it and may reuse its bytes.
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "singa/ops/nn.h"
-#include "strided.h"
+#include "../strided.h"
+#include "conv_cpu.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 namespace singa {
-namespace conv_detail {
-// Defined in conv.cc (they share the tap walk with the depthwise loops): the column matrix of
-// channels [c0, c1) of one image, row r at col + r * ld, and its adjoint (adds into dx).
-void Im2Col(const float* x, const ConvHandle& h, size_t c0, size_t c1, float* col, size_t ld);
-void Col2Im(const float* col, const ConvHandle& h, size_t c0, size_t c1, float* dx, size_t ld);
-}  // namespace conv_detail
+namespace cpu {
+
+// col rows for channels [c0, c1) of one image x (C, H, W): row (c*kh + i)*kw + j (stored at
+// col + row * ld), column oh*OW + ow holds x[c, oh*sh - ph + i*dh, ow*sw - pw + j*dw], or 0 in
+// the padding. ld is OH*OW for one sample's matrix, S*OH*OW when S samples sit side by side.
+void Im2Col(const float* x, const ConvHandle& h, size_t c0, size_t c1, float* col, size_t ld) {
+  const size_t OW = h.conv_width, T = h.kernel_h * h.kernel_w, s = h.stride_w;
+  for (size_t c = c0; c < c1; ++c) {
+    const float* xc = x + c * h.height * h.width;
+    ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
+      float* r = col + (c * T + t) * ld + oh * OW;
+      if (in < 0) {
+        std::memset(r, 0, OW * sizeof(float));
+        return;
+      }
+      std::memset(r, 0, lo * sizeof(float));
+      const float* src = xc + in;
+      float* dst = r + lo;
+      const size_t n = hi - lo;
+      // Local copies and a constant stride 2 (ResNet's downsampling) keep the strided copy in
+      // registers; through the lambda's captures GCC reloaded the stride every element.
+      if (s == 1) std::memcpy(dst, src, n * sizeof(float));
+      else if (s == 2)
+        for (size_t k = 0; k < n; ++k) dst[k] = src[2 * k];
+      else
+        for (size_t k = 0, st = s; k < n; ++k) dst[k] = src[k * st];
+      std::memset(r + hi, 0, (OW - hi) * sizeof(float));
+    });
+  }
+}
+
+// The adjoint of Im2Col for channels [c0, c1): adds the column entries into dx (zeroed by the
+// caller).
+void Col2Im(const float* col, const ConvHandle& h, size_t c0, size_t c1, float* dx, size_t ld) {
+  const size_t OW = h.conv_width, T = h.kernel_h * h.kernel_w, s = h.stride_w;
+  for (size_t c = c0; c < c1; ++c) {
+    float* dxc = dx + c * h.height * h.width;
+    ForEachTapRow(h, [&](size_t t, size_t oh, std::ptrdiff_t in, size_t lo, size_t hi) {
+      if (in < 0) return;
+      const float* src = col + (c * T + t) * ld + oh * OW + lo;
+      float* dst = dxc + in;
+      const size_t n = hi - lo;  // local copies, as in Im2Col
+      if (s == 1)
+        for (size_t k = 0; k < n; ++k) dst[k] += src[k];
+      else if (s == 2)
+        for (size_t k = 0; k < n; ++k) dst[2 * k] += src[k];
+      else
+        for (size_t k = 0, st = s; k < n; ++k) dst[k * st] += src[k];
+    });
+  }
+}
 
 namespace {
-using conv_detail::Col2Im;
-using conv_detail::Im2Col;
 
 constexpr size_t kGrain = 1 << 15;  // elements before a loop goes parallel
 // Samples are grouped when one sample has fewer output positions than this, into groups of about
@@ -57,9 +100,6 @@ constexpr size_t kNarrowCols = 128;
 constexpr size_t kTargetCols = 256;
 // Upper bound on the grouped scratch: im2col columns + the GEMM's (M, S*P) operand, all threads.
 constexpr size_t kMaxScratchFloats = size_t(32) << 18;  // 32 MiB
-
-const float* In(const Tensor& t) { return static_cast<const float*>(t.block()->data()); }
-float* Out(const Tensor& t) { return static_cast<float*>(t.block()->mutable_data()); }
 
 int ThreadId() {
 #ifdef _OPENMP
@@ -75,7 +115,6 @@ bool Is1x1(const ConvHandle& h) {
 }
 
 size_t ColRows(const ConvHandle& h) { return h.channels / h.group * h.kernel_h * h.kernel_w; }
-size_t ColCols(const ConvHandle& h) { return h.conv_height * h.conv_width; }
 
 // How a batch is cut: S samples side by side per GEMM, and nt threads that each take whole
 // groups of samples (nt == 1: groups in turn, each loop and GEMM using every thread).
@@ -186,7 +225,7 @@ void ScatterGroup(const float* buf, const float* bias, size_t s, size_t M, size_
 }
 
 void ForwardKernel(const ConvHandle& h, const Plan& p, size_t N, const float* px,
-                   const float* pw, const float* pb, float* py, float* scratch) {
+                   const float* pw, const float* pb, bool relu, float* py, float* scratch) {
   const size_t G = h.group, K = ColRows(h), P = ColCols(h), OC = h.num_filters, OCg = OC / G,
                in = h.channels * h.height * h.width;
   const bool par = p.nt == 1;
@@ -210,6 +249,7 @@ void ForwardKernel(const ConvHandle& h, const Plan& p, size_t N, const float* px
                   pw + g * OCg * K, int(K), B + g * K * ld, int(ld), onto_bias ? 1.f : 0.f,
                   C + g * OCg * ld, int(ld));
     if (s > 1) ScatterGroup(buf, pb, s, OC, P, yn, par);
+    if (relu) ReluInPlace(yn, s * OC * P);  // while the group's output is still in cache
   });
 }
 
@@ -276,62 +316,43 @@ void BackwardWKernel(const ConvHandle& h, const Plan& p, size_t N, const float* 
   }
 }
 
-// The scratch tensor of a plan (empty when it needs none), created before Exec.
-Tensor ScratchOf(const Plan& p, const std::shared_ptr<Device>& dev) {
-  const size_t n = size_t(p.nt) * p.slot();
-  return n ? Tensor(Shape{n}, dev, kFloat32) : Tensor();
-}
-
 }  // namespace
 
-namespace conv_detail {
-
-// The entry points conv.cc calls: inputs checked and contiguous, output allocated and non-empty
-// (but N may be 0 for the weight gradient), the convolution not depthwise.
-void GemmForward(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& y,
-                 const ConvHandle& h) {
-  const size_t N = x.shape(0);
-  const Plan p = MakePlan(h, N, false);
-  const Tensor scratch = ScratchOf(p, x.device());
-  const bool has_bias = !b.empty();
-  std::vector<Block*> reads{x.block(), W.block()}, writes{y.block()};
-  if (has_bias) reads.push_back(b.block());
-  if (!scratch.empty()) writes.push_back(scratch.block());
-  x.device()->Exec(
-      [x, W, b, y, scratch, h, N, p, has_bias](Context*) {
-        ForwardKernel(h, p, N, In(x), In(W), has_bias ? In(b) : nullptr, Out(y),
-                      scratch.empty() ? nullptr : Out(scratch));
-      },
-      reads, writes, "Conv2dForward");
+// The entry points cpu/conv.cc registers: the plan (and so the workspace) is settled here, when
+// the front prepares the call.
+Prepared<ConvFwdArgs> GemmForward(const ConvFwdArgs& a) {
+  const Plan p = MakePlan(a.h, a.x.shape(0), false);
+  Prepared<ConvFwdArgs> r;
+  r.workspace = size_t(p.nt) * p.slot();
+  r.run = [p](const ConvFwdArgs& a, float* ws) {
+    ForwardKernel(a.h, p, a.x.shape(0), InPtr(a.x), InPtr(a.W), a.b.empty() ? nullptr : InPtr(a.b),
+                  a.relu, OutPtr(a.y), ws);
+  };
+  return r;
 }
 
-void GemmBackwardX(const Tensor& dy, const Tensor& W, const Tensor& dx, const ConvHandle& h) {
-  const size_t N = dy.shape(0);
-  const Plan p = MakePlan(h, N, false);
-  const Tensor scratch = ScratchOf(p, dy.device());
-  std::vector<Block*> writes{dx.block()};
-  if (!scratch.empty()) writes.push_back(scratch.block());
-  dy.device()->Exec(
-      [dy, W, dx, scratch, h, N, p](Context*) {
-        BackwardXKernel(h, p, N, In(dy), In(W), Out(dx),
-                        scratch.empty() ? nullptr : Out(scratch));
-      },
-      {dy.block(), W.block()}, writes, "Conv2dBackwardX");
+Prepared<ConvBwdXArgs> GemmBackwardX(const ConvBwdXArgs& a) {
+  const Plan p = MakePlan(a.h, a.dy.shape(0), false);
+  Prepared<ConvBwdXArgs> r;
+  r.workspace = size_t(p.nt) * p.slot();
+  r.run = [p](const ConvBwdXArgs& a, float* ws) {
+    BackwardXKernel(a.h, p, a.dy.shape(0), InPtr(a.dy), InPtr(a.W), OutPtr(a.dx), ws);
+  };
+  return r;
 }
 
-void GemmBackwardW(const Tensor& dy, const Tensor& x, const Tensor& dW, const ConvHandle& h) {
-  const size_t N = x.shape(0);
-  const Plan p = MakePlan(h, N, true);
-  const Tensor scratch = ScratchOf(p, x.device());
-  std::vector<Block*> writes{dW.block()};
-  if (!scratch.empty()) writes.push_back(scratch.block());
-  x.device()->Exec(
-      [dy, x, dW, scratch, h, N, p](Context*) {
-        BackwardWKernel(h, p, N, N ? In(dy) : nullptr, N ? In(x) : nullptr, Out(dW),
-                        scratch.empty() ? nullptr : Out(scratch));
-      },
-      {dy.block(), x.block()}, writes, "Conv2dBackwardW");
+Prepared<ConvBwdWArgs> GemmBackwardW(const ConvBwdWArgs& a) {
+  const size_t N = a.x.shape(0);
+  const Plan p = MakePlan(a.h, N, true);
+  Prepared<ConvBwdWArgs> r;
+  r.workspace = size_t(p.nt) * p.slot();
+  r.run = [p](const ConvBwdWArgs& a, float* ws) {
+    const size_t n = a.x.shape(0);
+    BackwardWKernel(a.h, p, n, n ? InPtr(a.dy) : nullptr, n ? InPtr(a.x) : nullptr, OutPtr(a.dW),
+                    ws);
+  };
+  return r;
 }
 
-}  // namespace conv_detail
+}  // namespace cpu
 }  // namespace singa

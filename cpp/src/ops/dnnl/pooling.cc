@@ -1,0 +1,153 @@
+// Max / average pooling with oneDNN (backend kCpuDnnl), on our plain NCHW tensors (no reorders:
+// pooling is bandwidth-bound, a layout change would cost what it saves). Average pooling maps
+// count_include_pad to pooling_avg_include_padding (divisor kh * kw) or _exclude_padding. Max
+// pooling's backward needs the forward's argmax workspace, which our API does not carry from the
+// forward: the backward reruns the forward (training mode) into its own workspace first, as the
+// reference kernel rescans each window.
+#include <string>
+#include <unordered_map>
+
+#include "../nn_kernels.h"
+#include "common.h"
+
+namespace singa {
+namespace dnnl_kernel {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::prop_kind;
+
+struct PoolGeometry {
+  memory::desc src, dst;
+  memory::dims strides, kernel, pad;
+  algorithm alg;
+};
+
+PoolGeometry GeometryOf(const PoolingHandle& h, size_t N) {
+  using D = memory::dim;
+  PoolGeometry g;
+  g.src = memory::desc({D(N), D(h.channels), D(h.height), D(h.width)}, memory::data_type::f32,
+                       tag::nchw);
+  g.dst = memory::desc({D(N), D(h.channels), D(h.pooled_height), D(h.pooled_width)},
+                       memory::data_type::f32, tag::nchw);
+  g.strides = {D(h.stride_h), D(h.stride_w)};
+  g.kernel = {D(h.kernel_h), D(h.kernel_w)};
+  g.pad = {D(h.pad_h), D(h.pad_w)};  // symmetric, as for convolution (floor mode)
+  g.alg = h.is_max_pooling      ? algorithm::pooling_max
+          : h.count_include_pad ? algorithm::pooling_avg_include_padding
+                                : algorithm::pooling_avg_exclude_padding;
+  return g;
+}
+
+std::string KeyOf(const char* op, const PoolingHandle& h, size_t N) {
+  std::string k = KeyStart(op);
+  for (size_t v : {N, h.channels, h.height, h.width, h.kernel_h, h.kernel_w, h.stride_h,
+                   h.stride_w, h.pad_h, h.pad_w, size_t(h.is_max_pooling),
+                   size_t(h.count_include_pad)})
+    k += "," + std::to_string(v);
+  return k;
+}
+
+dnnl::pooling_forward::primitive_desc ForwardPd(const PoolGeometry& g, prop_kind prop) {
+  dnnl::pooling_forward::desc d(prop, g.alg, g.src, g.dst, g.strides, g.kernel, g.pad, g.pad);
+  return dnnl::pooling_forward::primitive_desc(d, Attr(), Engine());
+}
+
+struct PoolEntry {
+  dnnl::primitive fwd, bwd;  // bwd (backward entries): fwd is then the training forward
+  memory::desc src, dst, fwd_scratch, bwd_scratch, workspace;
+  size_t fwd_scratch_off = 0, bwd_scratch_off = 0, y_off = 0, workspace_off = 0;
+  WsLayout ws;
+};
+
+Prepared<PoolFwdArgs> Forward(const PoolFwdArgs& a) {
+  const size_t N = a.x.shape(0);
+  auto e = Cached<PoolEntry>(KeyOf("pool_fwd", a.h, N), [&] {
+    std::shared_ptr<PoolEntry> r;
+    try {
+      const PoolGeometry g = GeometryOf(a.h, N);
+      const auto pd = ForwardPd(g, prop_kind::forward_inference);
+      r = std::make_shared<PoolEntry>();
+      r->src = g.src;
+      r->dst = g.dst;
+      r->fwd_scratch = pd.scratchpad_desc();
+      r->fwd_scratch_off = r->ws.Add(r->fwd_scratch.get_size());
+      r->fwd = Make<dnnl::pooling_forward>(pd);
+    } catch (const dnnl::error&) {
+      r = nullptr;
+    }
+    return r;
+  });
+  Prepared<PoolFwdArgs> p;
+  if (!e) return p;
+  p.workspace = e->ws.floats();
+  p.run = [e](const PoolFwdArgs& a, float* wsf) {
+    char* w = reinterpret_cast<char*>(wsf);
+    e->fwd.execute(Stream(),
+                   {{DNNL_ARG_SRC, memory(e->src, Engine(), const_cast<float*>(InPtr(a.x)))},
+                    {DNNL_ARG_DST, memory(e->dst, Engine(), OutPtr(a.y))},
+                    {DNNL_ARG_SCRATCHPAD, Scratch(e->fwd_scratch, w, e->fwd_scratch_off)}});
+    Stream().wait();
+  };
+  return p;
+}
+
+Prepared<PoolBwdArgs> Backward(const PoolBwdArgs& a) {
+  const size_t N = a.x.shape(0);
+  auto e = Cached<PoolEntry>(KeyOf("pool_bwd", a.h, N), [&] {
+    std::shared_ptr<PoolEntry> r;
+    try {
+      const PoolGeometry g = GeometryOf(a.h, N);
+      const auto fpd = ForwardPd(g, prop_kind::forward_training);
+      dnnl::pooling_backward::desc d(g.alg, g.src, g.dst, g.strides, g.kernel, g.pad, g.pad);
+      const dnnl::pooling_backward::primitive_desc bpd(d, Attr(), Engine(), fpd);
+      r = std::make_shared<PoolEntry>();
+      r->src = g.src;
+      r->dst = g.dst;
+      r->bwd_scratch = bpd.scratchpad_desc();
+      r->bwd_scratch_off = r->ws.Add(r->bwd_scratch.get_size());
+      if (a.h.is_max_pooling) {  // the forward again, for its argmax workspace
+        r->fwd_scratch = fpd.scratchpad_desc();
+        r->fwd_scratch_off = r->ws.Add(r->fwd_scratch.get_size());
+        r->workspace = fpd.workspace_desc();
+        r->workspace_off = r->ws.Add(r->workspace.get_size());
+        r->y_off = r->ws.Add(g.dst.get_size());
+        r->fwd = Make<dnnl::pooling_forward>(fpd);
+      }
+      r->bwd = Make<dnnl::pooling_backward>(bpd);
+    } catch (const dnnl::error&) {
+      r = nullptr;
+    }
+    return r;
+  });
+  Prepared<PoolBwdArgs> p;
+  if (!e) return p;
+  p.workspace = e->ws.floats();
+  p.run = [e, is_max = a.h.is_max_pooling](const PoolBwdArgs& a, float* wsf) {
+    char* w = reinterpret_cast<char*>(wsf);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_DIFF_DST, memory(e->dst, Engine(), const_cast<float*>(InPtr(a.dy)))},
+        {DNNL_ARG_DIFF_SRC, memory(e->src, Engine(), OutPtr(a.dx))},
+        {DNNL_ARG_SCRATCHPAD, Scratch(e->bwd_scratch, w, e->bwd_scratch_off)}};
+    if (is_max) {
+      const memory ws(e->workspace, Engine(), w + e->workspace_off);
+      e->fwd.execute(Stream(),
+                     {{DNNL_ARG_SRC, memory(e->src, Engine(), const_cast<float*>(InPtr(a.x)))},
+                      {DNNL_ARG_DST, memory(e->dst, Engine(), w + e->y_off)},
+                      {DNNL_ARG_WORKSPACE, ws},
+                      {DNNL_ARG_SCRATCHPAD, Scratch(e->fwd_scratch, w, e->fwd_scratch_off)}});
+      args[DNNL_ARG_WORKSPACE] = ws;
+    }
+    e->bwd.execute(Stream(), args);
+    Stream().wait();
+  };
+  return p;
+}
+
+}  // namespace
+}  // namespace dnnl_kernel
+
+SINGA_REGISTER_KERNEL(Pool2dForward, kCpuDnnl, dnnl_kernel::Forward);
+SINGA_REGISTER_KERNEL(Pool2dBackward, kCpuDnnl, dnnl_kernel::Backward);
+
+}  // namespace singa

@@ -1,0 +1,132 @@
+// nn_kernels.h (private): the kernel interface of convolution, pooling and batch norm, shared by
+// the fronts (ops/conv.cc, pooling.cc, batchnorm.cc), the reference kernels (ops/cpu/) and the
+// oneDNN kernels (ops/dnnl/).
+//
+//   // A backend's kernel prepares one call: it sees the checked operands and the outputs the
+//   // front created, and returns the scratch it needs and the function Exec will run.
+//   Prepared<ConvFwdArgs> PrepareConvFwd(const ConvFwdArgs& a);            // in ops/cpu/...
+//   SINGA_REGISTER_KERNEL(Conv2dForward, kCpuRef, PrepareConvFwd);
+//   // The front: checks, outputs, then one line
+//   LaunchKernel(Conv2dForwardKernel(), args, reads, writes, "Conv2dForward");
+//
+// Why prepare + run rather than a plain run: what a kernel needs besides its operands (the
+// im2col buffer's size, a oneDNN primitive and its scratchpad) depends on the shapes only, so it
+// is settled once, when the front is called, i.e. when a graph records the operation. A replay
+// then only runs: it creates no primitive and allocates nothing (the scratch is a tensor listed
+// among the operation's writes, so the graph plans its memory like any other block).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "singa/core/device.h"
+#include "singa/core/kernel.h"
+#include "singa/ops/nn.h"
+
+namespace singa {
+
+/// One prepared call: `workspace` floats of scratch (0: none) and the function to run, or an empty
+/// `run` when this backend cannot do this call (the front then runs the reference kernel).
+template <typename Args>
+struct Prepared {
+  size_t workspace = 0;
+  std::function<void(const Args&, float* workspace)> run;
+};
+template <typename Args>
+using PrepareFn = Prepared<Args>(const Args&);
+
+// The operands of each kernel: inputs checked and contiguous, outputs created and non-empty.
+struct ConvFwdArgs {
+  Tensor x, W, b, y;  ///< b empty: no bias
+  ConvHandle h;
+  bool relu = false;  ///< y = max(0, conv(x, W) + b)
+};
+struct ConvBwdXArgs {
+  Tensor dy, W, dx;
+  ConvHandle h;
+};
+struct ConvBwdWArgs {  ///< N may be 0 (dW is zeros then)
+  Tensor dy, x, dW;
+  ConvHandle h;
+};
+struct ConvBwdBArgs {
+  Tensor dy, db;
+  ConvHandle h;
+};
+struct PoolFwdArgs {
+  Tensor x, y;
+  PoolingHandle h;
+};
+struct PoolBwdArgs {
+  Tensor dy, x, dx;
+  PoolingHandle h;
+};
+/// x viewed as (N, C, S); running_mean / running_var empty: not updated.
+struct BnTrainArgs {
+  Tensor x, scale, bias, y, mean, var, running_mean, running_var;
+  size_t N = 0, C = 0, S = 1;
+  float momentum = 0.f, eps = 0.f;
+  bool relu = false;
+};
+struct BnInferArgs {
+  Tensor x, scale, bias, running_mean, running_var, y;
+  size_t N = 0, C = 0, S = 1;
+  float eps = 0.f;
+  bool relu = false;
+};
+struct BnBwdArgs {
+  Tensor dy, x, scale, mean, var, dx, dscale, dbias;
+  size_t N = 0, C = 0, S = 1;
+  float eps = 0.f;
+};
+
+SINGA_KERNEL_SLOT_DECL(Conv2dForward, PrepareFn<ConvFwdArgs>);
+SINGA_KERNEL_SLOT_DECL(Conv2dBackwardX, PrepareFn<ConvBwdXArgs>);
+SINGA_KERNEL_SLOT_DECL(Conv2dBackwardW, PrepareFn<ConvBwdWArgs>);
+SINGA_KERNEL_SLOT_DECL(Conv2dBackwardB, PrepareFn<ConvBwdBArgs>);
+SINGA_KERNEL_SLOT_DECL(Pool2dForward, PrepareFn<PoolFwdArgs>);
+SINGA_KERNEL_SLOT_DECL(Pool2dBackward, PrepareFn<PoolBwdArgs>);
+SINGA_KERNEL_SLOT_DECL(BatchNormForwardTraining, PrepareFn<BnTrainArgs>);
+SINGA_KERNEL_SLOT_DECL(BatchNormForwardInference, PrepareFn<BnInferArgs>);
+SINGA_KERNEL_SLOT_DECL(BatchNormBackward, PrepareFn<BnBwdArgs>);
+
+/// Data pointers, fetched inside kernels (a replayed graph may move a block between runs).
+inline const float* InPtr(const Tensor& t) { return static_cast<const float*>(t.block()->data()); }
+inline float* OutPtr(const Tensor& t) { return static_cast<float*>(t.block()->mutable_data()); }
+
+/// The running-statistics update of nn.h, shared by every backend: mean and var are the batch's
+/// (var biased, over M = N * S values per channel).
+inline void UpdateRunningStats(const BnTrainArgs& a, const float* mean, const float* var) {
+  const float m = a.momentum;
+  const double M = double(a.N * a.S), unbias = M / (M - 1.0);
+  if (!a.running_mean.empty()) {
+    float* r = OutPtr(a.running_mean);
+    for (size_t c = 0; c < a.C; ++c) r[c] = (1.f - m) * r[c] + m * mean[c];
+  }
+  if (!a.running_var.empty()) {
+    float* r = OutPtr(a.running_var);
+    for (size_t c = 0; c < a.C; ++c) r[c] = (1.f - m) * r[c] + m * float(var[c] * unbias);
+  }
+}
+
+/// The front's last step: asks the device's backend to prepare the call (the reference kernel
+/// when that backend cannot do it), makes the workspace tensor, and submits one Exec.
+template <typename Args>
+void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
+                  const std::shared_ptr<Device>& dev, std::vector<Block*> reads,
+                  std::vector<Block*> writes, const char* name) {
+  Prepared<Args> p = slot.For(*dev)(a);
+  if (!p.run) p = slot.Get(Backend::kCpuRef)(a);  // the explicit fallback: see the kernel
+  Tensor ws;
+  if (p.workspace) {
+    ws = Tensor(Shape{p.workspace}, dev, kFloat32);
+    writes.push_back(ws.block());
+  }
+  dev->Exec(
+      [a, ws, run = std::move(p.run)](Context*) { run(a, ws.empty() ? nullptr : OutPtr(ws)); },
+      reads, writes, name);
+}
+
+}  // namespace singa
