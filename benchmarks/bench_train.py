@@ -35,6 +35,7 @@ MODES = [("layer", "layer"), ("eager", "model: disable graph"),
          ("bfs-noplan", "model: enable graph, bfs, planner off"),
          ("serial-noplan", "model: enable graph, serial, planner off"),
          ("bfs-ref", "model: enable graph, bfs, reference kernels"),
+         ("bfs-nofuse", "model: enable graph, bfs, ReLU fusion off"),
          ("torch", "pytorch 2.13 eager")]
 
 
@@ -93,6 +94,7 @@ def worker(cfg):
         graph = mode not in ("layer", "eager")
         if graph:
             dev.SetGraphPlanning("noplan" not in mode)
+            dev.SetGraphFusion("nofuse" not in mode)
         net.compile([tx], is_train=True, use_graph=graph, sequential=mode.startswith("serial"))
         if mode == "layer":
             autograd.training = True

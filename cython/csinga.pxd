@@ -70,6 +70,9 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
         size_t first, last, offset
     cdef cppclass CGraph "singa::Graph":
         void SetPlanning(bool planned)
+        void SetFusion(bool on)
+        bool fusion()
+        size_t num_fused()
         bool planning()
         size_t num_nodes()
         const GraphMemoryPlan& memory_plan()

@@ -81,6 +81,15 @@ cdef class Device:
         """Static memory planning (True, default) or dynamic recycling through the pool."""
         self.c.get().graph().SetPlanning(planned)
 
+    def SetGraphFusion(self, bool on):
+        """Fuse a ReLU into the convolution / batch norm that feeds only it (True, default; with
+        planned memory). Takes effect when the graph is next built."""
+        self.c.get().graph().SetFusion(on)
+
+    def graph_num_fused(self):
+        """How many ReLUs the last graph build fused into their producers."""
+        return self.c.get().graph().num_fused()
+
     def graph_num_nodes(self):
         return self.c.get().graph().num_nodes()
 

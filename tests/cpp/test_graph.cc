@@ -2,6 +2,7 @@
 #include <random>
 #include <set>
 
+#include "singa/ops/nn.h"
 #include "test_helpers.h"
 
 using namespace singa;
@@ -259,4 +260,64 @@ TEST(Graph, DotEscapesNames) {
   dev->EnableGraph(false);
   EXPECT_NE(dev->graph()->ToDot().find("label=\"say \\\"hi\\\" (8 B)\""), std::string::npos);
   dev->ResetGraph();
+}
+
+// ReLU fusion: a convolution whose output only a ReLU reads runs with the ReLU as a post-op; the
+// ReLU becomes a no-op whose output shares the convolution's block. Values match eager mode.
+namespace {
+
+struct ConvReluStep {
+  Tensor x, W;
+  ConvHandle h;
+  ConvReluStep(std::shared_ptr<Device> dev, bool extra_reader)
+      : x({2, 3, 6, 5}, dev), W({4, 3, 3, 3}, dev),
+        h({2, 3, 6, 5}, {3, 3}, {1, 1}, {1, 1}, 3, 4, false), extra_reader_(extra_reader) {
+    dev->SetRandSeed(7);
+    Gaussian(0.f, 1.f, &x);
+    Gaussian(0.f, 1.f, &W);
+  }
+  // y = conv(x, W); z = relu(y); loss = sum(z * z) (+ sum(y) when y has a second reader)
+  Tensor Run() {
+    Tensor y = Conv2dForward(x, W, Tensor(), h);
+    Tensor z = ReLU(y);
+    Tensor s = ReduceSum(EltwiseMult(z, z), {});
+    return extra_reader_ ? Add(s, ReduceSum(y, {})) : s;
+  }
+  bool extra_reader_;
+};
+
+std::vector<float> RunConvRelu(bool graph, bool extra_reader, bool planned, size_t* fused) {
+  auto dev = std::make_shared<CppCPU>();
+  ConvReluStep step(dev, extra_reader);
+  if (!graph) return step.Run().ToVector<float>();
+  dev->graph()->SetPlanning(planned);
+  dev->EnableGraph(true);
+  Tensor loss = step.Run();
+  dev->EnableGraph(false);
+  Hold hold(loss);
+  dev->RunGraph();
+  dev->RunGraph();  // a replay gives the same
+  *fused = dev->graph()->num_fused();
+  std::vector<float> out = loss.ToVector<float>();
+  dev->ResetGraph();
+  return out;
+}
+
+}  // namespace
+
+TEST(Graph, ReluFusedIntoTheConvolutionThatOnlyItReads) {
+  size_t fused = 99;
+  const auto eager = RunConvRelu(false, false, true, nullptr);
+  EXPECT_EQ(RunConvRelu(true, false, true, &fused), eager);
+  EXPECT_EQ(fused, 1u);
+}
+
+TEST(Graph, ReluNotFusedWhenTheInputHasAnotherReaderOrMemoryIsNotPlanned) {
+  size_t fused = 99;
+  const auto eager = RunConvRelu(false, true, true, nullptr);
+  EXPECT_EQ(RunConvRelu(true, true, true, &fused), eager);
+  EXPECT_EQ(fused, 0u);  // y is also summed: it must keep its pre-ReLU values
+  const auto eager2 = RunConvRelu(false, false, true, nullptr);
+  EXPECT_EQ(RunConvRelu(true, false, false, &fused), eager2);
+  EXPECT_EQ(fused, 0u);  // dynamic recycling cannot alias blocks
 }

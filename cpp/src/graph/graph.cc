@@ -37,9 +37,10 @@ Graph::~Graph() {
 
 void Graph::AddOperation(OpFunc fn, const std::vector<Block*>& reads,
                          const std::vector<Block*>& writes, const std::string& name,
-                         bool use_rand) {
+                         bool use_rand, OpFunc relu_fused) {
   Node n;
   n.fn = std::move(fn);
+  if (!writes.empty()) n.relu_fused = std::move(relu_fused);
   n.reads = reads;
   n.writes = writes;
   n.name = name.empty() ? "op" : name;
@@ -57,6 +58,13 @@ void Graph::Reset() {
   plan_ = GraphMemoryPlan{};
   built_ = false;
   iterations_ = 0;
+}
+
+void Graph::SetFusion(bool on) {
+  if (on != fusion_) {
+    fusion_ = on;
+    built_ = false;
+  }
 }
 
 void Graph::SetPlanning(bool planned) {
@@ -108,6 +116,7 @@ void Graph::Build(bool sequential) {
     nodes_[i].num_pred = p.size();
   }
   ComputeOrder(sequential);
+  FuseReLUs();
   AnalyseBlocks();
   if (planned_) PlanArena();
   built_ = true;
@@ -141,6 +150,34 @@ void Graph::ComputeOrder(bool sequential) {
                                                        << " operations unreachable)");
 }
 
+void Graph::FuseReLUs() {
+  aliases_.clear();
+  num_fused_ = 0;
+  for (auto& n : nodes_) n.run_fused = n.skip = false;
+  if (!fusion_ || !planned_) return;  // aliasing needs the planner's offsets
+  std::unordered_map<Block*, std::vector<size_t>> writers, readers;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (Block* b : nodes_[i].writes) writers[b].push_back(i);
+    for (Block* b : nodes_[i].reads) readers[b].push_back(i);
+  }
+  for (size_t r = 0; r < nodes_.size(); ++r) {
+    Node& relu = nodes_[r];
+    if (relu.name != "ReLU" || relu.reads.size() != 1 || relu.writes.size() != 1) continue;
+    Block *y = relu.reads[0], *z = relu.writes[0];
+    if (y == z || y->size() != z->size() || y->external_refs() || z->external_refs()) continue;
+    const auto& wy = writers[y];
+    if (wy.size() != 1 || readers[y].size() != 1 || writers[z].size() != 1) continue;
+    Node& prod = nodes_[wy[0]];
+    if (!prod.relu_fused || prod.run_fused || prod.writes[0] != y) continue;
+    // y must not also be read by the producer itself (an in-place op), nor z touched before
+    // the ReLU: z's only writer is the ReLU, and every reader of z comes after it.
+    prod.run_fused = true;
+    relu.skip = true;
+    aliases_[z] = y;
+    ++num_fused_;
+  }
+}
+
 void Graph::AnalyseBlocks() {
   blocks_.clear();
   for (size_t pos = 0; pos < order_.size(); ++pos) {
@@ -162,10 +199,20 @@ void Graph::AnalyseBlocks() {
     for (Block* b : n.writes) touch(b, false);
   }
   plan_ = GraphMemoryPlan{};
+  // A fused ReLU's output lives in its producer's block: one lifetime, from the producer's
+  // write to the output's last read.
+  for (auto& [z, y] : aliases_) {
+    BlockInfo& zi = blocks_.at(z);
+    BlockInfo& yi = blocks_.at(y);
+    zi.alias_of = y;
+    yi.last = std::max(yi.last, zi.last);
+    yi.kind = kIntermediate;
+  }
   // Lower bound: the largest total of recyclable blocks alive at one position.
   std::vector<long long> delta(order_.size() + 1, 0);
   for (auto& [b, info] : blocks_) {
     info.recyclable = info.kind != kInput && b->external_refs() == 0;
+    if (info.recyclable && info.alias_of) continue;  // counted with its producer's block
     if (info.recyclable) {
       size_t sz = AlignUp(b->size());
       plan_.recyclable_bytes += sz;
@@ -178,7 +225,7 @@ void Graph::AnalyseBlocks() {
   }
   release_after_.assign(order_.size(), {});
   for (auto& [b, info] : blocks_)
-    if (info.recyclable) release_after_[info.last].push_back(b);
+    if (info.recyclable && !info.alias_of) release_after_[info.last].push_back(b);
   long long live = 0;
   for (long long d : delta) {
     live += d;
@@ -191,7 +238,7 @@ void Graph::AnalyseBlocks() {
 void Graph::PlanArena() {
   std::vector<BlockInfo*> rec;
   for (auto& [b, info] : blocks_)
-    if (info.recyclable) rec.push_back(&info);
+    if (info.recyclable && !info.alias_of) rec.push_back(&info);
   std::sort(rec.begin(), rec.end(), [](const BlockInfo* a, const BlockInfo* b) {
     if (a->block->size() != b->block->size()) return a->block->size() > b->block->size();
     return a->first < b->first;
@@ -219,6 +266,11 @@ void Graph::PlanArena() {
   arena_ = device_->Malloc(arena);
   char* base = static_cast<char*>(arena_);
   for (BlockInfo* info : rec) info->block->SetExternal(base + info->offset);
+  for (auto& [z, y] : aliases_) {
+    BlockInfo& zi = blocks_.at(z);
+    zi.offset = blocks_.at(y).offset;
+    z->SetExternal(base + zi.offset);
+  }
 }
 
 void Graph::ReleaseArena() {
@@ -231,12 +283,14 @@ void Graph::ReleaseArena() {
 
 void Graph::RunNode(size_t i) {
   Node& n = nodes_[i];
+  if (n.skip) return;
+  OpFunc& fn = n.run_fused ? n.relu_fused : n.fn;
   if (!profiling_) {
-    n.fn(device_->context());
+    fn(device_->context());
     return;
   }
   auto t0 = std::chrono::steady_clock::now();
-  n.fn(device_->context());
+  fn(device_->context());
   device_->Sync();
   auto t1 = std::chrono::steady_clock::now();
   if (iterations_ >= device_->skip_iteration())
@@ -258,7 +312,8 @@ void Graph::Run(bool sequential) {
 std::vector<Graph::BlockInfo> Graph::BlockList() const {
   std::vector<BlockInfo> out;
   out.reserve(blocks_.size());
-  for (const auto& entry : blocks_) out.push_back(entry.second);
+  for (const auto& entry : blocks_)
+    if (!entry.second.alias_of) out.push_back(entry.second);  // listed as its producer's block
   std::sort(out.begin(), out.end(), [](const BlockInfo& a, const BlockInfo& b) {
     if (a.first != b.first) return a.first < b.first;
     if (a.offset != b.offset) return a.offset < b.offset;

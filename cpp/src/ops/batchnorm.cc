@@ -78,7 +78,8 @@ std::vector<Tensor> BatchNormForwardTraining(const Tensor& x_in, const Tensor& s
   a.y = Tensor(a.x.shape(), dev, kFloat32);
   a.mean = Tensor(Shape{a.C}, dev, kFloat32);
   a.var = Tensor(Shape{a.C}, dev, kFloat32);
-  writes.insert(writes.end(), {a.y.block(), a.mean.block(), a.var.block()});
+  // y first: writes[0] is the block a graph may fuse a following ReLU into (nn_kernels.h)
+  writes.insert(writes.begin(), {a.y.block(), a.mean.block(), a.var.block()});
   reads.insert(reads.begin(), {a.x.block(), a.scale.block(), a.bias.block()});
   LaunchKernel(BatchNormForwardTrainingKernel(), a, dev, reads, writes,
                relu ? "BatchNormForwardTrainingReLU" : "BatchNormForwardTraining");

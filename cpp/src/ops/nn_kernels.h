@@ -16,7 +16,9 @@
 // among the operation's writes, so the graph plans its memory like any other block).
 #pragma once
 
+#include <algorithm>
 #include <functional>
+#include <type_traits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -114,19 +116,47 @@ inline void UpdateRunningStats(const BnTrainArgs& a, const float* mean, const fl
 /// The front's last step: asks the device's backend to prepare the call (the reference kernel
 /// when that backend cannot do it), makes the workspace tensor, and submits one Exec.
 template <typename Args>
+Prepared<Args> PrepareWithFallback(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
+                                   const Device& dev) {
+  Prepared<Args> p = slot.For(dev)(a);
+  if (!p.run) p = slot.Get(Backend::kCpuRef)(a);  // the explicit fallback: see the kernel
+  return p;
+}
+
+/// Ops whose kernels can apply a ReLU to their output y (writes[0]) as a post-op.
+template <typename Args, typename = void>
+struct HasReluPostOp : std::false_type {};
+template <typename Args>
+struct HasReluPostOp<Args, std::void_t<decltype(std::declval<Args&>().relu)>> : std::true_type {};
+
+template <typename Args>
 void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
                   const std::shared_ptr<Device>& dev, std::vector<Block*> reads,
                   std::vector<Block*> writes, const char* name) {
-  Prepared<Args> p = slot.For(*dev)(a);
-  if (!p.run) p = slot.Get(Backend::kCpuRef)(a);  // the explicit fallback: see the kernel
+  Prepared<Args> p = PrepareWithFallback(slot, a, *dev);
+  // While a graph records, also prepare the same call with the ReLU post-op: the graph runs it
+  // when y's only reader is a ReLU (Graph: ReLU fusion). Both share one workspace tensor.
+  Prepared<Args> fused;
+  Args fa = a;
+  if constexpr (HasReluPostOp<Args>::value) {
+    if (!a.relu && dev->graph_enabled()) {
+      fa.relu = true;
+      fused = PrepareWithFallback(slot, fa, *dev);
+    }
+  }
   Tensor ws;
-  if (p.workspace) {
-    ws = Tensor(Shape{p.workspace}, dev, kFloat32);
+  if (size_t n = std::max(p.workspace, fused.run ? fused.workspace : 0)) {
+    ws = Tensor(Shape{n}, dev, kFloat32);
     writes.push_back(ws.block());
   }
+  OpFunc relu_fused;
+  if (fused.run)
+    relu_fused = [fa, ws, run = std::move(fused.run)](Context*) {
+      run(fa, ws.empty() ? nullptr : OutPtr(ws));
+    };
   dev->Exec(
       [a, ws, run = std::move(p.run)](Context*) { run(a, ws.empty() ? nullptr : OutPtr(ws)); },
-      reads, writes, name);
+      reads, writes, name, false, std::move(relu_fused));
 }
 
 }  // namespace singa

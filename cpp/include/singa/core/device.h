@@ -64,10 +64,12 @@ class Device {
   void set_backend(Backend b);
   virtual bool SupportsBackend(Backend b) const = 0;
 
-  /// Submits an operation. See the file comment for the contract.
+  /// Submits an operation. See the file comment for the contract. `relu_fused`, when given, is
+  /// the same operation with max(0, .) applied to its first written block (a kernel post-op);
+  /// a graph runs it instead when that block's only reader is a ReLU (Graph: ReLU fusion).
   void Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
             const std::vector<Block*>& write_blocks, const std::string& op_name = "",
-            bool use_rand_generator = false);
+            bool use_rand_generator = false, OpFunc relu_fused = nullptr);
 
   /// A block of `size` bytes with no memory yet.
   std::shared_ptr<Block> NewBlock(size_t size);

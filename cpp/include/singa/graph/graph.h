@@ -24,6 +24,12 @@
 //     read (automatic recycling); the pool shares the memory.
 // Non-recyclable blocks (inputs, parameters, optimizer state, tensors Python holds) keep their own
 // memory and are never freed by the graph.
+//
+// ReLU fusion (planned memory only; SetFusion(false) turns it off): an operation submitted with a
+// fused variant (convolution and batch-norm forwards: the ReLU as a kernel post-op) whose first
+// written block y is read by exactly one operation, a "ReLU" y -> z, with neither y nor z held by
+// a user handle and each written once, runs its variant; the ReLU becomes a no-op and z is an
+// alias of y: one offset, y's lifetime extended to z's. The values are the same as unfused.
 #pragma once
 
 #include <chrono>
@@ -55,6 +61,9 @@ class Graph {
     std::vector<Block*> reads, writes;
     std::string name;
     bool use_rand = false;
+    OpFunc relu_fused;         ///< the operation with a ReLU post-op on writes[0], if it has one
+    bool run_fused = false;    ///< runs relu_fused (its ReLU was fused into it)
+    bool skip = false;         ///< a ReLU fused into its producer: nothing to run
     std::vector<size_t> succ;  ///< nodes that depend on this one
     size_t num_pred = 0;
     double total_ms = 0;       ///< accumulated run time, when profiling
@@ -66,6 +75,7 @@ class Graph {
     bool recyclable = false;
     size_t first = 0, last = 0;  ///< positions in the execution order
     size_t offset = 0;           ///< in the arena, when planned
+    Block* alias_of = nullptr;   ///< a fused ReLU's output, stored in its producer's block
   };
 
   explicit Graph(Device* device);
@@ -73,7 +83,8 @@ class Graph {
 
   /// Records one operation (called by Device::Exec while buffering).
   void AddOperation(OpFunc fn, const std::vector<Block*>& reads,
-                    const std::vector<Block*>& writes, const std::string& name, bool use_rand);
+                    const std::vector<Block*>& writes, const std::string& name, bool use_rand,
+                    OpFunc relu_fused = nullptr);
   /// Runs every recorded operation; builds the graph first if it changed.
   void Run(bool sequential);
   /// Drops every recorded operation and releases planned memory.
@@ -82,6 +93,11 @@ class Graph {
   /// Planned arena (true, default) or dynamic recycling through the pool (false).
   void SetPlanning(bool planned);
   bool planning() const { return planned_; }
+  /// ReLU fusion (see the file comment), on by default; takes effect at the next build.
+  void SetFusion(bool on);
+  bool fusion() const { return fusion_; }
+  /// How many ReLUs the last build fused into their producers.
+  size_t num_fused() const { return num_fused_; }
 
   size_t num_nodes() const { return nodes_.size(); }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -90,8 +106,9 @@ class Graph {
   const std::unordered_map<Block*, BlockInfo>& blocks() const { return blocks_; }
   const GraphMemoryPlan& memory_plan() const { return plan_; }
 
-  /// For pictures of memory (singa.graph.plot_memory): every block the last build analysed,
-  /// ordered by first use, then offset. Empty before the first Run.
+  /// For pictures of memory (singa.graph.plot_memory): every block the last build analysed
+  /// (a fused ReLU's output is part of its producer's block, not listed), ordered by first use,
+  /// then offset. Empty before the first Run.
   std::vector<BlockInfo> BlockList() const;
   /// The name of the operation at position `pos` of the execution order.
   const std::string& OpNameAt(size_t pos) const;
@@ -109,6 +126,7 @@ class Graph {
  private:
   void Build(bool sequential);
   void ComputeOrder(bool sequential);
+  void FuseReLUs();
   void AnalyseBlocks();
   void PlanArena();
   void ReleaseArena();
@@ -126,6 +144,9 @@ class Graph {
   bool built_sequential_ = false;
   bool planned_ = true;
   bool built_planned_ = true;
+  bool fusion_ = true;
+  size_t num_fused_ = 0;
+  std::unordered_map<Block*, Block*> aliases_;  ///< fused ReLU output -> its producer's block
   bool profiling_ = false;
   int iterations_ = 0;
   void* arena_ = nullptr;
