@@ -7,6 +7,11 @@ overload, each under its own Cython name) and one Python function that picks the
 the argument types. The output is included by singa_wrap.pyx; it is build output, never edited.
 The declarations are `nogil` and every call runs inside `with nogil:` (operands converted first,
 with the GIL), so other Python threads run while a kernel does.
+
+The table itself also reaches Python, so that nothing above the extension restates the op list:
+
+    >>> singa_wrap.ELEMENTWISE_OPS[0]
+    ('Abs', 1, 'FI')          # (C++ name, arity, kinds: 'F' float32 only, 'FI' float32 and int32)
 """
 import re
 import sys
@@ -77,6 +82,7 @@ def {n}(a, b, Tensor out=None):
 '''
 
 KINDS = {"F": "float32", "FI": "float32 or int32"}
+ARITY = {"UNARY": 1, "BINARY": 2}
 
 
 def main(src, dst):
@@ -92,8 +98,9 @@ def main(src, dst):
         fmt = {"n": name, "k": KINDS[k]}
         decls.append((UNARY_DECL if kind == "UNARY" else BINARY_DECL).format(**fmt))
         defs.append((UNARY_DEF if kind == "UNARY" else BINARY_DEF).format(**fmt))
-    names = ", ".join(repr(n) for _, n, _ in ops)
-    defs.append("\nELEMENTWISE_OPS = (%s,)\n" % names)
+    rows = "".join("\n    (%r, %d, %r)," % (name, ARITY[kind], k) for kind, name, k in ops)
+    defs.append("\n# (C++ name, arity, kinds) of every line of elementwise.def, in its order."
+                "\nELEMENTWISE_OPS = (%s\n)\n" % rows)
     with open(dst, "w") as f:
         f.write("".join(decls) + "".join(defs))
 

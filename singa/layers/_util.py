@@ -10,16 +10,10 @@ Note: errors where Apache SINGA asserts
 """
 import numbers
 
+from .. import autograd
 from .. import singa_wrap as singa
-from .. import tensor as _tensor
+from ..errors import CheckShapeError, CheckTypeError, CheckValueError  # noqa: F401
 from ..tensor import Tensor
-
-
-# defined next to Tensor (the lowest module that raises them), shared by the layers, opt, model
-# and initializer from here
-CheckShapeError = _tensor.CheckShapeError
-CheckTypeError = _tensor.CheckTypeError
-CheckValueError = _tensor.CheckValueError
 
 
 def shape_error(layer, msg, *args):
@@ -96,7 +90,6 @@ def handle_class(cpu_name, gpu_name, dev):
     """The core handle class (e.g. ConvHandle) for ``dev``: from singa_wrap, or from
     singa.autograd when the handles live there; None if this build has none."""
     name = cpu_name if dev.is_host() else gpu_name
-    from .. import autograd
     return getattr(singa, name, None) or getattr(autograd, name, None)
 
 

@@ -27,15 +27,15 @@ from .. import autograd
 from .. import singa_wrap as singa
 from ..autograd import rnn as _rnn
 from ..tensor import Tensor
+from .. import errors
 from .base import Layer
 from ._util import check_dim, check_ndim, check_tensor, shape_error
 
 __all__ = ["RNN_Base", "RNN", "LSTM", "GRU", "CudnnRNN"]
 
 
-class StepShapeError(singa.ShapeError, AssertionError):
-    """Steps of different batch sizes; SINGA asserted there, so ``except AssertionError`` in SINGA
-    code still catches it."""
+# Steps of different batch sizes; SINGA asserted there (an AssertionError and a ShapeError).
+StepShapeError = errors.StepShapeError
 
 
 def _param(shape, x, fill):
