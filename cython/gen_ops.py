@@ -85,20 +85,28 @@ KINDS = {"F": "float32", "FI": "float32 or int32"}
 ARITY = {"UNARY": 1, "BINARY": 2}
 
 
+def parse(text):
+    """(name, arity, kinds) of every SINGA_UNARY / SINGA_BINARY line of the table's text (also
+    used by tests/python/test_op_table.py)."""
+    rows = []
+    for line in text.splitlines():
+        m = LINE.match(line.strip())
+        if m:
+            kind, name, kinds = m.groups()
+            rows.append((name, ARITY[kind], kinds))
+    return rows
+
+
 def main(src, dst):
-    ops = []
     with open(src) as f:
-        for line in f:
-            m = LINE.match(line.strip())
-            if m:
-                ops.append(m.groups())
+        ops = parse(f.read())
     decls = [HEADER]
     defs = []
-    for kind, name, k in ops:
+    for name, arity, k in ops:
         fmt = {"n": name, "k": KINDS[k]}
-        decls.append((UNARY_DECL if kind == "UNARY" else BINARY_DECL).format(**fmt))
-        defs.append((UNARY_DEF if kind == "UNARY" else BINARY_DEF).format(**fmt))
-    rows = "".join("\n    (%r, %d, %r)," % (name, ARITY[kind], k) for kind, name, k in ops)
+        decls.append((UNARY_DECL if arity == 1 else BINARY_DECL).format(**fmt))
+        defs.append((UNARY_DEF if arity == 1 else BINARY_DEF).format(**fmt))
+    rows = "".join("\n    (%r, %d, %r)," % row for row in ops)
     defs.append("\n# (C++ name, arity, kinds) of every line of elementwise.def, in its order."
                 "\nELEMENTWISE_OPS = (%s\n)\n" % rows)
     with open(dst, "w") as f:

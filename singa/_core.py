@@ -15,10 +15,9 @@ from functools import reduce
 import numpy as np
 
 from . import singa_wrap as singa
-from . import device as _device
 from . import _state
 from .device import get_default_device
-from .errors import CheckShapeError, CheckTypeError, CheckValueError  # noqa: F401
+from .errors import CheckShapeError
 
 CTensor = singa.Tensor
 
@@ -35,7 +34,7 @@ _BY_NAME = {"float": float32, "float32": float32, "float16": float16, "half": fl
 _NUMBER = (int, float, np.integer, np.floating, bool, np.bool_)
 
 
-# ---- conversions shared with _tensor_funcs and autograd ---------------------------------------------------
+# ---- conversions shared with _tensor_funcs and autograd -------------------------------------
 def _dtype(dtype, op="dtype"):
     """The singa dtype code of ``dtype``: a code, 'int'/'float'/'float16'..., int/float, or a
     numpy dtype among float32, float16 and int32."""

@@ -1,12 +1,8 @@
 """Helpers shared by the layer modules: input checks, size pairs, core handles.
 
-Note: errors where Apache SINGA asserts
-  SINGA checks much user input with ``assert`` (Linear's feature size, BatchNorm2d's momentum,
-  the inputs of initialize/compile, Optimizer.apply's shapes...), so SINGA code may catch
-  AssertionError. At those places we raise CheckShapeError, CheckTypeError or CheckValueError:
-  each is both our precise error (ShapeError/ValueError, TypeError, ValueError) and an
-  AssertionError. (Our own checks stay ordinary exceptions: unlike ``assert`` they also run
-  under ``python -O``.)
+Where Apache SINGA asserts on a layer's input (Linear's feature size, BatchNorm2d's momentum...)
+the checks here raise singa.errors' CheckShapeError / CheckTypeError / CheckValueError, each also
+an AssertionError (see singa/errors.py); the names stay importable from here.
 """
 import numbers
 

@@ -24,10 +24,9 @@ Note: what SINGA 3.3 does and what we do
   * bias=False leaves the biases out (SINGA ignores it); dropout acts between layers, in training.
 """
 from .. import autograd
-from .. import singa_wrap as singa
+from .. import errors
 from ..autograd import rnn as _rnn
 from ..tensor import Tensor
-from .. import errors
 from .base import Layer
 from ._util import check_dim, check_ndim, check_tensor, shape_error
 

@@ -155,7 +155,8 @@ def test_imports_of_singa_modules_are_at_the_top():
 def test_the_layering_would_catch_an_upward_import():
     """The parser resolves relative imports, and an upward one (a tensor helper importing
     autograd, as _core once did) is reported."""
-    src = "from . import _state\ndef f():\n    from . import autograd\n    from .autograd import base\n"
+    src = ("from . import _state\n"
+           "def f():\n    from . import autograd\n    from .autograd import base\n")
     imps = _parse("singa._core", False, src)
     assert imps == [("singa._state", False), ("singa.autograd", True),
                     ("singa.autograd.base", True)]

@@ -9,6 +9,7 @@ gradient rule (or an explicit "no gradient" entry).
 The .def file and the C++ tests are parsed from the sources, so the checks also hold for a copy
 of the tree (check_tree is what the tests call, with the repository's paths).
 """
+import importlib.util
 import pathlib
 import re
 
@@ -22,17 +23,17 @@ from singa.autograd import math as ag_math
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEF = ROOT / "cpp" / "include" / "singa" / "ops" / "elementwise.def"
 CPP_TESTS = ROOT / "tests" / "cpp"
-_LINE = re.compile(r"^SINGA_(UNARY|BINARY)\((\w+),\s*(\w+),")
 
 
-def parse_def(text):
-    """(name, arity, kinds) of every SINGA_UNARY / SINGA_BINARY line."""
-    rows = []
-    for line in text.splitlines():
-        m = _LINE.match(line.strip())
-        if m:
-            rows.append((m.group(2), 1 if m.group(1) == "UNARY" else 2, m.group(3)))
-    return rows
+def _load_generator():
+    """cython/gen_ops.py, whose parse() the build uses to read the table."""
+    spec = importlib.util.spec_from_file_location("gen_ops", ROOT / "cython" / "gen_ops.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+parse_def = _load_generator().parse
 
 
 def missing(rows, cpp_sources):
