@@ -7,6 +7,11 @@ overload, each under its own Cython name) and one Python function that picks the
 the argument types. The output is included by singa_wrap.pyx; it is build output, never edited.
 The declarations are `nogil` and every call runs inside `with nogil:` (operands converted first,
 with the GIL), so other Python threads run while a kernel does.
+
+The table itself also reaches Python, so that nothing above the extension restates the op list:
+
+    >>> singa_wrap.ELEMENTWISE_OPS[0]
+    ('Abs', 1, 'FI')          # (C++ name, arity, kinds: 'F' float32 only, 'FI' float32 and int32)
 """
 import re
 import sys
@@ -77,23 +82,33 @@ def {n}(a, b, Tensor out=None):
 '''
 
 KINDS = {"F": "float32", "FI": "float32 or int32"}
+ARITY = {"UNARY": 1, "BINARY": 2}
+
+
+def parse(text):
+    """(name, arity, kinds) of every SINGA_UNARY / SINGA_BINARY line of the table's text (also
+    used by tests/python/test_op_table.py)."""
+    rows = []
+    for line in text.splitlines():
+        m = LINE.match(line.strip())
+        if m:
+            kind, name, kinds = m.groups()
+            rows.append((name, ARITY[kind], kinds))
+    return rows
 
 
 def main(src, dst):
-    ops = []
     with open(src) as f:
-        for line in f:
-            m = LINE.match(line.strip())
-            if m:
-                ops.append(m.groups())
+        ops = parse(f.read())
     decls = [HEADER]
     defs = []
-    for kind, name, k in ops:
+    for name, arity, k in ops:
         fmt = {"n": name, "k": KINDS[k]}
-        decls.append((UNARY_DECL if kind == "UNARY" else BINARY_DECL).format(**fmt))
-        defs.append((UNARY_DEF if kind == "UNARY" else BINARY_DEF).format(**fmt))
-    names = ", ".join(repr(n) for _, n, _ in ops)
-    defs.append("\nELEMENTWISE_OPS = (%s,)\n" % names)
+        decls.append((UNARY_DECL if arity == 1 else BINARY_DECL).format(**fmt))
+        defs.append((UNARY_DEF if arity == 1 else BINARY_DEF).format(**fmt))
+    rows = "".join("\n    (%r, %d, %r)," % row for row in ops)
+    defs.append("\n# (C++ name, arity, kinds) of every line of elementwise.def, in its order."
+                "\nELEMENTWISE_OPS = (%s\n)\n" % rows)
     with open(dst, "w") as f:
         f.write("".join(decls) + "".join(defs))
 

@@ -1,26 +1,38 @@
 """The module-level functions of singa.tensor: creation and conversion, element-wise math,
 reductions, products, shapes and random fills (re-exported there; import singa.tensor, not this).
 
+    from singa import tensor
+    y = tensor.exp(x)                 # one function per row of singa_wrap.ELEMENTWISE_OPS
+    z = tensor.add(x, 2.0)            # the C++ name lower-cased, or the name in _PY_NAMES
+
 Every function computes with the C++ core (singa_wrap); only index bookkeeping (einsum,
-tensordot) happens in Python.
+tensordot) happens in Python. The elementwise functions are made from the table generated from
+cpp/include/singa/ops/elementwise.def, so a new line there gets its tensor function here.
 """
 import numpy as np
 
 from . import singa_wrap as singa
-from .tensor import (CheckShapeError, Tensor, CTensor, _wrap, _ct, _operand, _dev, _dtype,
-                     _np_input, product, float16, float32, int32)
+from ._core import (Tensor, _wrap, _ct, _operand, _dev, _dtype, _np_input, product, float16,
+                    float32, int32)
+from .errors import CheckShapeError
+
+# SINGA's names where they are not the C++ name lower-cased (ReLUBackward: not in SINGA).
+_PY_NAMES = {"EltwiseMult": "eltwise_mult", "ReLUBackward": "relu_backward"}
+
+
+def py_name(op):
+    """The tensor function's name of elementwise op ``op`` (its C++ name)."""
+    return _PY_NAMES.get(op, op.lower())
+
+
+_ELEMENTWISE = tuple(py_name(name) for name, _, _ in singa.ELEMENTWISE_OPS)
 
 __all__ = [
     # creation and conversion
     "from_raw_tensor", "from_raw_tensors", "sizeof", "from_numpy", "to_numpy", "to_host",
     "copy_from_numpy", "zeros", "ones", "zeros_like", "ones_like", "random", "_call_singa_func",
-    # element-wise, one operand
-    "abs", "negative", "sign", "square", "relu", "ceil", "floor", "round", "rounde", "exp", "log",
-    "sqrt", "reciprocal", "sigmoid", "softplus", "softsign", "tanh", "sin", "cos", "tan", "asin",
-    "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "clip", "leakyrelu",
-    # element-wise, two operands
-    "add", "sub", "eltwise_mult", "div", "pow", "maximum", "minimum",
-    "lt", "le", "gt", "ge", "eq", "ne",
+    # element-wise: the table's ops, and two with parameters
+    *_ELEMENTWISE, "clip", "leakyrelu",
     # reductions
     "sum", "average", "softmax", "sum_columns", "sum_rows",
     # products
@@ -102,63 +114,7 @@ def _call_singa_func(_singa_func, *args):
     return _wrap(_singa_func(*args))
 
 
-# ---- element-wise -------------------------------------------------------------------------
-def _unary(core, name, what):
-    fn = getattr(singa, core)
-
-    def f(t, out=None):
-        x = _ct(t, name)
-        if out is None:
-            return _wrap(fn(x))
-        fn(x, out=_ct(out, name))
-        return out
-
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = "A new tensor with %s of each element of t (into ``out`` if given)." % what
-    return f
-
-
-abs = _unary("Abs", "abs", "the absolute value")
-negative = _unary("Negative", "negative", "the negation")
-sign = _unary("Sign", "sign", "the sign (-1, 0 or 1)")
-square = _unary("Square", "square", "the square")
-relu = _unary("ReLU", "relu", "max(x, 0)")
-ceil = _unary("Ceil", "ceil", "the ceiling")
-floor = _unary("Floor", "floor", "the floor")
-round = _unary("Round", "round", "the nearest integer, halves away from zero")
-rounde = _unary("RoundE", "rounde", "the nearest integer, halves to even (like numpy.round)")
-exp = _unary("Exp", "exp", "e**x")
-log = _unary("Log", "log", "the natural logarithm")
-sqrt = _unary("Sqrt", "sqrt", "the square root")
-reciprocal = _unary("Reciprocal", "reciprocal", "1/x")
-sigmoid = _unary("Sigmoid", "sigmoid", "1/(1+exp(-x))")
-softplus = _unary("SoftPlus", "softplus", "log(1+exp(x))")
-softsign = _unary("SoftSign", "softsign", "x/(1+|x|)")
-tanh = _unary("Tanh", "tanh", "tanh(x)")
-sin = _unary("Sin", "sin", "sin(x)")
-cos = _unary("Cos", "cos", "cos(x)")
-tan = _unary("Tan", "tan", "tan(x)")
-asin = _unary("Asin", "asin", "asin(x)")
-acos = _unary("Acos", "acos", "acos(x)")
-atan = _unary("Atan", "atan", "atan(x)")
-sinh = _unary("Sinh", "sinh", "sinh(x)")
-cosh = _unary("Cosh", "cosh", "cosh(x)")
-asinh = _unary("Asinh", "asinh", "asinh(x)")
-acosh = _unary("Acosh", "acosh", "acosh(x)")
-atanh = _unary("Atanh", "atanh", "atanh(x)")
-erf = _unary("Erf", "erf", "the error function")
-
-
-def clip(t, low, high):
-    """Each element limited to [low, high]."""
-    return _wrap(singa.Clamp(_ct(t, "clip"), float(low), float(high)))
-
-
-def leakyrelu(t, a=0.01):
-    """x if x > 0 else a * x."""
-    return _wrap(singa.LeakyReLU(_ct(t, "leakyrelu"), float(a)))
-
-
+# ---- element-wise: one function per row of the table ---------------------------------------
 def _binary(fn, lhs, rhs, ret, op):
     if isinstance(lhs, Tensor):
         like = lhs.data
@@ -178,62 +134,66 @@ def _binary(fn, lhs, rhs, ret, op):
     return ret
 
 
-def add(lhs, rhs, ret=None):
-    """lhs + rhs element-wise (broadcasting); into ``ret`` if given."""
-    return _binary(singa.Add, lhs, rhs, ret, "Add")
+# SINGA's parameter names differ by function; each form keeps them (callers pass them by name).
+def _unary_form(fn, op, name):
+    def f(t, out=None):
+        x = _ct(t, name)
+        if out is None:
+            return _wrap(fn(x))
+        fn(x, out=_ct(out, name))
+        return out
+    return f
 
 
-def sub(lhs, rhs, ret=None):
-    """lhs - rhs element-wise; into ``ret`` if given."""
-    return _binary(singa.Sub, lhs, rhs, ret, "Sub")
+def _arith_form(fn, op, name):  # add, sub, eltwise_mult, div, maximum, minimum
+    def f(lhs, rhs, ret=None):
+        return _binary(fn, lhs, rhs, ret, op)
+    return f
 
 
-def eltwise_mult(lhs, rhs, ret=None):
-    """lhs * rhs element-wise; into ``ret`` if given."""
-    return _binary(singa.EltwiseMult, lhs, rhs, ret, "EltwiseMult")
+def _pow_form(fn, op, name):
+    def f(t, x, out=None):
+        return _binary(fn, t, x, out, op)
+    return f
 
 
-def div(lhs, rhs, ret=None):
-    """lhs / rhs element-wise (float32 result); into ``ret`` if given."""
-    return _binary(singa.Div, lhs, rhs, ret, "Div")
+def _compare_form(fn, op, name):  # no output argument in SINGA
+    def f(t, x):
+        return _binary(fn, t, x, None, op)
+    return f
 
 
-def pow(t, x, out=None):
-    """t ** x element-wise, x a number or a tensor; into ``out`` if given."""
-    return _binary(singa.Pow, t, x, out, "Pow")
+_FORMS = {"Pow": _pow_form, "LT": _compare_form, "LE": _compare_form, "GT": _compare_form,
+          "GE": _compare_form, "EQ": _compare_form, "NE": _compare_form}
+_KINDS = {"F": "float32", "FI": "float32 or int32"}
 
 
-def maximum(lhs, rhs, ret=None):
-    return _binary(singa.Maximum, lhs, rhs, ret, "Maximum")
+def _define(op, arity, kinds):
+    name = py_name(op)
+    form = _unary_form if arity == 1 else _FORMS.get(op, _arith_form)
+    f = form(getattr(singa, op), op, name)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = ("Elementwise %s (the core's %s, %s%s): a new tensor, or the output argument "
+                 "filled when given." % (name, op, _KINDS[kinds],
+                                         "" if arity == 1 else ", numpy broadcasting; either "
+                                         "operand may be a number or a numpy array"))
+    return name, f
 
 
-def minimum(lhs, rhs, ret=None):
-    return _binary(singa.Minimum, lhs, rhs, ret, "Minimum")
+for _row in singa.ELEMENTWISE_OPS:
+    _name, _f = _define(*_row)
+    globals()[_name] = _f
+del _row, _name, _f
 
 
-def lt(t, x):
-    """1 where t < x, else 0 (same dtype as the operands)."""
-    return _binary(singa.LT, t, x, None, "LT")
+def clip(t, low, high):
+    """Each element limited to [low, high]."""
+    return _wrap(singa.Clamp(_ct(t, "clip"), float(low), float(high)))
 
 
-def le(t, x):
-    return _binary(singa.LE, t, x, None, "LE")
-
-
-def gt(t, x):
-    return _binary(singa.GT, t, x, None, "GT")
-
-
-def ge(t, x):
-    return _binary(singa.GE, t, x, None, "GE")
-
-
-def eq(t, x):
-    return _binary(singa.EQ, t, x, None, "EQ")
-
-
-def ne(t, x):
-    return _binary(singa.NE, t, x, None, "NE")
+def leakyrelu(t, a=0.01):
+    """x if x > 0 else a * x."""
+    return _wrap(singa.LeakyReLU(_ct(t, "leakyrelu"), float(a)))
 
 
 # ---- reductions ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ raise ``DeviceUnavailableError``, which is a RuntimeError (and, for code written
 SINGA, whose checks were assertions, also an AssertionError).
 """
 from . import singa_wrap as singa
+from .errors import DeviceUnavailableError
 
 __all__ = [
     "DeviceUnavailableError", "get_default_device", "set_default_device", "create_cpu_device",
@@ -24,10 +25,6 @@ __all__ = [
     "is_lazy_alloc_enabled", "get_memory_stats", "get_memory_in_use", "get_peak_memory",
     "reset_peak_memory", "default_device",
 ]
-
-
-class DeviceUnavailableError(singa.SingaNotImplementedError, AssertionError):
-    """The requested kind of device is not part of this build (e.g. CUDA without USE_CUDA)."""
 
 
 def _require_cuda(what):

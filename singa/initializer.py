@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from . import tensor as _tensor
-from .layers._util import CheckValueError
+from .errors import CheckValueError
 from .tensor import Tensor
 
 __all__ = ["he_uniform", "he_normal", "glorot_uniform", "glorot_normal", "xavier_uniform",

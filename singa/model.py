@@ -53,24 +53,17 @@ from functools import wraps
 
 import numpy as np
 
+from . import _state
+from . import autograd
 from . import graph as _graph
 from . import layer
 from . import singa_wrap as singa
 from . import tensor
+from .errors import CheckTypeError, CheckpointError, CheckpointNotFound
 from .layers import base as _layer_base
-from .layers._util import CheckTypeError
 from .tensor import Tensor
 
 __all__ = ["Model", "ModelMeta", "CheckpointError", "CheckpointNotFound"]
-
-
-class CheckpointError(singa.SingaError, ValueError):
-    """A checkpoint file is unreadable (truncated, corrupt, not a checkpoint) or does not fit
-    the model (names or shapes)."""
-
-
-class CheckpointNotFound(FileNotFoundError, AssertionError):
-    """load_states was given a path with no file (SINGA asserts: also an AssertionError)."""
 
 
 # device -> the model whose recorded graph the device holds now
@@ -120,7 +113,6 @@ def _buffer_operation(func):
             # Weak references: results the caller dropped free their graph at once.
             prev = [r() for r in self.__dict__.pop("_eager_results", ())]
             if any(t is not None for t in prev):
-                from . import autograd
                 autograd.release_graph(*(t for t in prev if t is not None))
             out = func(self, *args, **kwargs)
             if self.training:
@@ -206,9 +198,8 @@ class Model(layer.Layer, metaclass=ModelMeta):
 
     def train(self, mode=True):
         """Training mode (mode=True) or evaluation mode; sets autograd.training too."""
-        from . import autograd
         self.training = bool(mode)
-        autograd.training = bool(mode)
+        _state.training = bool(mode)
 
     def eval(self):
         self.train(mode=False)

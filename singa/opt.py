@@ -32,9 +32,10 @@ import weakref
 
 import numpy as np
 
+from . import autograd
 from . import singa_wrap as singa
 from . import tensor
-from .layers._util import CheckShapeError, CheckTypeError
+from .errors import CheckShapeError, CheckTypeError
 from .layers.base import graph_paused
 from .tensor import Tensor
 
@@ -150,7 +151,6 @@ class Optimizer(object):
 
     def call(self, loss):
         """Backward from ``loss`` and update every parameter (without step())."""
-        from . import autograd
         # Values cached per step (1 - beta, bias corrections) are computed afresh by each call:
         # a recording that failed midway must not leave never-computed tensors behind.
         self._cache = {}

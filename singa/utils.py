@@ -18,8 +18,10 @@ import sys
 from collections import OrderedDict
 
 from . import singa_wrap as singa
+from . import errors
 from . import tensor
 from .autograd import nn as _nn
+from .autograd.base import Dummy
 
 _BAR_LENGTH = 20
 _SAME_MODES = ("SAME_UPPER", "SAME_LOWER")
@@ -99,9 +101,9 @@ def _spatial(x):
     return list(shape[2:])
 
 
-class PaddingMismatchError(AssertionError, ValueError):
-    """A handle's padding is not the one its SAME pad mode implies (an AssertionError, as in
-    SINGA, and a ValueError)."""
+# A handle's padding is not the one its SAME pad mode implies (an AssertionError, as in SINGA,
+# and a ValueError).
+PaddingMismatchError = errors.PaddingMismatchError
 
 
 def same_pad_shape_check(handle, pad_mode, x):
@@ -225,7 +227,6 @@ def post_order_recursive(root, root_t):
     recursion limit; a shared sub-graph is listed once, at its first completion, as SINGA's
     recursion (which revisits it) also leaves it.
     """
-    from .autograd import Dummy
     nodes, weights, inputs = OrderedDict(), OrderedDict(), OrderedDict()
     done = set()
     stack = [(root, root_t, False)]

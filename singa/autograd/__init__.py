@@ -7,34 +7,26 @@
     for p, g in autograd.backward(loss):       # parameters: tensors with stores_grad=True
         sgd.update(p, g)
 
-The code is split by theme: base (Operator, backward, the ``training`` flag), math (elementwise),
+The code is split by theme: base (Operator, Dummy, backward), math (elementwise, from the op table),
 activation, linalg (matmul, gemm, add_bias), reduce, shape, index (slice, gather, pad...),
 nn (conv2d, pooling_2d, batchnorm_2d, dropout) and loss. Everything is re-exported here.
 
-``autograd.training`` lives in base.py; assigning it here sets that one variable, which every
-submodule reads. Layer classes (Linear, Conv2d...) are re-exported from singa.layer on first use.
+``autograd.training`` is singa._state.training; assigning it here sets that one variable, which
+autograd, the layers and Model read. Layer classes (Linear, Conv2d...) are re-exported from
+singa.layer on first use.
 """
 import sys
 import types
 
+from .. import _state
 from .. import singa_wrap as singa  # noqa: F401  (Apache SINGA's autograd had these names)
 from .. import tensor  # noqa: F401
 from ..tensor import Tensor  # noqa: F401
-from . import base
+from . import base  # noqa: F401
 from .errors import ShapeError, AxisError, InputError, NoGradientError  # noqa: F401
 from .base import (CTensor, Operator, Operation, Dummy, infer_dependency, backward, gradients,
                    axis_helper, back_broadcast, ctensor2numpy, release_graph)
-from .math import (
-    ReLU, relu, Sigmoid, sigmoid, Tanh, tanh, Exp, exp, Log, log, Sqrt, sqrt, Abs, abs, Sign, sign,
-    Negative, negative, Reciprocal, reciprocal, Square, square, Sin, sin, Cos, cos, Tan, tan, Asin,
-    asin, Acos, acos, Atan, atan, Sinh, sinh, Cosh, cosh, Asinh, asinh, Acosh, acosh, Atanh,
-    atanh, SoftPlus, softplus, SoftSign, softsign, Erf, erf, Ceil, ceil, Floor, floor, Round,
-    round, Rounde, rounde, Identity, identity,
-    Add, add, Sub, sub, Mul, mul, Div, div, Pow, pow, add_all,
-    Sum, sum, Mean, mean, Max, max, Min, min,
-    Less, less, Greater, greater, Equal, equal, LessEqual, less_equal, GreaterEqual,
-    greater_equal, And, _and, Or, _or, Xor, _xor, Not, _not,
-    Clip, clip, Where, where, Cast, cast)
+from .math import *  # noqa: F401,F403  (the unary rows come from the op table; see __all__)
 from .activation import (LeakyRelu, leakyrelu, Elu, elu, SeLU, selu, HardSigmoid, hardsigmoid,
                          PRelu, prelu, SoftMax, softmax, LogSoftMax, log_softmax)
 from .linalg import Matmul, matmul, Gemm, gemm, AddBias, add_bias, CosSim, cossim
@@ -53,28 +45,38 @@ from .loss import (SoftMaxCrossEntropy, softmax_cross_entropy, CrossEntropy, cro
                    BinaryCrossEntropy, binary_cross_entropy, MeanSquareError, mse_loss,
                    RankingLoss, ranking_loss, QALSTMLoss, qa_lstm_loss)
 
-# Apache SINGA's autograd re-exported these layer classes (defined in singa.layer).
+from .rnn import _RNN, RNNHandle  # noqa: F401  (cuDNN's fused RNN, on every device)
+
+# Apache SINGA's autograd re-exported these layer classes (defined in singa.layer, which imports
+# this package: looked up on first use, PEP 562).
 _LAYER_ALIASES = ("Layer", "Linear", "Conv2d", "SeparableConv2d", "BatchNorm2d", "Pooling2d",
                   "MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "RNN_Base", "RNN", "LSTM")
 
 
+def __getattr__(name):
+    if name in _LAYER_ALIASES:
+        from .. import layer  # the one import against the layering (test_imports.py allows it)
+        return getattr(layer, name)
+    raise AttributeError("module 'singa.autograd' has no attribute %r" % (name,))
+
+
 class _AutogradModule(types.ModuleType):
-    """The package's module type: ``training`` reads and writes base.training."""
+    """The package's module type, for one attribute: ``training`` reads and writes
+    singa._state.training, which autograd, the layers and Model read.
+
+    SINGA scripts assign ``autograd.training = True``. Python lets a module intercept reads of
+    its attributes (PEP 562 ``__getattr__``) but not writes; only a module subclass with a
+    property can turn the assignment into a write of the shared flag. The alternative, every
+    reader looking the flag up on this package, would point the layers' and _core's arrows up.
+    """
 
     @property
     def training(self):
-        return base.training
+        return _state.training
 
     @training.setter
     def training(self, value):
-        base.training = bool(value)
-
-    def __getattr__(self, name):
-        if name in _LAYER_ALIASES:
-            from .. import layer
-            return getattr(layer, name)
-        raise AttributeError("module 'singa.autograd' has no attribute %r" % (name,))
+        _state.training = bool(value)
 
 
 sys.modules[__name__].__class__ = _AutogradModule
-from .rnn import _RNN, RNNHandle  # noqa: F401,E402  (cuDNN's fused RNN, on every device)

@@ -37,14 +37,14 @@ from collections import Counter
 import numpy as np
 
 from .. import singa_wrap as singa
-from .errors import ShapeError, AxisError
-from ..tensor import Tensor
+from .. import _state
+from .._core import Tensor
+from ..errors import ShapeError, AxisError
 
 CTensor = singa.Tensor
 
-# The one switch between training (record for backward) and inference. The package exposes it as
-# ``singa.autograd.training``; every module reads it here, as ``base.training``.
-training = False
+# The one switch between training (record for backward) and inference lives in singa._state
+# (layers and model read it too); users set it as ``singa.autograd.training``.
 
 
 # ---- small helpers on core tensors ------------------------------------------------------------
@@ -142,7 +142,7 @@ class Operator(object):
             if not isinstance(x, Tensor):
                 raise TypeError("%s: input %d must be a singa Tensor, got %s"
                                 % (type(self).__name__, i, type(x).__name__))
-        grads = training and any(x.requires_grad for x in xs)
+        grads = _state.training and any(x.requires_grad for x in xs)
         # A non-differentiable operator (comparisons, shape queries...) is still its outputs'
         # creator, as in SINGA, but its outputs carry no gradient and it records no inputs.
         record = grads and self.differentiable
@@ -406,3 +406,7 @@ def gradients(y, dy=None, retain_graph=None):
     """The gradients of y with respect to every tensor with stores_grad that backward(y, dy)
     reaches, as a dict keyed by id(tensor) (see Gradients)."""
     return Gradients(list(backward(y, dy, retain_graph)))
+
+
+# tensors made outside autograd get a Dummy creator (see singa._core.Tensor.creator)
+_state.leaf_creator = Dummy

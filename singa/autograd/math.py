@@ -1,5 +1,5 @@
-"""Elementwise math: the unary functions (one table), arithmetic with numpy broadcasting, the
-variadic sum/mean/max/min, comparisons and logic, clip, where and cast.
+"""Elementwise math: the unary functions (from the op table), arithmetic with numpy broadcasting,
+the variadic sum/mean/max/min, comparisons and logic, clip, where and cast.
 
     y = autograd.exp(x)
     z = autograd.add(x, b)            # b broadcast; its gradient is summed back to b's shape
@@ -7,21 +7,24 @@ variadic sum/mean/max/min, comparisons and logic, clip, where and cast.
     c = autograd.greater(x, y)        # 0/1 values; no gradient flows through comparisons
 
 Binary functions also accept a Python number or a numpy array for one operand (a constant).
+Every unary row of singa_wrap.ELEMENTWISE_OPS (generated from elementwise.def) becomes an
+Operator class and its function here, with its gradient rule from UNARY_GRADIENTS; the binary
+rows are listed in BINARY_GRADIENTS with the operator that differentiates them, or None.
 """
 import math as _math
 
 import numpy as np
 
 from .. import singa_wrap as singa
-from .errors import InputError, NoGradientError
-from ..tensor import Tensor, _dtype
+from .._core import Tensor, _dtype
+from ..errors import InputError, NoGradientError
 from . import base
 from .base import Operator, reduce_to
 
 _S = singa
 
 
-# ---- unary functions: one row per op ------------------------------------------------------
+# ---- unary functions: one row per op of the table ------------------------------------------
 class _Unary(Operator):
     """y = fn(x), dx = dy * deriv(x, y); ``saves`` says which of x and y deriv reads."""
     fn = None
@@ -45,7 +48,8 @@ def _unary(name, fn, deriv, saves="", base=_Unary, arg="x"):
     ``arg`` is the function's parameter name (SINGA calls it ``a`` for abs, exp and sign)."""
     cls = type(name, (base,), {"fn": staticmethod(fn),
                                "deriv": None if deriv is None else staticmethod(deriv),
-                               "saves": saves, "__doc__": "Elementwise %s." % name.lower()})
+                               "saves": saves, "__doc__": "Elementwise %s." % name.lower(),
+                               "__module__": __name__})
 
     if arg == "a":
         def function(a):
@@ -89,36 +93,63 @@ def _one_plus(t):
 
 _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 
-# class, function                  forward         dy/dx from (x, y)                     keeps
-ReLU, relu = _unary("ReLU", _S.ReLU, None, "y", _ReLUBase)
-Sigmoid, sigmoid = _unary("Sigmoid", _S.Sigmoid, lambda x, y: _M(y, _one_minus(y)), "y")
-Tanh, tanh = _unary("Tanh", _S.Tanh, lambda x, y: _one_minus(_sq(y)), "y")
-Exp, exp = _unary("Exp", _S.Exp, lambda x, y: y, "y", arg="a")
-Log, log = _unary("Log", _S.Log, lambda x, y: _inv(x), "x")
-Sqrt, sqrt = _unary("Sqrt", _S.Sqrt, lambda x, y: _D(0.5, y), "y")
-Abs, abs = _unary("Abs", _S.Abs, lambda x, y: _S.Sign(x), "x", arg="a")
-Sign, sign = _unary("Sign", _S.Sign, None, arg="a")
-Negative, negative = _unary("Negative", _S.Negative, lambda x, y: -1.0)
-Reciprocal, reciprocal = _unary("Reciprocal", _S.Reciprocal, lambda x, y: _neg(_sq(y)), "y")
-Square, square = _unary("Square", _S.Square, lambda x, y: _M(x, 2.0), "x")
-Sin, sin = _unary("Sin", _S.Sin, lambda x, y: _S.Cos(x), "x")
-Cos, cos = _unary("Cos", _S.Cos, lambda x, y: _neg(_S.Sin(x)), "x")
-Tan, tan = _unary("Tan", _S.Tan, lambda x, y: _one_plus(_sq(y)), "y")
-Asin, asin = _unary("Asin", _S.Asin, lambda x, y: _rsqrt(_one_minus(_sq(x))), "x")
-Acos, acos = _unary("Acos", _S.Acos, lambda x, y: _neg(_rsqrt(_one_minus(_sq(x)))), "x")
-Atan, atan = _unary("Atan", _S.Atan, lambda x, y: _inv(_one_plus(_sq(x))), "x")
-Sinh, sinh = _unary("Sinh", _S.Sinh, lambda x, y: _S.Cosh(x), "x")
-Cosh, cosh = _unary("Cosh", _S.Cosh, lambda x, y: _S.Sinh(x), "x")
-Asinh, asinh = _unary("Asinh", _S.Asinh, lambda x, y: _rsqrt(_one_plus(_sq(x))), "x")
-Acosh, acosh = _unary("Acosh", _S.Acosh, lambda x, y: _rsqrt(_S.Sub(_sq(x), 1.0)), "x")
-Atanh, atanh = _unary("Atanh", _S.Atanh, lambda x, y: _inv(_one_minus(_sq(x))), "x")
-SoftPlus, softplus = _unary("SoftPlus", _S.SoftPlus, lambda x, y: _S.Sigmoid(x), "x")
-SoftSign, softsign = _unary("SoftSign", _S.SoftSign, lambda x, y: _sq(_one_minus(_S.Abs(y))), "y")
-Erf, erf = _unary("Erf", _S.Erf, lambda x, y: _M(_S.Exp(_neg(_sq(x))), _TWO_OVER_SQRT_PI), "x")
-Ceil, ceil = _unary("Ceil", _S.Ceil, None)
-Floor, floor = _unary("Floor", _S.Floor, None)
-Round, round = _unary("Round", _S.Round, None)
-Rounde, rounde = _unary("Rounde", _S.RoundE, None)
+# The gradient rule of each unary op of the table, keyed by its C++ name: (what the rule reads,
+# dy/dx from the input x and the output y). None: piecewise constant, the gradient is zero.
+UNARY_GRADIENTS = {
+    "Abs": ("x", lambda x, y: _S.Sign(x)),
+    "Negative": ("", lambda x, y: -1.0),
+    "Sign": None,
+    "Square": ("x", lambda x, y: _M(x, 2.0)),
+    "ReLU": ("y", None),  # _ReLUBase.backward: the fused ReLUBackward kernel
+    "Ceil": None,
+    "Floor": None,
+    "Round": None,
+    "RoundE": None,
+    "Exp": ("y", lambda x, y: y),
+    "Log": ("x", lambda x, y: _inv(x)),
+    "Sqrt": ("y", lambda x, y: _D(0.5, y)),
+    "Reciprocal": ("y", lambda x, y: _neg(_sq(y))),
+    "Sigmoid": ("y", lambda x, y: _M(y, _one_minus(y))),
+    "SoftPlus": ("x", lambda x, y: _S.Sigmoid(x)),
+    "SoftSign": ("y", lambda x, y: _sq(_one_minus(_S.Abs(y)))),
+    "Tanh": ("y", lambda x, y: _one_minus(_sq(y))),
+    "Sin": ("x", lambda x, y: _S.Cos(x)),
+    "Cos": ("x", lambda x, y: _neg(_S.Sin(x))),
+    "Tan": ("y", lambda x, y: _one_plus(_sq(y))),
+    "Asin": ("x", lambda x, y: _rsqrt(_one_minus(_sq(x)))),
+    "Acos": ("x", lambda x, y: _neg(_rsqrt(_one_minus(_sq(x))))),
+    "Atan": ("x", lambda x, y: _inv(_one_plus(_sq(x)))),
+    "Sinh": ("x", lambda x, y: _S.Cosh(x)),
+    "Cosh": ("x", lambda x, y: _S.Sinh(x)),
+    "Asinh": ("x", lambda x, y: _rsqrt(_one_plus(_sq(x)))),
+    "Acosh": ("x", lambda x, y: _rsqrt(_S.Sub(_sq(x), 1.0))),
+    "Atanh": ("x", lambda x, y: _inv(_one_minus(_sq(x)))),
+    "Erf": ("x", lambda x, y: _M(_S.Exp(_neg(_sq(x))), _TWO_OVER_SQRT_PI)),
+}
+
+# Where SINGA's autograd differs from the C++ name: the class name, the function's parameter
+# name, the base class.
+_CLASS_NAMES = {"RoundE": "Rounde"}
+_ARG_A = ("Abs", "Exp", "Sign")
+_BASES = {"ReLU": _ReLUBase}
+
+UNARY_OPS = []  # (class, function) of each unary row, in the table's order
+
+
+def _define_unary(op):
+    rule = UNARY_GRADIENTS[op]
+    saves, deriv = rule if rule is not None else ("", None)
+    cls, fn = _unary(_CLASS_NAMES.get(op, op), getattr(singa, op), deriv, saves,
+                     _BASES.get(op, _Unary), "a" if op in _ARG_A else "x")
+    globals()[cls.__name__], globals()[fn.__name__] = cls, fn
+    UNARY_OPS.append((cls, fn))
+
+
+for _op, _arity, _kinds in singa.ELEMENTWISE_OPS:
+    if _arity == 1 and _op in UNARY_GRADIENTS:  # test_op_table.py checks every row has one
+        _define_unary(_op)
+del _op, _arity, _kinds
+
 Identity, identity = _unary("Identity", lambda x: x, None, "", _IdentityBase)
 
 
@@ -496,3 +527,22 @@ class Cast(Operator):
 def cast(x, to):
     """x converted to dtype ``to``."""
     return Cast(to)(x)[0]
+
+
+# The binary rows of the table: the autograd operator that differentiates each, or None.
+BINARY_GRADIENTS = {
+    "Add": Add, "Sub": Sub, "EltwiseMult": Mul, "Div": Div, "Pow": Pow,
+    "Maximum": Max, "Minimum": Min,
+    # comparisons: 0/1 results, no gradient (autograd's Less... raise NoGradientError)
+    "LT": None, "LE": None, "GT": None, "GE": None, "EQ": None, "NE": None,
+    # it is itself a gradient (of ReLU, used by ReLU.backward)
+    "ReLUBackward": None,
+}
+
+__all__ = (
+    [name for cls, fn in UNARY_OPS for name in (cls.__name__, fn.__name__)] +
+    ["Identity", "identity", "Add", "add", "Sub", "sub", "Mul", "mul", "Div", "div", "Pow", "pow",
+     "add_all", "Sum", "sum", "Mean", "mean", "Max", "max", "Min", "min",
+     "Less", "less", "Greater", "greater", "Equal", "equal", "LessEqual", "less_equal",
+     "GreaterEqual", "greater_equal", "And", "_and", "Or", "_or", "Xor", "_xor", "Not", "_not",
+     "Clip", "clip", "Where", "where", "Cast", "cast"])

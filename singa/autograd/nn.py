@@ -12,6 +12,7 @@ The handles carry the geometry and are built by the layers (singa/layer.py). ``o
 = (top, bottom, left, right) adds zero rows/columns before the op, for paddings that the
 symmetric (pad_h, pad_w) of a handle cannot express.
 """
+from .. import _state
 from .. import singa_wrap as singa
 from .errors import ShapeError, InputError
 from . import base
@@ -164,7 +165,7 @@ class _BatchNorm2d(Operator):
                              % (x.shape(),))
         self.eps = float(getattr(self.handle, "eps", 1e-5))
         momentum = 1.0 - float(getattr(self.handle, "factor", 0.9))  # the core's convention
-        if not base.training:
+        if not _state.training:
             return singa.BatchNormForwardInference(x, scale, bias, self.running_mean,
                                                    self.running_var, self.eps, self.relu)
         y, self.mean, self.var = singa.BatchNormForwardTraining(
@@ -208,7 +209,7 @@ class Dropout(Operator):
         self.init_seed = self.seed == 0
 
     def forward(self, x):
-        if not base.training or self.ratio == 0.0:
+        if not _state.training or self.ratio == 0.0:
             self.mask = None
             return x
         if not self.init_seed:

@@ -27,6 +27,8 @@ Note: cuDNN's conventions, which RNNHandle, _RNN and layer.CudnnRNN follow
 """
 from collections import namedtuple
 
+from .. import _state
+from .. import errors
 from .. import singa_wrap as singa
 from ..tensor import Tensor
 from . import base
@@ -95,7 +97,7 @@ def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropou
     hs, cs = [], [] if mode == 2 else None
     inputs = list(xs)
     for layer in range(num_layers):
-        if layer > 0 and dropout and base.training:
+        if layer > 0 and dropout and _state.training:
             inputs = [_dropout(x, ratio=dropout) for x in inputs]
         outs = []
         # the input projections of all steps at once: one (steps * batch, input) product
@@ -242,9 +244,8 @@ def _last_output(ys, masks):
     return out
 
 
-class RNNUsageError(ValueError, AssertionError):
-    """A misuse of _RNN that SINGA reported with an assertion (so ``except AssertionError`` in
-    SINGA code still catches it)."""
+# A misuse of _RNN that SINGA reported with an assertion (an AssertionError and a ValueError).
+RNNUsageError = errors.RNNUsageError
 
 
 class _RNN(base.Operator):

@@ -1,25 +1,15 @@
 """Helpers shared by the layer modules: input checks, size pairs, core handles.
 
-Note: errors where Apache SINGA asserts
-  SINGA checks much user input with ``assert`` (Linear's feature size, BatchNorm2d's momentum,
-  the inputs of initialize/compile, Optimizer.apply's shapes...), so SINGA code may catch
-  AssertionError. At those places we raise CheckShapeError, CheckTypeError or CheckValueError:
-  each is both our precise error (ShapeError/ValueError, TypeError, ValueError) and an
-  AssertionError. (Our own checks stay ordinary exceptions: unlike ``assert`` they also run
-  under ``python -O``.)
+Where Apache SINGA asserts on a layer's input (Linear's feature size, BatchNorm2d's momentum...)
+the checks here raise singa.errors' CheckShapeError / CheckTypeError / CheckValueError, each also
+an AssertionError (see singa/errors.py); the names stay importable from here.
 """
 import numbers
 
+from .. import autograd
 from .. import singa_wrap as singa
-from .. import tensor as _tensor
+from ..errors import CheckShapeError, CheckTypeError, CheckValueError  # noqa: F401
 from ..tensor import Tensor
-
-
-# defined next to Tensor (the lowest module that raises them), shared by the layers, opt, model
-# and initializer from here
-CheckShapeError = _tensor.CheckShapeError
-CheckTypeError = _tensor.CheckTypeError
-CheckValueError = _tensor.CheckValueError
 
 
 def shape_error(layer, msg, *args):
@@ -96,7 +86,6 @@ def handle_class(cpu_name, gpu_name, dev):
     """The core handle class (e.g. ConvHandle) for ``dev``: from singa_wrap, or from
     singa.autograd when the handles live there; None if this build has none."""
     name = cpu_name if dev.is_host() else gpu_name
-    from .. import autograd
     return getattr(singa, name, None) or getattr(autograd, name, None)
 
 

@@ -1,6 +1,7 @@
 """Convolution, pooling and batch normalisation layers (NCHW)."""
 import math
 
+from .. import autograd
 from ..tensor import Tensor
 from .base import Layer, graph_paused
 from ._util import (CheckValueError, check_dim, check_ndim, handle_class, make_handle,
@@ -296,5 +297,3 @@ class AvgPool1d(Pooling2d):
         super(AvgPool1d, self).__init__((1, kernel_size), (1, stride), (0, padding), False,
                                         pad_mode)
 
-
-from .. import autograd  # noqa: E402  (autograd may import this module)

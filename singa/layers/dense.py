@@ -2,6 +2,7 @@
 import math
 import warnings
 
+from .. import autograd
 from ..tensor import Tensor
 from .base import Layer
 from ._util import check_dim, check_ndim, check_tensor, shape_error
@@ -140,5 +141,3 @@ class Embedding(Layer):
         self.device_check(x, self.W)
         return autograd.embedding(x, self.W)
 
-
-from .. import autograd  # noqa: E402  (autograd may import this module)

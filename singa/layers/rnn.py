@@ -24,7 +24,7 @@ Note: what SINGA 3.3 does and what we do
   * bias=False leaves the biases out (SINGA ignores it); dropout acts between layers, in training.
 """
 from .. import autograd
-from .. import singa_wrap as singa
+from .. import errors
 from ..autograd import rnn as _rnn
 from ..tensor import Tensor
 from .base import Layer
@@ -33,9 +33,8 @@ from ._util import check_dim, check_ndim, check_tensor, shape_error
 __all__ = ["RNN_Base", "RNN", "LSTM", "GRU", "CudnnRNN"]
 
 
-class StepShapeError(singa.ShapeError, AssertionError):
-    """Steps of different batch sizes; SINGA asserted there, so ``except AssertionError`` in SINGA
-    code still catches it."""
+# Steps of different batch sizes; SINGA asserted there (an AssertionError and a ShapeError).
+StepShapeError = errors.StepShapeError
 
 
 def _param(shape, x, fill):

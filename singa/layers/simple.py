@@ -3,6 +3,7 @@
 Each is a thin shell over one autograd function; the loss layers first check that the targets
 fit the predictions, so a bad batch raises a ShapeError naming the layer and both shapes.
 """
+from .. import autograd
 from .base import Layer
 from ._util import check_ndim, check_tensor, shape_error
 
@@ -146,5 +147,3 @@ class ScatterElements(Layer):
     def forward(self, x, indices, updates):
         return autograd.scatter_elements(x, indices, updates, self.axis)
 
-
-from .. import autograd  # noqa: E402  (autograd may import this module)

@@ -37,6 +37,19 @@ std::map<std::string, UnaryCase> UnaryCases() {
       {"Atanh", {[](const Tensor& t) { return Atanh(t); }, [](double x) { return std::atanh(x); }, -0.9f, 0.9f}},
       {"Erf", {[](const Tensor& t) { return Erf(t); }, [](double x) { return std::erf(x); }, -3, 3}},
       {"Floor", {[](const Tensor& t) { return Floor(t); }, [](double x) { return std::floor(x); }, -9, 9}},
+      {"Ceil", {[](const Tensor& t) { return Ceil(t); }, [](double x) { return std::ceil(x); }, -9, 9}},
+      {"Round", {[](const Tensor& t) { return Round(t); }, [](double x) { return std::round(x); }, -9, 9}},
+      {"RoundE", {[](const Tensor& t) { return RoundE(t); }, [](double x) { return std::nearbyint(x); }, -9, 9}},
+      {"Sin", {[](const Tensor& t) { return Sin(t); }, [](double x) { return std::sin(x); }, -9, 9}},
+      {"Cos", {[](const Tensor& t) { return Cos(t); }, [](double x) { return std::cos(x); }, -9, 9}},
+      {"Tan", {[](const Tensor& t) { return Tan(t); }, [](double x) { return std::tan(x); }, -1.5f, 1.5f}},
+      {"Asin", {[](const Tensor& t) { return Asin(t); }, [](double x) { return std::asin(x); }, -1, 1}},
+      {"Acos", {[](const Tensor& t) { return Acos(t); }, [](double x) { return std::acos(x); }, -1, 1}},
+      {"Atan", {[](const Tensor& t) { return Atan(t); }, [](double x) { return std::atan(x); }, -9, 9}},
+      {"Sinh", {[](const Tensor& t) { return Sinh(t); }, [](double x) { return std::sinh(x); }, -9, 9}},
+      {"Cosh", {[](const Tensor& t) { return Cosh(t); }, [](double x) { return std::cosh(x); }, -9, 9}},
+      {"Asinh", {[](const Tensor& t) { return Asinh(t); }, [](double x) { return std::asinh(x); }, -9, 9}},
+      {"Acosh", {[](const Tensor& t) { return Acosh(t); }, [](double x) { return std::acosh(x); }, 1, 9}},
   };
 }
 
@@ -79,6 +92,8 @@ TEST(Elementwise, BinaryBroadcasting) {
   EXPECT_EQ(Sub(1.f, a).ToVector<float>(), (std::vector<float>{0, -1, -2, -3, -4, -5}));
   EXPECT_EQ(Pow(a, 2.f).ToVector<float>(), (std::vector<float>{1, 4, 9, 16, 25, 36}));
   EXPECT_EQ(Maximum(a, 3.5f).ToVector<float>(), (std::vector<float>{3.5, 3.5, 3.5, 4, 5, 6}));
+  EXPECT_EQ(Minimum(a, row).ToVector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(Minimum(3.5f, a).ToVector<float>(), (std::vector<float>{1, 2, 3, 3.5, 3.5, 3.5}));
 }
 
 TEST(Elementwise, ComparisonsGiveZeroOne) {

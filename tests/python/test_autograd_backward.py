@@ -173,11 +173,11 @@ def test_backward_frees_what_operators_saved():
 
 # ---- the training flag ----------------------------------------------------------------------
 def test_training_flag_is_shared_with_submodules():
-    from singa.autograd import base
+    from singa import _state
     autograd.training = False
-    assert base.training is False and autograd.training is False
+    assert _state.training is False and autograd.training is False
     autograd.training = True
-    assert base.training is True
+    assert _state.training is True
 
 
 def test_inference_records_nothing():
