@@ -32,3 +32,16 @@ else()
   message(STATUS "singa: USE_DNNL=OFF (oneDNN not found or disabled): reference CPU kernels "
                  "only; install libdnnl-dev for the oneDNN backend")
 endif()
+
+# Open MPI (Debian's openmpi-bin libopenmpi-dev) for the distributed collectives
+# (singa::Communicator, opt.DistOpt). USE_DIST (Apache SINGA's name) is ON by default when found.
+find_package(MPI COMPONENTS CXX QUIET)
+option(USE_DIST "Build the MPI collectives (singa::Communicator, opt.DistOpt)" ${MPI_CXX_FOUND})
+if(USE_DIST AND NOT MPI_CXX_FOUND)
+  message(FATAL_ERROR "singa: USE_DIST=ON but MPI was not found: install openmpi-bin "
+                      "libopenmpi-dev or configure with -DUSE_DIST=OFF")
+elseif(USE_DIST)
+  message(STATUS "singa: MPI ${MPI_CXX_VERSION} (USE_DIST=ON: Communicator and DistOpt)")
+else()
+  message(STATUS "singa: USE_DIST=OFF: no distributed training (install libopenmpi-dev)")
+endif()

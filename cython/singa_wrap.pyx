@@ -35,7 +35,7 @@ for _name, _value in (("kFloat32", <int>kFloat32), ("kFloat16", <int>kFloat16), 
 
 # Build flags, as Apache SINGA exposes them.
 USE_CUDA = False
-USE_DIST = False
+USE_DIST = False  # set from libsinga by dist.pxi
 USE_DNNL = False  # set below from libsinga itself (built_with_dnnl, device.pxi)
 USE_PYTHON3 = True
 USE_OPENCL = False
@@ -68,5 +68,6 @@ include "ops.pxi"
 include "elementwise_ops.pxi"
 include "nn.pxi"
 include "kernels.pxi"
+include "dist.pxi"
 
 USE_DNNL = built_with_dnnl()

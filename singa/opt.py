@@ -426,9 +426,4 @@ class Adam(Optimizer):
         self._descend(param_value, singa.Div(m_hat, denom))
 
 
-class DistOpt(object):
-    """Apache SINGA's distributed (NCCL/MPI) optimizer wrapper; not part of this build."""
-
-    def __init__(self, opt=None, *args, **kwargs):
-        raise NotImplementedError("DistOpt needs singa built with CUDA, NCCL and MPI "
-                                  "(singa_wrap.USE_DIST is False)")
+from .dist_opt import DistOpt  # noqa: E402  (the MPI data-parallel wrapper; it imports opt)

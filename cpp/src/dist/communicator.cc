@@ -1,0 +1,296 @@
+// singa::Communicator over MPI (see singa/dist/communicator.h).
+//
+// Why every all-reduce is MPI_Reduce to rank 0 then MPI_Bcast rather than MPI_Allreduce: an
+// all-reduce may add the ranks' values in a different order on each rank (recursive doubling),
+// so float sums could differ in the last bit between ranks and the replicas would drift apart.
+// Reducing at one rank and broadcasting its result keeps the parameters bitwise identical.
+#include "singa/dist/communicator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "singa/core/error.h"
+
+#ifdef SINGA_USE_DIST
+#include <mpi.h>
+#endif
+
+namespace singa {
+
+namespace {
+enum Mode { kDense = 0, kHalf = 1, kSparse = 2 };
+}
+
+#ifndef SINGA_USE_DIST
+
+bool BuiltWithDist() { return false; }
+
+struct Communicator::State {};
+
+Communicator::Communicator(size_t buff_size) : buff_size_(buff_size) {
+  throw NotImplementedError(
+      "Communicator: this singa was built without MPI (USE_DIST=OFF); install Open MPI "
+      "(openmpi-bin libopenmpi-dev) and rebuild, then start the script with mpirun");
+}
+Communicator::~Communicator() = default;
+void Communicator::Submit(std::vector<Tensor>&, const char*, int, float, float, bool, Tensor*) {}
+void Communicator::Abort(int) {}
+void Communicator::Finalize() {}
+
+#else  // SINGA_USE_DIST
+
+bool BuiltWithDist() { return true; }
+
+namespace {
+
+bool g_we_initialised = false;
+
+void Check(int rc, const char* op, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) len = 0;
+  throw Error(std::string(op) + ": " + call + " failed: " + std::string(msg, len));
+}
+
+bool MpiFinalized() {
+  int done = 0;
+  MPI_Finalized(&done);
+  return done != 0;
+}
+
+// Half sum for MPI_Reduce on uint16 words holding IEEE halves (added in float, stored as half).
+void HalfSum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const Half* a = static_cast<const Half*>(in);
+  Half* b = static_cast<Half*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = FloatToHalf(HalfToFloat(a[i]) + HalfToFloat(b[i]));
+}
+
+}  // namespace
+
+struct Communicator::State {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Op half_sum = MPI_OP_NULL;
+  int size = 1;
+  size_t chunk = 4194304;
+  std::vector<float> buf;       // the fusion buffer
+  std::vector<Half> hbuf;       // its float16 image
+  ~State() {
+    if (MpiFinalized()) return;
+    if (half_sum != MPI_OP_NULL) MPI_Op_free(&half_sum);
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+
+  // Every rank must reduce the same number of elements: a mismatch (different models, or
+  // collectives submitted in a different order) is reported on every rank, not left to hang
+  // or to corrupt memory.
+  void CheckCount(const char* op, size_t n) {
+    long long mine[2] = {static_cast<long long>(n), -static_cast<long long>(n)}, ext[2];
+    Check(MPI_Allreduce(mine, ext, 2, MPI_LONG_LONG, MPI_MAX, comm), op, "MPI_Allreduce");
+    SINGA_CHECK_SHAPE(ext[0] == mine[0] && ext[1] == mine[1],
+                      op << ": ranks reduce different numbers of elements (this rank " << n
+                         << ", others between " << -ext[1] << " and " << ext[0]
+                         << "): the parameter shapes or the order of collectives differ");
+  }
+
+  template <typename T>
+  void ReduceBcast(const char* op, T* data, size_t n, MPI_Datatype type, MPI_Op sum) {
+    int rank = 0;
+    Check(MPI_Comm_rank(comm, &rank), op, "MPI_Comm_rank");
+    for (size_t at = 0; at < n; at += chunk) {
+      const int cnt = static_cast<int>(std::min(chunk, n - at));
+      void* send = rank == 0 ? MPI_IN_PLACE : static_cast<void*>(data + at);
+      Check(MPI_Reduce(send, data + at, cnt, type, sum, 0, comm), op, "MPI_Reduce");
+      Check(MPI_Bcast(data + at, cnt, type, 0, comm), op, "MPI_Bcast");
+    }
+  }
+
+  // g (n floats) <- sum over ranks of each rank's selected elements of g (+ acc).
+  void Sparse(const char* op, float* g, size_t n, float* acc, float spars, bool topK) {
+    if (acc) for (size_t i = 0; i < n; ++i) g[i] += acc[i];
+    std::vector<int> idx;
+    if (topK) {
+      size_t k = std::min(n, static_cast<size_t>(std::ceil(spars * static_cast<double>(n))));
+      k = std::max<size_t>(k, 1);
+      idx.resize(n);
+      std::iota(idx.begin(), idx.end(), 0);
+      // the k largest |g|, ties by index, so the choice is deterministic
+      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [g](int a, int b) {
+        float fa = std::fabs(g[a]), fb = std::fabs(g[b]);
+        return fa > fb || (fa == fb && a < b);
+      });
+      idx.resize(k);
+      std::sort(idx.begin(), idx.end());
+    } else {
+      for (size_t i = 0; i < n; ++i)
+        if (std::fabs(g[i]) >= spars) idx.push_back(static_cast<int>(i));
+    }
+    std::vector<float> val(idx.size());
+    for (size_t j = 0; j < idx.size(); ++j) val[j] = g[idx[j]];
+    if (acc) {  // error correction: keep what was not sent
+      std::memcpy(acc, g, n * sizeof(float));
+      for (int i : idx) acc[i] = 0.0f;
+    }
+    int mine = static_cast<int>(idx.size());
+    std::vector<int> counts(size), displs(size, 0);
+    Check(MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), op,
+          "MPI_Allgather");
+    for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+    const int total = displs[size - 1] + counts[size - 1];
+    std::vector<int> all_idx(std::max(total, 1));
+    std::vector<float> all_val(std::max(total, 1));
+    Check(MPI_Allgatherv(idx.data(), mine, MPI_INT, all_idx.data(), counts.data(),
+                         displs.data(), MPI_INT, comm), op, "MPI_Allgatherv");
+    Check(MPI_Allgatherv(val.data(), mine, MPI_FLOAT, all_val.data(), counts.data(),
+                         displs.data(), MPI_FLOAT, comm), op, "MPI_Allgatherv");
+    // every rank adds the contributions in rank order: identical results everywhere
+    std::fill(g, g + n, 0.0f);
+    for (int j = 0; j < total; ++j) g[all_idx[j]] += all_val[j];
+  }
+};
+
+Communicator::Communicator(size_t buff_size) : buff_size_(buff_size) {
+  const char* op = "Communicator";
+  SINGA_CHECK_VALUE(buff_size > 0 && buff_size <= (1u << 30),
+                    op << ": buffSize must be in [1, 2^30] elements, got " << buff_size);
+  int inited = 0;
+  Check(MPI_Initialized(&inited), op, "MPI_Initialized");
+  if (!inited) {
+    SINGA_CHECK(!MpiFinalized(), Error, op << ": MPI was already finalised in this process");
+    int provided = 0;
+    // collectives are chained in a graph (one at a time) but may run on a worker thread
+    Check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), op,
+          "MPI_Init_thread");
+    g_we_initialised = true;
+  }
+  Check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), op,
+        "MPI_Comm_set_errhandler");
+  state_ = std::make_shared<State>();
+  state_->chunk = buff_size;
+  // our own communicator: the user's MPI traffic on the world cannot interleave with ours
+  Check(MPI_Comm_dup(MPI_COMM_WORLD, &state_->comm), op, "MPI_Comm_dup");
+  Check(MPI_Comm_set_errhandler(state_->comm, MPI_ERRORS_RETURN), op, "MPI_Comm_set_errhandler");
+  Check(MPI_Comm_size(state_->comm, &world_size_), op, "MPI_Comm_size");
+  Check(MPI_Comm_rank(state_->comm, &global_rank_), op, "MPI_Comm_rank");
+  state_->size = world_size_;
+  MPI_Comm node;
+  Check(MPI_Comm_split_type(state_->comm, MPI_COMM_TYPE_SHARED, global_rank_, MPI_INFO_NULL,
+                            &node), op, "MPI_Comm_split_type");
+  int rc = MPI_Comm_rank(node, &local_rank_);
+  MPI_Comm_free(&node);
+  Check(rc, op, "MPI_Comm_rank");
+  Check(MPI_Op_create(&HalfSum, 1, &state_->half_sum), op, "MPI_Op_create");
+}
+
+Communicator::~Communicator() = default;
+
+void Communicator::Abort(int code) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (inited && !MpiFinalized()) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+void Communicator::Finalize() {
+  if (g_we_initialised && !MpiFinalized()) MPI_Finalize();
+}
+
+void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale,
+                          float spars, bool topK, Tensor* acc) {
+  SINGA_CHECK_VALUE(!ts.empty(), op << ": no tensor to reduce");
+  std::vector<Block*> blocks;
+  size_t total = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const Tensor& t = ts[i];
+    SINGA_CHECK_VALUE(t.block() != nullptr, op << ": tensor " << i << " is empty (no memory)");
+    SINGA_CHECK_DTYPE(t.data_type() == kFloat32, op << ": tensor " << i << " (shape "
+                                                    << t.shape() << ") must be float32, got "
+                                                    << t.data_type());
+    SINGA_CHECK_SHAPE(t.IsContiguous(), op << ": tensor " << i << " (shape " << t.shape()
+                                           << ") is a non-contiguous view");
+    SINGA_CHECK_DEVICE(t.device()->is_host() && t.device() == ts[0].device(),
+                       op << ": MPI collectives take tensors of one CPU device (tensor " << i
+                          << "); CUDA tensors need the NCCL build");
+    blocks.push_back(t.block());
+    total += t.Size();
+  }
+  std::vector<Block*> reads = blocks;
+  if (acc) {
+    SINGA_CHECK_SHAPE(acc->block() != nullptr && acc->data_type() == kFloat32 &&
+                          acc->IsContiguous() && acc->Size() == total,
+                      op << ": the accumulation tensor must be a contiguous float32 tensor of "
+                         << total << " elements, got shape " << acc->shape());
+    reads.push_back(acc->block());
+    blocks.push_back(acc->block());
+  }
+  const std::vector<Tensor> keep = ts;  // the lambda keeps the blocks alive for a graph
+  const Tensor acc_t = acc ? *acc : Tensor();
+  const bool has_acc = acc != nullptr;
+  auto st = state_;
+  ts[0].device()->Exec(
+      [st, keep, acc_t, has_acc, op, mode, scale, spars, topK, total](Context*) {
+        st->CheckCount(op, total);
+        st->buf.resize(total);
+        float* buf = st->buf.data();
+        size_t at = 0;
+        for (const Tensor& t : keep) {
+          std::memcpy(buf + at, t.block()->data(), t.Size() * sizeof(float));
+          at += t.Size();
+        }
+        if (mode == kDense) {
+          st->ReduceBcast(op, buf, total, MPI_FLOAT, MPI_SUM);
+        } else if (mode == kHalf) {
+          st->hbuf.resize(total);
+          for (size_t i = 0; i < total; ++i) st->hbuf[i] = FloatToHalf(buf[i]);
+          st->ReduceBcast(op, st->hbuf.data(), total, MPI_UINT16_T, st->half_sum);
+          for (size_t i = 0; i < total; ++i) buf[i] = HalfToFloat(st->hbuf[i]);
+        } else {
+          float* a = has_acc ? static_cast<float*>(acc_t.block()->mutable_data()) : nullptr;
+          st->Sparse(op, buf, total, a, spars, topK);
+        }
+        at = 0;
+        for (const Tensor& t : keep) {
+          float* dst = static_cast<float*>(t.block()->mutable_data());
+          for (size_t i = 0; i < t.Size(); ++i) dst[i] = buf[at + i] * scale;
+          at += t.Size();
+        }
+      },
+      reads, blocks, op, /*use_rand_generator=*/true);  // the ordering chain, see the header
+}
+
+#endif  // SINGA_USE_DIST
+
+void Communicator::Synch(Tensor& t, float scale) {
+  std::vector<Tensor> ts{t};
+  Submit(ts, "Communicator.synch", kDense, scale, 0, false, nullptr);
+}
+void Communicator::FusedSynch(std::vector<Tensor>& ts, bool send, float scale) {
+  if (send) Submit(ts, "Communicator.fusedSynch", kDense, scale, 0, false, nullptr);
+}
+void Communicator::SynchHalf(Tensor& t, float scale) {
+  std::vector<Tensor> ts{t};
+  Submit(ts, "Communicator.synchHalf", kHalf, scale, 0, false, nullptr);
+}
+void Communicator::FusedSynchHalf(std::vector<Tensor>& ts, bool send, float scale) {
+  if (send) Submit(ts, "Communicator.fusedSynchHalf", kHalf, scale, 0, false, nullptr);
+}
+void Communicator::Sparsification(Tensor& t, float spars, bool topK) {
+  std::vector<Tensor> ts{t};
+  Submit(ts, "Communicator.sparsification", kSparse, 1.0f, spars, topK, nullptr);
+}
+void Communicator::Sparsification(Tensor& t, Tensor& acc, float spars, bool topK) {
+  std::vector<Tensor> ts{t};
+  Submit(ts, "Communicator.sparsification", kSparse, 1.0f, spars, topK, &acc);
+}
+void Communicator::FusedSparsification(std::vector<Tensor>& ts, float spars, bool topK) {
+  Submit(ts, "Communicator.fusedSparsification", kSparse, 1.0f, spars, topK, nullptr);
+}
+void Communicator::FusedSparsification(std::vector<Tensor>& ts, Tensor& acc, float spars,
+                                       bool topK) {
+  Submit(ts, "Communicator.fusedSparsification", kSparse, 1.0f, spars, topK, &acc);
+}
+void Communicator::Wait() {}
+
+}  // namespace singa
