@@ -4,7 +4,7 @@
 
 Every rank builds the same MLP from the same seed, takes its shard (rows r*B..(r+1)*B) of each
 global batch of world_size*B rows, and writes its parameters after every step to
-<out>/rank<r>.npz (keys "<step>/<param>") plus its losses.
+<out>/rank<r>.npz (keys "init/<param>" and "<step>/<param>") plus its losses.
 """
 import argparse
 import os
@@ -17,9 +17,9 @@ FEATURES, HIDDEN, CLASSES = 12, 16, 4
 
 
 class MLP(model.Model):
-    def __init__(self):
+    def __init__(self, hidden=HIDDEN):
         super().__init__()
-        self.linear1 = layer.Linear(HIDDEN)
+        self.linear1 = layer.Linear(hidden)
         self.relu = layer.ReLU()
         self.linear2 = layer.Linear(CLASSES)
         self.softmax_cross_entropy = layer.SoftMaxCrossEntropy()
@@ -56,13 +56,15 @@ def main():
                     help="rows per step of the global data (default batch * world size)")
     ap.add_argument("--spars", type=float, default=0.05)
     ap.add_argument("--fail-rank", type=int, default=-1, help="this rank raises at step 1")
+    ap.add_argument("--mismatch", action="store_true",
+                    help="rank 1 has a wider hidden layer (parameter shapes differ)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
     sgd = opt.DistOpt(opt.SGD(lr=0.1, momentum=0.9))
     rank, world = sgd.global_rank, sgd.world_size
     dev = device.create_cpu_device(7)
-    net = MLP()
+    net = MLP(HIDDEN + 1 if a.mismatch and rank == 1 else HIDDEN)
     net.set_optimizer(sgd)
     tx = tensor.Tensor((a.batch, FEATURES), dev)
     ty = tensor.Tensor((a.batch,), dev, tensor.int32)
@@ -75,7 +77,7 @@ def main():
 
     data = np.random.default_rng(1)
     gb = a.global_batch or a.batch * world
-    saved, losses = {}, []
+    saved, losses = {"init/" + k: v for k, v in init.items()}, []
     for step in range(a.steps):
         x = data.standard_normal((gb, FEATURES)).astype(np.float32)
         y = (np.abs(x[:, :CLASSES]).argmax(1)).astype(np.int32)  # learnable labels
