@@ -25,6 +25,27 @@ struct FinalizeAtExit {
 
 }  // namespace
 
+// The graph's collective chain, independent of MPI: collectives on unrelated blocks run in
+// submission order, and form a chain of their own (random-number ops are not tied to them).
+TEST(Dist, GraphChainsCollectivesInSubmissionOrder) {
+  auto dev = std::make_shared<CppCPU>();
+  auto b0 = dev->NewBlock(4), b1 = dev->NewBlock(4), b2 = dev->NewBlock(4), b3 = dev->NewBlock(4);
+  auto noop = [](Context*) {};
+  dev->EnableGraph(true);
+  dev->Exec(noop, {}, {b0.get()}, "allreduce0", false, nullptr, /*collective=*/true);
+  dev->Exec(noop, {}, {b1.get()}, "rand0", /*use_rand_generator=*/true);
+  dev->Exec(noop, {}, {b2.get()}, "allreduce1", false, nullptr, /*collective=*/true);
+  dev->Exec(noop, {}, {b3.get()}, "rand1", /*use_rand_generator=*/true);
+  dev->EnableGraph(false);
+  dev->RunGraph(false);
+  const auto& n = dev->graph()->nodes();
+  EXPECT_EQ(n[0].succ, (std::vector<size_t>{2}));
+  EXPECT_EQ(n[1].succ, (std::vector<size_t>{3}));
+  EXPECT_EQ(n[2].num_pred, 1u);
+  EXPECT_EQ(n[3].num_pred, 1u);
+  dev->ResetGraph();
+}
+
 TEST(Dist, WithoutMpiTheCommunicatorIsNotImplemented) {
   if (BuiltWithDist()) GTEST_SKIP() << "built with MPI";
   EXPECT_THROW(Communicator c(16), NotImplementedError);

@@ -20,11 +20,11 @@ Device::~Device() { graph_.reset(); }
 
 void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
                   const std::vector<Block*>& write_blocks, const std::string& op_name,
-                  bool use_rand_generator, OpFunc relu_fused) {
+                  bool use_rand_generator, OpFunc relu_fused, bool collective) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (buffering_) {
     graph_->AddOperation(std::move(fn), read_blocks, write_blocks, op_name, use_rand_generator,
-                         std::move(relu_fused));
+                         std::move(relu_fused), collective);
   } else {
     fn(&ctx_);
   }

@@ -257,7 +257,8 @@ void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, flo
           at += t.Size();
         }
       },
-      reads, blocks, op, /*use_rand_generator=*/true);  // the ordering chain, see the header
+      reads, blocks, op, /*use_rand_generator=*/false, /*relu_fused=*/nullptr,
+      /*collective=*/true);
 }
 
 #endif  // SINGA_USE_DIST

@@ -37,7 +37,7 @@ Graph::~Graph() {
 
 void Graph::AddOperation(OpFunc fn, const std::vector<Block*>& reads,
                          const std::vector<Block*>& writes, const std::string& name,
-                         bool use_rand, OpFunc relu_fused) {
+                         bool use_rand, OpFunc relu_fused, bool collective) {
   Node n;
   n.fn = std::move(fn);
   if (!writes.empty()) n.relu_fused = std::move(relu_fused);
@@ -45,6 +45,7 @@ void Graph::AddOperation(OpFunc fn, const std::vector<Block*>& reads,
   n.writes = writes;
   n.name = name.empty() ? "op" : name;
   n.use_rand = use_rand;
+  n.collective = collective;
   nodes_.push_back(std::move(n));
   built_ = false;
 }
@@ -84,7 +85,7 @@ void Graph::Build(bool sequential) {
   std::unordered_map<Block*, size_t> last_writer;
   std::unordered_map<Block*, std::vector<size_t>> readers_since_write;
   std::vector<std::unordered_set<size_t>> preds(nodes_.size());
-  size_t last_rand = SIZE_MAX;
+  size_t last_rand = SIZE_MAX, last_collective = SIZE_MAX;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     auto add_edge = [&](size_t from) {
       if (from != i) preds[i].insert(from);
@@ -102,6 +103,10 @@ void Graph::Build(bool sequential) {
     if (nodes_[i].use_rand) {
       if (last_rand != SIZE_MAX) add_edge(last_rand);    // same generator order as eager
       last_rand = i;
+    }
+    if (nodes_[i].collective) {  // every rank must enter its collectives in the same order
+      if (last_collective != SIZE_MAX) add_edge(last_collective);
+      last_collective = i;
     }
     for (Block* b : nodes_[i].reads) readers_since_write[b].push_back(i);
     for (Block* b : nodes_[i].writes) {

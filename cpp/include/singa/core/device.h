@@ -67,9 +67,12 @@ class Device {
   /// Submits an operation. See the file comment for the contract. `relu_fused`, when given, is
   /// the same operation with max(0, .) applied to its first written block (a kernel post-op);
   /// a graph runs it instead when that block's only reader is a ReLU (Graph: ReLU fusion).
+  /// `collective`: a cross-process collective (singa/dist): a graph keeps all of them in
+  /// submission order, so every rank runs its collectives in the same order.
   void Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
             const std::vector<Block*>& write_blocks, const std::string& op_name = "",
-            bool use_rand_generator = false, OpFunc relu_fused = nullptr);
+            bool use_rand_generator = false, OpFunc relu_fused = nullptr,
+            bool collective = false);
 
   /// A block of `size` bytes with no memory yet.
   std::shared_ptr<Block> NewBlock(size_t size);

@@ -6,10 +6,9 @@
 //   comm.Wait();                              // no-op on CPU (calls are blocking when they run)
 //
 // Every collective is submitted through Device::Exec with the blocks it reads and writes, so a
-// buffered graph records it and replays it. They are submitted with the device's ordering flag
-// (use_rand_generator): a graph chains all such operations in submission order, which keeps the
-// collectives in the same order on every rank (a second chain flag would order them separately
-// from the random-number ops; one chain is stricter, never wrong, and leaves Exec unchanged).
+// buffered graph records it and replays it. They are submitted as collectives (Exec's
+// `collective` flag): a graph chains them in submission order, as it chains the random-number
+// ops, so every rank runs its collectives in the same order whatever the schedule.
 //
 // Errors throw singa::Error (MPI's error handler on the world communicator is set to return
 // errors; every return code is checked). A build without MPI (USE_DIST=OFF) compiles this header

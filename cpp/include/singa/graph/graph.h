@@ -61,6 +61,7 @@ class Graph {
     std::vector<Block*> reads, writes;
     std::string name;
     bool use_rand = false;
+    bool collective = false;   ///< an MPI/NCCL collective: chained in submission order
     OpFunc relu_fused;         ///< the operation with a ReLU post-op on writes[0], if it has one
     bool run_fused = false;    ///< runs relu_fused (its ReLU was fused into it)
     bool skip = false;         ///< a ReLU fused into its producer: nothing to run
@@ -84,7 +85,7 @@ class Graph {
   /// Records one operation (called by Device::Exec while buffering).
   void AddOperation(OpFunc fn, const std::vector<Block*>& reads,
                     const std::vector<Block*>& writes, const std::string& name, bool use_rand,
-                    OpFunc relu_fused = nullptr);
+                    OpFunc relu_fused = nullptr, bool collective = false);
   /// Runs every recorded operation; builds the graph first if it changed.
   void Run(bool sequential);
   /// Drops every recorded operation and releases planned memory.
