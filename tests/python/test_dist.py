@@ -5,7 +5,8 @@ and off, N = 2 and 3); the parameters are bitwise identical on every rank after 
 each DistOpt option; a plain run without mpirun is world size 1; the sparse all-reduce sends
 nothing below its threshold and everything with topK fraction 1; a rank that raises stops the
 job (MPI_Abort from DistOpt's excepthook) within a bounded time; mismatched parameter shapes
-raise a clear error on every rank. Skipped only when mpirun or the build's MPI is missing.
+raise a clear error on every rank; half and the sparse options still train the digits
+(examples/dist/train_mpi.py). Skipped only when mpirun or the build's MPI is missing.
 """
 import os
 import shutil
@@ -133,3 +134,20 @@ def test_mismatched_parameter_shapes_raise_on_every_rank(tmp_path):
     p = launch(tmp_path, 2, mismatch=True, steps=2, timeout=30)
     assert p.returncode != 0
     assert "ranks reduce different numbers of elements" in p.stdout + p.stderr
+
+
+EXAMPLE = os.path.join(ROOT, "examples", "dist", "train_mpi.py")
+
+
+@pytest.mark.parametrize("option", ["half", "sparseTopK", "sparseThreshold"])
+def test_lossy_options_still_train_on_the_digits(option):
+    """SINGA's train_mpi.py-style example under mpirun -np 2: the mean loss falls by half."""
+    args = [MPIRUN, "-np", "2", "--allow-run-as-root", "--oversubscribe", "-x", "PYTHONPATH",
+            "-x", "OMP_NUM_THREADS", "-x", "LD_LIBRARY_PATH", sys.executable, EXAMPLE, "mlp",
+            "--graph", "--dist-option", option, "--spars", "0.05", "--epochs", "3"]
+    p = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=90)
+    assert p.returncode == 0, p.stdout + p.stderr
+    losses = [float(line.split("loss ")[1].split(",")[0])
+              for line in p.stdout.splitlines() if line.startswith("epoch")]
+    assert len(losses) == 3 and "world size 2" in p.stdout
+    assert losses[-1] < 0.5 * losses[0], losses
