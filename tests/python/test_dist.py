@@ -4,8 +4,8 @@ Checks: N ranks on batch B end where 1 process on the concatenated batch N*B end
 and off, N = 2 and 3); the parameters are bitwise identical on every rank after every step for
 each DistOpt option; a plain run without mpirun is world size 1; the sparse all-reduce sends
 nothing below its threshold and everything with topK fraction 1; a rank that raises stops the
-job (MPI_Abort from DistOpt's excepthook) within a bounded time; mismatched parameter shapes
-raise a clear error on every rank; half and the sparse options still train the digits
+job (MPI_Abort from DistOpt's excepthook), and so does a killed rank (mpirun), within a
+bounded time; mismatched parameter shapes raise a clear error on every rank; half and the sparse options still train the digits
 (examples/dist/train_mpi.py). Skipped only when mpirun or the build's MPI is missing.
 """
 import os
@@ -128,6 +128,15 @@ def test_a_failing_rank_stops_the_job(tmp_path):
     assert p.returncode != 0
     log = p.stdout + p.stderr
     assert "rank 1 fails on purpose" in log and "MPI_ABORT" in log
+
+
+def test_a_killed_rank_stops_the_job(tmp_path):
+    """No Python cleanup runs on the killed rank: mpirun itself stops the survivors."""
+    t0 = time.time()
+    p = launch(tmp_path, 2, die_rank=0, steps=4, timeout=30)
+    assert time.time() - t0 < 30
+    assert p.returncode != 0
+    assert "signal 9" in p.stdout + p.stderr or "Killed" in p.stdout + p.stderr, p.stderr
 
 
 def test_mismatched_parameter_shapes_raise_on_every_rank(tmp_path):

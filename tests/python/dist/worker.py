@@ -8,6 +8,7 @@ global batch of world_size*B rows, and writes its parameters after every step to
 """
 import argparse
 import os
+import signal
 
 import numpy as np
 
@@ -56,6 +57,7 @@ def main():
                     help="rows per step of the global data (default batch * world size)")
     ap.add_argument("--spars", type=float, default=0.05)
     ap.add_argument("--fail-rank", type=int, default=-1, help="this rank raises at step 1")
+    ap.add_argument("--die-rank", type=int, default=-1, help="this rank is killed at step 1")
     ap.add_argument("--mismatch", action="store_true",
                     help="rank 1 has a wider hidden layer (parameter shapes differ)")
     ap.add_argument("--out", required=True)
@@ -84,6 +86,8 @@ def main():
         lo = rank * a.batch
         tx.copy_from_numpy(x[lo:lo + a.batch])
         ty.copy_from_numpy(y[lo:lo + a.batch])
+        if step == 1 and rank == a.die_rank:
+            os.kill(os.getpid(), signal.SIGKILL)  # dies without Python's cleanup
         if step == 1 and rank == a.fail_rank:
             raise RuntimeError("worker: rank %d fails on purpose" % rank)
         _, loss = net(tx, ty, a.option, a.spars)
