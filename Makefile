@@ -7,7 +7,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 BUILD := build
 JOBS ?= 2
-APT_PKGS := g++ make libopenblas-openmp-dev libgtest-dev libdnnl-dev
+APT_PKGS := g++ make libopenblas-openmp-dev libgtest-dev libdnnl-dev openmpi-bin libopenmpi-dev
 PIP_PKGS := "numpy>=1.26" "cython>=3.0" "pytest>=7" "scikit-build-core>=0.10" "tqdm>=4.60" \
   "scikit-learn>=1.3" "pillow>=10" "matplotlib>=3.7"
 # The reference for the RNN, ONNX and benchmark comparisons (tests skip without it). Pinned: the

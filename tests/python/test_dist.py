@@ -36,6 +36,17 @@ def _env():
     return env
 
 
+def mpirun_prefix(np_):
+    """mpirun with the environment the workers need (only variables that are set: Open MPI warns
+    about the others)."""
+    env = _env()
+    args = [MPIRUN, "-np", str(np_), "--allow-run-as-root", "--oversubscribe"]
+    for var in ("PYTHONPATH", "OMP_NUM_THREADS", "LD_LIBRARY_PATH"):
+        if var in env:
+            args += ["-x", var]
+    return args
+
+
 def launch(out, np_=None, timeout=60, **kw):
     """Runs the worker (under mpirun -np np_, or alone when np_ is None)."""
     args = [sys.executable, WORKER, "--out", str(out)]
@@ -43,8 +54,7 @@ def launch(out, np_=None, timeout=60, **kw):
         flag = "--" + k.replace("_", "-")
         args += [flag] if v is True else [flag, str(v)]
     if np_ is not None:
-        args = [MPIRUN, "-np", str(np_), "--allow-run-as-root", "--oversubscribe",
-                "-x", "PYTHONPATH", "-x", "OMP_NUM_THREADS", "-x", "LD_LIBRARY_PATH"] + args
+        args = mpirun_prefix(np_) + args
     return subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=timeout)
 
 
@@ -127,7 +137,9 @@ def test_a_failing_rank_stops_the_job(tmp_path):
     assert time.time() - t0 < 30
     assert p.returncode != 0
     log = p.stdout + p.stderr
-    assert "rank 1 fails on purpose" in log and "MPI_ABORT" in log
+    # the failing rank's traceback reaches the log (Open MPI's own MPI_ABORT banner is not
+    # asserted: under load its help printer sometimes fails to unpack the message)
+    assert "rank 1 fails on purpose" in log
 
 
 def test_a_killed_rank_stops_the_job(tmp_path):
@@ -151,8 +163,7 @@ EXAMPLE = os.path.join(ROOT, "examples", "dist", "train_mpi.py")
 @pytest.mark.parametrize("option", ["half", "sparseTopK", "sparseThreshold"])
 def test_lossy_options_still_train_on_the_digits(option):
     """SINGA's train_mpi.py-style example under mpirun -np 2: the mean loss falls by half."""
-    args = [MPIRUN, "-np", "2", "--allow-run-as-root", "--oversubscribe", "-x", "PYTHONPATH",
-            "-x", "OMP_NUM_THREADS", "-x", "LD_LIBRARY_PATH", sys.executable, EXAMPLE, "mlp",
+    args = mpirun_prefix(2) + [sys.executable, EXAMPLE, "mlp",
             "--graph", "--dist-option", option, "--spars", "0.05", "--epochs", "3"]
     p = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=90)
     assert p.returncode == 0, p.stdout + p.stderr
