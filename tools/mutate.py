@@ -38,6 +38,11 @@ def main():
     ap.add_argument("paths", nargs="*", default=DEFAULT)
     ap.add_argument("--sample", type=int, default=0, help="mutants per module (0: all)")
     ap.add_argument("--tests", default="tests/python")
+    ap.add_argument("--only", metavar="FILE",
+                    help="run exactly the mutants named in FILE, one a line (e.g. the "
+                    "survivors of an earlier run, to re-measure them after adding tests)")
+    ap.add_argument("--max-children", type=int, default=2,
+                    help="mutants run at once (the machine is shared: keep it small)")
     args = ap.parse_args()
     mutmut = os.path.join(os.path.dirname(sys.executable), "mutmut")
     work = tempfile.mkdtemp(prefix="singa-mutate-")
@@ -48,28 +53,44 @@ def main():
     for f in files:
         os.makedirs(os.path.join(work, os.path.dirname(f)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, f), os.path.join(work, f))
+    # Every top-level entry goes into mutants/ as well: some tests read files outside singa/ and
+    # tests/ (test_kernel_registry parses cpp/include/singa/ops/*.def); without them the clean
+    # run fails and mutmut records nothing.
+    also = sorted({f.split("/")[0] for f in files} - {"pyproject.toml", "setup.cfg"})
     with open(os.path.join(work, "setup.cfg"), "w") as f:
-        f.write("[mutmut]\nsource_paths=%s\nalso_copy=singa\n    tests\n    examples\n"
+        f.write("[mutmut]\nsource_paths=%s\nalso_copy=%s\n"
                 "pytest_add_cli_args_test_selection=%s\n"
-                % ("\n    ".join(args.paths), args.tests))
+                % ("\n    ".join(args.paths), "\n    ".join(also), args.tests))
     os.remove(os.path.join(work, "pyproject.toml"))  # its [tool.*] tables would shadow setup.cfg
     env = dict(os.environ, PYTHONPATH="")
-    run = lambda *a: subprocess.run([mutmut, *a], cwd=work, env=env, capture_output=True,
-                                    text=True)
-    if args.sample:
-        run("run", "no.such.mutant")  # generates the mutants and the coverage map only
+    def run(*a, check=False):
+        r = subprocess.run([mutmut, *a], cwd=work, env=env, capture_output=True, text=True)
+        if check and r.returncode != 0:
+            # mutmut stops (recording nothing) when the unmutated suite fails: say why
+            sys.exit("mutmut %s failed (exit %d):\n%s" % (a[0], r.returncode,
+                                                          (r.stdout + r.stderr)[-4000:]))
+        return r
+
+    children = "--max-children=%d" % args.max_children
+    if args.sample or args.only:
+        run("run", children, "no.such.mutant")  # generates the mutants and the coverage map
         names = [ln.split(":")[0].strip() for ln in run("results", "--all", "true").stdout
                  .splitlines() if ":" in ln]
-        by_mod = collections.defaultdict(list)
-        for n in names:
-            by_mod[module_of(n)].append(n)
-        rng = random.Random(0)
-        chosen = [n for mod in sorted(by_mod) for n in
-                  rng.sample(by_mod[mod], min(args.sample, len(by_mod[mod])))]
-        for i in range(0, len(chosen), 200):
-            run("run", *chosen[i:i + 200])
+        if args.only:
+            with open(args.only) as f:
+                wanted = {ln.strip() for ln in f if ln.strip()}
+            chosen = [n for n in names if n in wanted]
+        else:
+            by_mod = collections.defaultdict(list)
+            for n in names:
+                by_mod[module_of(n)].append(n)
+            rng = random.Random(0)
+            chosen = [n for mod in sorted(by_mod) for n in
+                      rng.sample(sorted(by_mod[mod]), min(args.sample, len(by_mod[mod])))]
+        # one invocation: each one re-runs the clean suite first
+        run("run", children, *chosen, check=True)
     else:
-        run("run")
+        run("run", children, check=True)
     counts = collections.defaultdict(collections.Counter)
     survivors = []
     for ln in run("results", "--all", "true").stdout.splitlines():
