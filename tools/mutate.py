@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT = ["singa/autograd", "singa/opt.py", "singa/model.py", "singa/layers", "singa/layer.py"]
@@ -33,6 +35,34 @@ def module_of(mutant):
     return ".".join(parts[:-1])
 
 
+def watchdog(work, limit):
+    """Kills mutmut workers ('mutmut: NAME' processes running in ``work``) older than ``limit``
+    seconds of wall time: mutmut only limits CPU time, and a worker blocked on a lock uses
+    none."""
+    seen = {}
+    while True:
+        now = time.time()
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    cmd = f.read()
+                cwd = os.readlink("/proc/%s/cwd" % pid)
+            except OSError:
+                continue
+            if not cmd.startswith(b"mutmut: ") or not cwd.startswith(work):
+                continue
+            key = (pid, cmd)
+            seen.setdefault(key, now)
+            if now - seen[key] > limit:
+                try:
+                    os.kill(int(pid), 9)
+                except OSError:
+                    pass
+        time.sleep(5)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", default=DEFAULT)
@@ -41,6 +71,9 @@ def main():
     ap.add_argument("--only", metavar="FILE",
                     help="run exactly the mutants named in FILE, one a line (e.g. the "
                     "survivors of an earlier run, to re-measure them after adding tests)")
+    ap.add_argument("--wall-limit", type=int, default=300,
+                    help="seconds after which a mutant's worker is killed (reported as "
+                    "'segfault' by mutmut, counted under timeout/other here)")
     ap.add_argument("--max-children", type=int, default=2,
                     help="mutants run at once (the machine is shared: keep it small)")
     args = ap.parse_args()
@@ -60,9 +93,15 @@ def main():
     with open(os.path.join(work, "setup.cfg"), "w") as f:
         f.write("[mutmut]\nsource_paths=%s\nalso_copy=%s\n"
                 "pytest_add_cli_args_test_selection=%s\n"
+                # Workers forked from mutmut's main process (which ran the suite, so libsinga's
+                # threads exist there) deadlock on a futex in their first parallel kernel
+                # (batch norm, convolution) and use no CPU, so mutmut's CPU-time limit never
+                # fires: fork them from a clean server that has not imported singa.
+                "process_isolation=forkserver\nforkserver_warmup=none\n"
                 % ("\n    ".join(args.paths), "\n    ".join(also), args.tests))
     os.remove(os.path.join(work, "pyproject.toml"))  # its [tool.*] tables would shadow setup.cfg
-    env = dict(os.environ, PYTHONPATH="")
+    env = dict(os.environ, PYTHONPATH="", OMP_NUM_THREADS="1")
+    threading.Thread(target=watchdog, args=(work, args.wall_limit), daemon=True).start()
     def run(*a, check=False):
         r = subprocess.run([mutmut, *a], cwd=work, env=env, capture_output=True, text=True)
         if check and r.returncode != 0:

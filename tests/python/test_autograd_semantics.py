@@ -53,3 +53,14 @@ def test_prelu_gradient_of_each_input_alone(rng, training, x_grad, slope_grad):
         np.testing.assert_allclose(g[id(x)], wv * np.where(xv > 0, 1, sv), rtol=1e-5)
     if slope_grad:
         np.testing.assert_allclose(g[id(s)], wv * np.minimum(xv, 0), rtol=1e-5)
+
+
+@pytest.mark.parametrize("axes", [[1, 1], [1, -1]])
+def test_slice_rejects_an_axis_named_twice(axes):
+    # [1, -1] names the same axis of a 2-d input twice
+    x = T(np.arange(12).reshape(3, 4), False)
+    with pytest.raises(IndexError, match="slice: repeated axis"):
+        autograd.slice(x, [0, 1], [2, 3], axes)
+    # distinct axes are fine and match numpy
+    np.testing.assert_array_equal(N(autograd.slice(x, [0, 1], [2, 3], [0, -1])),
+                                  np.arange(12).reshape(3, 4)[0:2, 1:3])

@@ -107,3 +107,19 @@ def test_gru_step_forward_is_one_step_of_the_sequence(rng):
     assert step.shape == (2, 4)
     np.testing.assert_allclose(N(step), N(ys[0]), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(N(step), N(hn).reshape(2, 4), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make", [lambda: layer.BatchNorm2d(3, 0.5),
+                                  lambda: layer.BatchNorm2d(3, momentum=0.5)])
+def test_batchnorm2d_momentum_positional_or_keyword(rng, make):
+    # SINGA: running = momentum * running + (1 - momentum) * batch statistic (running_mean
+    # starts at 0), whichever way the momentum is given
+    bn = make()
+    xv = rng.standard_normal((4, 3, 2, 2)).astype(F32) + np.array([1, -2, 3], F32)[:, None, None]
+    autograd.training = True
+    try:
+        bn(tensor.from_numpy(xv))
+    finally:
+        autograd.training = False
+    np.testing.assert_allclose(N(bn.running_mean).reshape(-1), 0.5 * xv.mean((0, 2, 3)),
+                               rtol=1e-5, atol=1e-6)
