@@ -35,31 +35,39 @@ def module_of(mutant):
     return ".".join(parts[:-1])
 
 
-def watchdog(work, limit):
-    """Kills mutmut workers ('mutmut: NAME' processes running in ``work``) older than ``limit``
-    seconds of wall time: mutmut only limits CPU time, and a worker blocked on a lock uses
-    none."""
+_mutmut_pid = []  # the running `mutmut run` process, for the watchdog
+
+
+def _children():
+    """{pid: [child pids]} of every process."""
+    kids = collections.defaultdict(list)
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids[ppid].append(int(pid))
+    return kids
+
+
+def watchdog(limit):
+    """Kills mutant workers older than ``limit`` seconds of wall time: mutmut only limits CPU
+    time, and a worker blocked on a lock uses none. Workers are the grandchildren of `mutmut
+    run` (forked by its fork server; mutmut's own stats and clean runs are its children)."""
     seen = {}
     while True:
         now = time.time()
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    cmd = f.read()
-                cwd = os.readlink("/proc/%s/cwd" % pid)
-            except OSError:
-                continue
-            if not cmd.startswith(b"mutmut: ") or not cwd.startswith(work):
-                continue
-            key = (pid, cmd)
-            seen.setdefault(key, now)
-            if now - seen[key] > limit:
-                try:
-                    os.kill(int(pid), 9)
-                except OSError:
-                    pass
+        kids = _children()
+        for root in list(_mutmut_pid):
+            for server in kids.get(root, []):
+                for pid in kids.get(server, []):
+                    seen.setdefault(pid, now)
+                    if now - seen[pid] > limit:
+                        try:
+                            os.kill(pid, 9)
+                        except OSError:
+                            pass
         time.sleep(5)
 
 
@@ -71,7 +79,7 @@ def main():
     ap.add_argument("--only", metavar="FILE",
                     help="run exactly the mutants named in FILE, one a line (e.g. the "
                     "survivors of an earlier run, to re-measure them after adding tests)")
-    ap.add_argument("--wall-limit", type=int, default=300,
+    ap.add_argument("--wall-limit", type=int, default=600,
                     help="seconds after which a mutant's worker is killed (reported as "
                     "'segfault' by mutmut, counted under timeout/other here)")
     ap.add_argument("--max-children", type=int, default=2,
@@ -101,9 +109,14 @@ def main():
                 % ("\n    ".join(args.paths), "\n    ".join(also), args.tests))
     os.remove(os.path.join(work, "pyproject.toml"))  # its [tool.*] tables would shadow setup.cfg
     env = dict(os.environ, PYTHONPATH="", OMP_NUM_THREADS="1")
-    threading.Thread(target=watchdog, args=(work, args.wall_limit), daemon=True).start()
+    threading.Thread(target=watchdog, args=(args.wall_limit,), daemon=True).start()
     def run(*a, check=False):
-        r = subprocess.run([mutmut, *a], cwd=work, env=env, capture_output=True, text=True)
+        proc = subprocess.Popen([mutmut, *a], cwd=work, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        _mutmut_pid.append(proc.pid)
+        out, err = proc.communicate()
+        _mutmut_pid.remove(proc.pid)
+        r = subprocess.CompletedProcess(a, proc.returncode, out, err)
         if check and r.returncode != 0:
             # mutmut stops (recording nothing) when the unmutated suite fails: say why
             sys.exit("mutmut %s failed (exit %d):\n%s" % (a[0], r.returncode,

@@ -64,3 +64,13 @@ def test_slice_rejects_an_axis_named_twice(axes):
     # distinct axes are fine and match numpy
     np.testing.assert_array_equal(N(autograd.slice(x, [0, 1], [2, 3], [0, -1])),
                                   np.arange(12).reshape(3, 4)[0:2, 1:3])
+
+
+@pytest.mark.parametrize("shape,hw", [((2, 3, 5, 7), (5, 7)), ((4, 6), (1, 1))])
+def test_batchnorm_handle_geometry(shape, hw):
+    # SINGA's batch-norm handles expose batchsize, channels, height, width (1 when absent), and
+    # accept (x, momentum) as well as singa_wrap's (momentum, x)
+    x = tensor.Tensor(shape)
+    for h in (autograd.BatchNormHandle(x, 0.8), autograd.BatchNormHandle(0.8, x)):
+        assert (h.batchsize, h.channels, h.height, h.width) == shape[:2] + hw
+        assert h.factor == pytest.approx(0.8)
