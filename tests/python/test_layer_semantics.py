@@ -123,3 +123,29 @@ def test_batchnorm2d_momentum_positional_or_keyword(rng, make):
         autograd.training = False
     np.testing.assert_allclose(N(bn.running_mean).reshape(-1), 0.5 * xv.mean((0, 2, 3)),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_conv2d_input_gradient_with_a_frozen_weight(rng):
+    # only x needs a gradient: backward must still give it (torch as the reference)
+    torch = pytest.importorskip("torch")
+    conv = layer.Conv2d(4, 3, padding=1)
+    xv = rng.standard_normal((2, 3, 5, 5)).astype(F32)
+    wv = rng.standard_normal((2, 4, 5, 5)).astype(F32)
+    x = tensor.from_numpy(xv)
+    conv(x)
+    conv.W.requires_grad, conv.W.stores_grad = False, False
+    conv.b.requires_grad, conv.b.stores_grad = False, False
+    x.requires_grad, x.stores_grad = True, True
+    autograd.training = True
+    try:
+        y = conv(x)
+        loss = autograd.reduce_sum(autograd.mul(y, tensor.from_numpy(wv)), None, 0)
+        grads = {id(p): N(g) for p, g in autograd.backward(loss)}
+    finally:
+        autograd.training = False
+    tx = torch.tensor(xv, requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, torch.tensor(N(conv.W)), torch.tensor(N(conv.b)),
+                                    padding=1)
+    (ty * torch.tensor(wv)).sum().backward()
+    assert set(grads) == {id(x)}
+    np.testing.assert_allclose(grads[id(x)], tx.grad.numpy(), rtol=1e-4, atol=1e-4)
