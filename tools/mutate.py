@@ -8,8 +8,10 @@ suite catches, per module (TESTING.md records the numbers and why each survivor 
 mutmut (PyPI) mutates a copy of the sources in `mutants/` of a scratch copy of this checkout (the
 built extension included), maps each mutant to the tests that execute its function (coverage), and
 runs only those. --sample N picks N mutants per module at random (fixed seed) where a full run is
-too slow on this machine; the report says which modules were sampled. Exit status 0 always: this
-measures the suite, it does not gate CI.
+too slow on this machine; the report says which modules were sampled. --only FILE re-runs the
+mutants named in FILE (e.g. mutate-survivors.txt after adding tests). Workers come from a fork
+server with OMP_NUM_THREADS=1 and a wall-clock watchdog (see TESTING.md for why). Exit status 0
+unless mutmut itself fails: this measures the suite, it does not gate CI.
 """
 import argparse
 import collections
@@ -42,6 +44,8 @@ def _children():
     """{pid: [child pids]} of every process."""
     kids = collections.defaultdict(list)
     for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
         try:
             with open("/proc/%s/stat" % pid) as f:
                 ppid = int(f.read().rsplit(")", 1)[1].split()[1])
