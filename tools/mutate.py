@@ -8,8 +8,10 @@ suite catches, per module (TESTING.md records the numbers and why each survivor 
 mutmut (PyPI) mutates a copy of the sources in `mutants/` of a scratch copy of this checkout (the
 built extension included), maps each mutant to the tests that execute its function (coverage), and
 runs only those. --sample N picks N mutants per module at random (fixed seed) where a full run is
-too slow on this machine; the report says which modules were sampled. Exit status 0 always: this
-measures the suite, it does not gate CI.
+too slow on this machine; the report says which modules were sampled. --only FILE re-runs the
+mutants named in FILE (e.g. mutate-survivors.txt after adding tests). Workers come from a fork
+server with OMP_NUM_THREADS=1 and a wall-clock watchdog (see TESTING.md for why). Exit status 0
+unless mutmut itself fails: this measures the suite, it does not gate CI.
 """
 import argparse
 import collections
@@ -19,6 +21,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT = ["singa/autograd", "singa/opt.py", "singa/model.py", "singa/layers", "singa/layer.py"]
@@ -33,11 +37,57 @@ def module_of(mutant):
     return ".".join(parts[:-1])
 
 
+_mutmut_pid = []  # the running `mutmut run` process, for the watchdog
+
+
+def _children():
+    """{pid: [child pids]} of every process."""
+    kids = collections.defaultdict(list)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids[ppid].append(int(pid))
+    return kids
+
+
+def watchdog(limit):
+    """Kills mutant workers older than ``limit`` seconds of wall time: mutmut only limits CPU
+    time, and a worker blocked on a lock uses none. Workers are the grandchildren of `mutmut
+    run` (forked by its fork server; mutmut's own stats and clean runs are its children)."""
+    seen = {}
+    while True:
+        now = time.time()
+        kids = _children()
+        for root in list(_mutmut_pid):
+            for server in kids.get(root, []):
+                for pid in kids.get(server, []):
+                    seen.setdefault(pid, now)
+                    if now - seen[pid] > limit:
+                        try:
+                            os.kill(pid, 9)
+                        except OSError:
+                            pass
+        time.sleep(5)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", default=DEFAULT)
     ap.add_argument("--sample", type=int, default=0, help="mutants per module (0: all)")
     ap.add_argument("--tests", default="tests/python")
+    ap.add_argument("--only", metavar="FILE",
+                    help="run exactly the mutants named in FILE, one a line (e.g. the "
+                    "survivors of an earlier run, to re-measure them after adding tests)")
+    ap.add_argument("--wall-limit", type=int, default=600,
+                    help="seconds after which a mutant's worker is killed (reported as "
+                    "'segfault' by mutmut, counted under timeout/other here)")
+    ap.add_argument("--max-children", type=int, default=2,
+                    help="mutants run at once (the machine is shared: keep it small)")
     args = ap.parse_args()
     mutmut = os.path.join(os.path.dirname(sys.executable), "mutmut")
     work = tempfile.mkdtemp(prefix="singa-mutate-")
@@ -48,28 +98,55 @@ def main():
     for f in files:
         os.makedirs(os.path.join(work, os.path.dirname(f)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, f), os.path.join(work, f))
+    # Every top-level entry goes into mutants/ as well: some tests read files outside singa/ and
+    # tests/ (test_kernel_registry parses cpp/include/singa/ops/*.def); without them the clean
+    # run fails and mutmut records nothing.
+    also = sorted({f.split("/")[0] for f in files} - {"pyproject.toml", "setup.cfg"})
     with open(os.path.join(work, "setup.cfg"), "w") as f:
-        f.write("[mutmut]\nsource_paths=%s\nalso_copy=singa\n    tests\n    examples\n"
+        f.write("[mutmut]\nsource_paths=%s\nalso_copy=%s\n"
                 "pytest_add_cli_args_test_selection=%s\n"
-                % ("\n    ".join(args.paths), args.tests))
+                # Workers forked from mutmut's main process (which ran the suite, so libsinga's
+                # threads exist there) deadlock on a futex in their first parallel kernel
+                # (batch norm, convolution) and use no CPU, so mutmut's CPU-time limit never
+                # fires: fork them from a clean server that has not imported singa.
+                "process_isolation=forkserver\nforkserver_warmup=none\n"
+                % ("\n    ".join(args.paths), "\n    ".join(also), args.tests))
     os.remove(os.path.join(work, "pyproject.toml"))  # its [tool.*] tables would shadow setup.cfg
-    env = dict(os.environ, PYTHONPATH="")
-    run = lambda *a: subprocess.run([mutmut, *a], cwd=work, env=env, capture_output=True,
-                                    text=True)
-    if args.sample:
-        run("run", "no.such.mutant")  # generates the mutants and the coverage map only
+    env = dict(os.environ, PYTHONPATH="", OMP_NUM_THREADS="1")
+    threading.Thread(target=watchdog, args=(args.wall_limit,), daemon=True).start()
+    def run(*a, check=False):
+        proc = subprocess.Popen([mutmut, *a], cwd=work, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        _mutmut_pid.append(proc.pid)
+        out, err = proc.communicate()
+        _mutmut_pid.remove(proc.pid)
+        r = subprocess.CompletedProcess(a, proc.returncode, out, err)
+        if check and r.returncode != 0:
+            # mutmut stops (recording nothing) when the unmutated suite fails: say why
+            sys.exit("mutmut %s failed (exit %d):\n%s" % (a[0], r.returncode,
+                                                          (r.stdout + r.stderr)[-4000:]))
+        return r
+
+    children = "--max-children=%d" % args.max_children
+    if args.sample or args.only:
+        run("run", children, "no.such.mutant")  # generates the mutants and the coverage map
         names = [ln.split(":")[0].strip() for ln in run("results", "--all", "true").stdout
                  .splitlines() if ":" in ln]
-        by_mod = collections.defaultdict(list)
-        for n in names:
-            by_mod[module_of(n)].append(n)
-        rng = random.Random(0)
-        chosen = [n for mod in sorted(by_mod) for n in
-                  rng.sample(by_mod[mod], min(args.sample, len(by_mod[mod])))]
-        for i in range(0, len(chosen), 200):
-            run("run", *chosen[i:i + 200])
+        if args.only:
+            with open(args.only) as f:
+                wanted = {ln.strip() for ln in f if ln.strip()}
+            chosen = [n for n in names if n in wanted]
+        else:
+            by_mod = collections.defaultdict(list)
+            for n in names:
+                by_mod[module_of(n)].append(n)
+            rng = random.Random(0)
+            chosen = [n for mod in sorted(by_mod) for n in
+                      rng.sample(sorted(by_mod[mod]), min(args.sample, len(by_mod[mod])))]
+        # one invocation: each one re-runs the clean suite first
+        run("run", children, *chosen, check=True)
     else:
-        run("run")
+        run("run", children, check=True)
     counts = collections.defaultdict(collections.Counter)
     survivors = []
     for ln in run("results", "--all", "true").stdout.splitlines():
