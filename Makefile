@@ -73,7 +73,7 @@ asan: deps
 
 # Mutation testing (mutmut) of the Python modules against the whole suite; TESTING.md has the
 # numbers. Not part of `make test` (a full run takes tens of minutes on 2 cores).
-MUTATE_ARGS ?=
+MUTATE_ARGS ?= --sample 8
 mutate: build
 	$(VENV)/bin/pip install -q --disable-pip-version-check "mutmut==3.8.1"
 	$(VPY) tools/mutate.py $(MUTATE_ARGS)
