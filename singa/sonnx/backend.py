@@ -174,3 +174,23 @@ class SingaBackend(Backend):
     def run_model(cls, model, inputs, device="CPU", **kwargs):
         rep = cls.prepare(model, device, **kwargs)
         return [tensor.to_numpy(y) for y in rep.run(inputs)]
+
+
+class _NumpyRep(BackendRep):
+    """A SingaRep whose run gives numpy arrays (what onnx.backend.test compares)."""
+
+    def __init__(self, rep):
+        super(_NumpyRep, self).__init__()
+        self.rep = rep
+
+    def run(self, inputs, **kwargs):
+        return [tensor.to_numpy(y) for y in self.rep.run(inputs, **kwargs)]
+
+
+class NumpyBackend(SingaBackend):
+    """SingaBackend with numpy outputs, the form ONNX's backend test suite
+    (onnx.backend.test.BackendTest) expects; SingaBackend's rep returns Tensors as in SINGA."""
+
+    @classmethod
+    def prepare(cls, model, device="CPU", **kwargs):
+        return _NumpyRep(SingaBackend.prepare(model, device, **kwargs))

@@ -96,6 +96,7 @@ def _pool(is_max):
                                      % op)
         pad, odd = _spatial_pads(op, x, attrs, kernel, strides, [1, 1])
         cip = bool(attrs.get("count_include_pad", 0))
+        extra_ceil = (0, 0)
         if attrs.get("ceil_mode", 0):
             # extra bottom/right rows so that floor division gives the ceil output size, only
             # where the last window still starts inside the input (as ONNX)
@@ -106,25 +107,51 @@ def _pool(is_max):
                 if (out - 1) * s >= n + p + o[0]:
                     out -= 1
                 extra.append(max(0, (out - 1) * s + k - (n + 2 * p + sum(o))))
-            if any(extra) and not is_max:
-                raise UnsupportedOpError("AveragePool: ceil_mode adding a partial window "
-                                         "is not supported (opset %d)" % opset)
+            extra_ceil = tuple(extra)
             odd = (odd[0], odd[1] + extra[0], odd[2], odd[3] + extra[1])
-        if any(odd):
-            # asymmetric pads: pad explicitly (-inf for max; 0 counts as a value for the
-            # average only with count_include_pad), then pool with the symmetric part
-            if not is_max and not cip:
-                raise UnsupportedOpError("AveragePool: asymmetric pads with "
-                                         "count_include_pad=0 are not supported")
+        if any(odd) and is_max:
+            # asymmetric pads: -inf rows/columns, then the symmetric part in the handle
             t, b_, l, r = odd
-            pads = [0, 0, t, l, 0, 0, b_, r]
-            x = autograd.pad(x, "constant", pads, -np.inf if is_max else 0.0)
+            x = autograd.pad(x, "constant", [0, 0, t, l, 0, 0, b_, r], -np.inf)
+        elif any(odd):
+            return [_avg_pool_padded(x, kernel, strides, pad, odd, extra_ceil, cip, cache)]
         key = (op, tuple(x.shape[1:]), tuple(kernel), tuple(strides), pad, cip)
         if key not in cache:
             cache[key] = singa.PoolingHandle((1,) + tuple(x.shape[1:]), kernel, strides, pad,
                                              is_max, cip)
         return [autograd.pooling_2d(cache[key], x)]
     return run
+
+
+def _avg_pool_padded(x, kernel, strides, pad, odd, extra_ceil, cip, cache):
+    """Average pooling with asymmetric pads or a ceil_mode partial window, as ONNX counts:
+    the window sum over the zero-padded input divided by the number of counted cells (input
+    cells, plus the declared pads when count_include_pad), both from pooling with the pads
+    made explicit."""
+    (ph, pw), (t, b, l, r) = pad, odd
+    full = [0, 0, ph + t, pw + l, 0, 0, ph + b, pw + r]
+    xp = autograd.pad(x, "constant", full, 0.0)
+    n, c, hh, ww = x.shape
+    if cip:  # the declared pads count; the ceil extension never does
+        ones = np.ones((1, c, hh + 2 * ph + t + b - extra_ceil[0],
+                        ww + 2 * pw + l + r - extra_ceil[1]), np.float32)
+        ones = np.pad(ones, [(0, 0), (0, 0), (0, extra_ceil[0]), (0, extra_ceil[1])])
+    else:
+        ones = np.pad(np.ones((1, c, hh, ww), np.float32),
+                      [(0, 0), (0, 0), (ph + t, ph + b), (pw + l, pw + r)])
+    key = ("avgpad", tuple(xp.shape[1:]), tuple(kernel), tuple(strides))
+    if key not in cache:
+        cache[key] = singa.PoolingHandle((1,) + tuple(xp.shape[1:]), kernel, strides, (0, 0),
+                                         False, True)
+    h = cache[key]
+    count = tensor.to_numpy(autograd.pooling_2d(h, tensor.from_numpy(ones, x.device)))
+    count = tensor.from_numpy(np.ascontiguousarray(count), x.device)
+    count.requires_grad = False
+    return autograd.div(autograd.pooling_2d(h, xp), count)
+
+
+def _flatten(x, axis):
+    return autograd.flatten(x, axis + len(x.shape) if axis < 0 else axis)
 
 
 def _batchnorm(ins, attrs, opset, cache):
@@ -150,7 +177,7 @@ def _softmax(fn):
             return [fn(x, int(attrs.get("axis", -1)))]
         # before opset 13: softmax over the flattened trailing axes from ``axis``
         axis = int(attrs.get("axis", 1))
-        y = fn(autograd.flatten(x, axis), 1)
+        y = fn(_flatten(x, axis), 1)
         return [autograd.reshape(y, list(x.shape))]
     return run
 
@@ -180,7 +207,7 @@ HANDLERS = {
     "BatchNormalization": _batchnorm, "Gemm": _gemm,
     "Softmax": _softmax(autograd.softmax), "LogSoftmax": _softmax(autograd.log_softmax),
     "Reshape": _reshape, "Concat": _concat, "Identity": _identity, "Dropout": _dropout,
-    "Flatten": lambda ins, a, o, c: [autograd.flatten(ins[0], int(a.get("axis", 1)))],
+    "Flatten": lambda ins, a, o, c: [_flatten(ins[0], int(a.get("axis", 1)))],
     "GlobalAveragePool": lambda ins, a, o, c: [autograd.globalaveragepool(ins[0])],
     "LeakyRelu": lambda ins, a, o, c: [autograd.leakyrelu(ins[0], float(a.get("alpha", 0.01)))],
     "Elu": lambda ins, a, o, c: [autograd.elu(ins[0], float(a.get("alpha", 1.0)))],
