@@ -37,6 +37,10 @@ def _onnx_dtype(x):
     return TensorProto.INT32 if x.dtype == tensor.int32 else TensorProto.FLOAT
 
 
+def _dims(t):
+    return ["N"] + list(t.shape[1:]) if len(t.shape) else []
+
+
 def _np(ct):
     return singa.to_numpy(ct)
 
@@ -49,6 +53,7 @@ class _Exporter(object):
         self.input_ids = {id(x): i for i, x in enumerate(inputs)}
         self.inputs, self.outputs = inputs, outputs
         self.count = 0
+        self.const_names = {}  # id(tensor) -> initializer name (a shared tensor is one)
 
     def fresh(self, base):
         self.count += 1
@@ -67,7 +72,12 @@ class _Exporter(object):
             if t is None:
                 raise SonnxError("to_onnx: the tensor of %s is gone; keep the inputs and "
                                  "parameters alive until the export" % creator.name)
-            return self.const(creator.name, t.to_numpy())
+            if id(t) not in self.const_names:  # a parameter keeps its name ("conv1.W")
+                name = t.name if isinstance(t.name, str) and t.name else creator.name
+                if name in self.inits:
+                    name = self.fresh(name)
+                self.const_names[id(t)] = self.const(name, t.to_numpy())
+            return self.const_names[id(t)]
         self.visit(creator)
         return creator.output_name(creator.y_id2idx.get(x_id, 0))
 
@@ -125,8 +135,11 @@ class _Exporter(object):
                       count_include_pad=int(h.count_include_pad), **attrs)
 
     def _op_BatchNorm2d(self, op, ins, outs):
-        mean = self.const(op.name + ":running_mean", _np(op.running_mean))
-        var = self.const(op.name + ":running_var", _np(op.running_var))
+        # named after the layer's scale ("bn1.scale" -> "bn1.running_mean"), as its states
+        prefix = ins[1].rsplit(".", 1)[0] if ins[1].endswith(".scale") else op.name + ":"
+        sep = "" if prefix.endswith(":") else "."
+        mean = self.const(prefix + sep + "running_mean", _np(op.running_mean))
+        var = self.const(prefix + sep + "running_var", _np(op.running_var))
         self._relu_after(op, ins + [mean, var], outs, "BatchNormalization",
                          epsilon=float(op.handle.eps), momentum=float(op.handle.factor))
 
@@ -187,9 +200,10 @@ class _Exporter(object):
         out_names = ["output:%d" % i for i in range(len(outs))]
         for src, dst in zip(outs, out_names):
             self.node("Identity", [src], [dst])
-        X = [helper.make_tensor_value_info("input:%d" % i, _onnx_dtype(x), list(x.shape))
+        # the batch axis is symbolic ("N"), so the exported model runs any batch size
+        X = [helper.make_tensor_value_info("input:%d" % i, _onnx_dtype(x), _dims(x))
              for i, x in enumerate(self.inputs)]
-        Y = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(y.shape))
+        Y = [helper.make_tensor_value_info(n, TensorProto.FLOAT, _dims(y))
              for n, y in zip(out_names, self.outputs)]
         graph = helper.make_graph(self.nodes, model_name, X, Y,
                                   initializer=list(self.inits.values()))
