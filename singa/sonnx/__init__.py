@@ -14,7 +14,7 @@ import onnx
 
 from .errors import SonnxError, UnsupportedOpError  # noqa: F401
 from .frontend import SingaFrontend, EXPORT_OPSET  # noqa: F401
-from .backend import SingaBackend, NumpyBackend, SingaRep, SUPPORTED_OPS, MIN_OPSET  # noqa: F401
+from .backend import SingaBackend, SingaRep, SONNXModel, SUPPORTED_OPS, MIN_OPSET  # noqa: F401
 
 to_onnx = SingaFrontend.singa_to_onnx_model
 prepare = SingaBackend.prepare

@@ -15,6 +15,7 @@ from onnx import numpy_helper
 from onnx.backend.base import Backend, BackendRep
 
 from .. import device as _device
+from .. import model
 from .. import tensor
 from .errors import SonnxError
 from .ops import run_onnx_node, SUPPORTED_OPS  # noqa: F401
@@ -65,6 +66,10 @@ def _to_tensor(array, dev, param):
     return t
 
 
+_NON_PARAM_INPUTS = {"BatchNormalization": lambda n: n.input[3:5],
+                     "Reshape": lambda n: n.input[1:], "Clip": lambda n: n.input[1:]}
+
+
 class SingaRep(BackendRep):
     """A prepared ONNX model: ``run(inputs)`` gives the graph outputs as a list of Tensors."""
 
@@ -79,12 +84,17 @@ class SingaRep(BackendRep):
         self.opset = opset if opset is not None else _opset(model)
         self.input_names = [i.name for i in model.graph.input if i.name not in tensor_map]
         self._cache = {}
+        self.is_graph = False
 
-    def run(self, inputs, **kwargs):
-        """Outputs (list of Tensors) of the graph on ``inputs`` (Tensors or numpy arrays, in
-        the order of the graph's inputs that are not initializers). With
-        ``all_outputs=True``, an OrderedDict of every node output instead."""
-        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    def run(self, x, **kwargs):
+        """The graph's outputs on inputs ``x`` (numpy arrays or Tensors, in the order of the
+        graph inputs that are not initializers), as a list. As in SINGA 3.3, numpy inputs give
+        numpy outputs; Tensor inputs (or ``is_graph``, set by SONNXModel) give Tensors, which
+        keep the autograd record for training. ``aux_output``: names of inner tensors to
+        return too (after the graph outputs); ``all_outputs=True``: an OrderedDict of every
+        node output instead."""
+        inputs = list(x) if isinstance(x, (list, tuple)) else [x]
+        as_numpy = not self.is_graph and not any(isinstance(v, tensor.Tensor) for v in inputs)
         if len(inputs) != len(self.input_names):
             raise SonnxError("SingaRep.run: the model takes %d inputs %s, got %d"
                              % (len(self.input_names), self.input_names, len(inputs)))
@@ -116,7 +126,11 @@ class SingaRep(BackendRep):
                     produced[n] = y
         if kwargs.get("all_outputs", False):
             return produced
-        return [env[o.name] for o in self.model.graph.output]
+        names = [o.name for o in self.model.graph.output] + list(kwargs.get("aux_output", ()))
+        missing = [n for n in names if n not in env]
+        if missing:
+            raise SonnxError("SingaRep.run: no tensor named %s in the graph" % missing)
+        return [tensor.to_numpy(env[n]) if as_numpy else env[n] for n in names]
 
 
 class SingaBackend(Backend):
@@ -156,14 +170,21 @@ class SingaBackend(Backend):
                 raise SonnxError("sonnx: ONNX op %s (domain %r, opset %d) is not supported"
                                  % (node.op_type, node.domain, opset))
         dev = cls._device(device)
-        params = {t.name: _to_tensor(numpy_helper.to_array(t), dev, True)
-                  for t in m.graph.initializer}
+        # initializers read as statistics or shapes are states, not trainable parameters
+        fixed = set()
+        for node in m.graph.node:
+            fixed.update(_NON_PARAM_INPUTS.get(node.op_type, lambda n: [])(node))
+        params = {}
+        for t in m.graph.initializer:
+            a = numpy_helper.to_array(t)
+            params[t.name] = _to_tensor(a, dev, a.dtype.kind == "f" and t.name not in fixed)
         return SingaRep(m, params, list(m.graph.node),
                         kwargs.get("keep_initializers_as_inputs", True), dev, opset)
 
     @classmethod
     def run_node(cls, node, inputs, device="CPU", outputs_info=None, **kwargs):
-        """The outputs (numpy arrays) of one node on ``inputs`` (numpy arrays)."""
+        """The outputs (numpy arrays) of one node on ``inputs`` (numpy arrays); ONNX's
+        Backend signature (``opset_version`` may be given as a keyword)."""
         dev = cls._device(device)
         opset = kwargs.get("opset_version", cls._opset_version)
         ins = [None if x is None else _to_tensor(x, dev, False) for x in inputs]
@@ -176,21 +197,34 @@ class SingaBackend(Backend):
         return [tensor.to_numpy(y) for y in rep.run(inputs)]
 
 
-class _NumpyRep(BackendRep):
-    """A SingaRep whose run gives numpy arrays (what onnx.backend.test compares)."""
 
-    def __init__(self, rep):
-        super(_NumpyRep, self).__init__()
-        self.rep = rep
+class SONNXModel(model.Model):
+    """A model.Model running an ONNX graph: compile it (graph on or off), give it an optimizer
+    and a train_one_batch in a subclass, and fine-tune the imported network.
 
-    def run(self, inputs, **kwargs):
-        return [tensor.to_numpy(y) for y in self.rep.run(inputs, **kwargs)]
+        class MyModel(sonnx.SONNXModel):
+            def train_one_batch(self, x, y):
+                out = self.forward(x)[0]
+                loss = autograd.softmax_cross_entropy(out, y)
+                self.optimizer(loss)
+                return out, loss
+    """
+
+    def __init__(self, onnx_model):
+        super(SONNXModel, self).__init__()
+        self.__dict__["sg_ir"] = prepare(onnx_model)
+        self.sg_ir.is_graph = True
+
+    def forward(self, *input, aux_output=(), **kwargs):
+        """The graph outputs (then the ``aux_output`` tensors) on Tensors ``input``: a list."""
+        return self.sg_ir.run(list(input), aux_output=aux_output, **kwargs)
+
+    def get_params(self):
+        return collections.OrderedDict((k, t) for k, t in self.sg_ir.tensor_map.items()
+                                       if t.stores_grad)
+
+    def get_states(self):
+        return collections.OrderedDict(self.sg_ir.tensor_map)
 
 
-class NumpyBackend(SingaBackend):
-    """SingaBackend with numpy outputs, the form ONNX's backend test suite
-    (onnx.backend.test.BackendTest) expects; SingaBackend's rep returns Tensors as in SINGA."""
-
-    @classmethod
-    def prepare(cls, model, device="CPU", **kwargs):
-        return _NumpyRep(SingaBackend.prepare(model, device, **kwargs))
+prepare = SingaBackend.prepare

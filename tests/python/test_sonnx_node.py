@@ -2,8 +2,7 @@
 
     pytest -q tests/python/test_sonnx_node.py     # the report at the end lists the counts
 
-Each claimed op's node tests run through sonnx.NumpyBackend (SingaBackend with numpy
-outputs). EXCLUDED lists the variants we do not claim, with the reason; every other node test
+Each claimed op's node tests run through sonnx.SingaBackend (numpy in, numpy out). EXCLUDED lists the variants we do not claim, with the reason; every other node test
 of a claimed op must pass.
 """
 import pytest
@@ -39,7 +38,7 @@ EXCLUDED = {
     r"^test_reshape_allowzero": "Reshape allowzero=1",
 }
 
-_bt = onnx.backend.test.BackendTest(sonnx.NumpyBackend, __name__)
+_bt = onnx.backend.test.BackendTest(sonnx.SingaBackend, __name__)
 for _op in CLAIMED:
     _bt.include(r"^test_%s(_.*)?_cpu$" % _op)
 for _pattern in EXCLUDED:

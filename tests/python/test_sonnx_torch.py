@@ -12,7 +12,7 @@ onnx = pytest.importorskip("onnx", reason="onnx is not installed (pip install on
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
-from singa import device, tensor, sonnx  # noqa: E402
+from singa import device, sonnx  # noqa: E402
 
 nn = torch.nn
 
@@ -63,6 +63,6 @@ def test_torch_cnn_matches_onnxruntime(opset):
     m = onnx.load_from_string(buf.getvalue())
     ref, = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"]).run(
         None, {"x": x.numpy()})
-    got = tensor.to_numpy(sonnx.prepare(m, device.get_default_device()).run([x.numpy()])[0])
+    got = sonnx.prepare(m, device.get_default_device()).run([x.numpy()])[0]
     assert got.shape == ref.shape
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-6)
