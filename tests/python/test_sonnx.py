@@ -138,6 +138,12 @@ def test_export_needs_a_trace(rng):
     y = autograd.relu(x)  # training off: nothing recorded
     with pytest.raises(sonnx.SonnxError, match="training"):
         sonnx.to_onnx([x], [y])
+    # a constant operand that no one keeps (a Python scalar) is gone by export time: autograd
+    # holds its leaf inputs weakly
+    autograd.training = True
+    y = autograd.mul(x, 2.0)
+    with pytest.raises(sonnx.SonnxError, match="is gone"):
+        sonnx.to_onnx([x], [y])
 
 
 def test_opset_11_model_imports(rng):
@@ -212,3 +218,55 @@ def test_sonnx_model_fine_tunes(use_graph, rng):
     if use_graph:
         ref, _, _ = losses(False)
         np.testing.assert_allclose(got, ref, rtol=1e-4)
+
+
+def _w(rng, *shape):
+    t = tensor.from_numpy(rng.standard_normal(shape).astype(np.float32))
+    t.stores_grad = True
+    return t
+
+
+EXPORTED_OPS = {
+    "sigmoid": lambda x, r: autograd.sigmoid(x),
+    "tanh": lambda x, r: autograd.tanh(x),
+    "relu": lambda x, r: autograd.relu(x),
+    "abs_exp": lambda x, r: autograd.exp(autograd.abs(x)),
+    "sin_cos": lambda x, r: autograd.sin(autograd.cos(x)),
+    "softplus_softsign": lambda x, r: autograd.softsign(autograd.softplus(x)),
+    "leakyrelu": lambda x, r: autograd.leakyrelu(x, 0.2),
+    "elu": lambda x, r: autograd.elu(x, 0.7),
+    "softmax0": lambda x, r: autograd.softmax(x, 0),
+    "log_softmax": lambda x, r: autograd.log_softmax(x, 1),
+    "transpose": lambda x, r: autograd.transpose(x, (1, 0)),
+    "reshape": lambda x, r: autograd.reshape(x, [0, 2, -1]),
+    "sub_mul_div": lambda x, r: autograd.div(autograd.mul(autograd.sub(x, _w(r, 6)),
+                                                          _w(r, 3, 6)),
+                                                 autograd.exp(_w(r, 6))),
+    "sum_max_min": lambda x, r: autograd.sum(autograd.max(x, _w(r, 3, 6)),
+                                             autograd.min(x, _w(r, 3, 6))),
+    "gemm": lambda x, r: autograd.gemm(x, _w(r, 4, 6), _w(r, 3, 4), 0.5, 2.0, 0, 1),
+    "add_bias_cols": lambda x, r: autograd.add_bias(x, _w(r, 3), axis=1),
+    "matmul_add_bias": lambda x, r: autograd.add_bias(autograd.matmul(x, _w(r, 6, 5)),
+                                                      _w(r, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPORTED_OPS))
+def test_exported_op_matches_onnxruntime_and_reimports(name, rng):
+    x_np = rng.standard_normal((3, 6)).astype(np.float32)
+    x = tensor.from_numpy(x_np)
+    autograd.training = True
+    y = EXPORTED_OPS[name](x, rng)
+    m = sonnx.to_onnx([x], [y])
+    autograd.training = False
+    ours = tensor.to_numpy(y)
+    ref, = _ort(m, x_np)
+    np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sonnx.prepare(m, DEV).run([x_np])[0], ref, rtol=1e-5, atol=1e-6)
+
+
+def test_example_onnx_roundtrip_runs(tmp_path):
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import onnx_roundtrip
+    acc = onnx_roundtrip.run(["--max-steps", "4", "--out", str(tmp_path / "cnn.onnx")])
+    assert 0.0 <= acc <= 1.0 and (tmp_path / "cnn.onnx").stat().st_size > 0
