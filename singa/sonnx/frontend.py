@@ -126,12 +126,21 @@ class _Exporter(object):
 
     def _op_Pooling2d(self, op, ins, outs):
         h = op.handle
+        x = ins[0]
+        if any(op.odd_padding):
+            # our pooling pads odd rows/columns with zeros that count as input cells; an
+            # explicit Pad keeps those numbers (ONNX pool pads are -inf / uncounted)
+            t, b, l, r = op.odd_padding
+            pads = self.const(self.fresh(op.name + ":odd_pads"),
+                              np.array([0, 0, t, l, 0, 0, b, r], np.int64))
+            x = self.fresh(op.name + ":padded")
+            self.node("Pad", [ins[0], pads], [x], mode="constant")
         attrs = dict(kernel_shape=[h.kernel_h, h.kernel_w], strides=[h.stride_h, h.stride_w],
-                     pads=self._pads(h, op.odd_padding))
+                     pads=[h.pad_h, h.pad_w, h.pad_h, h.pad_w])
         if h.is_max_pooling:
-            self.node("MaxPool", ins, outs, **attrs)
+            self.node("MaxPool", [x], outs, **attrs)
         else:
-            self.node("AveragePool", ins, outs,
+            self.node("AveragePool", [x], outs,
                       count_include_pad=int(h.count_include_pad), **attrs)
 
     def _op_BatchNorm2d(self, op, ins, outs):

@@ -193,6 +193,27 @@ def _concat(ins, attrs, opset, cache):
     return [autograd.cat(list(ins), int(attrs["axis"]))]
 
 
+def _pad(ins, attrs, opset, cache):
+    mode = attrs.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    x = ins[0]
+    pads = _ints(ins[1]) if len(ins) > 1 else list(attrs.get("pads", []))
+    value = float(tensor.to_numpy(ins[2]).reshape(-1)[0]) if len(ins) > 2 and ins[2] is not None \
+        else float(attrs.get("value", 0.0))
+    if len(ins) > 3 and ins[3] is not None:  # opset 18 axes: pads only for those axes
+        nd = len(x.shape)
+        axes = [a + nd if a < 0 else a for a in _ints(ins[3])]
+        full = [0] * (2 * nd)
+        for i, a in enumerate(axes):
+            full[a], full[nd + a] = pads[i], pads[len(axes) + i]
+        pads = full
+    if any(p < 0 for p in pads):
+        raise UnsupportedOpError("Pad: negative pads (cropping) %s are not supported" % pads)
+    if mode not in ("constant", "reflect", "edge"):
+        raise UnsupportedOpError("Pad: mode %r is not supported (opset %d)" % (mode, opset))
+    return [autograd.pad(x, mode, pads, value)]
+
+
 def _identity(ins, attrs, opset, cache):
     return [autograd.Identity()(ins[0])[0]] if hasattr(autograd, "Identity") else [ins[0]]
 
@@ -206,7 +227,7 @@ HANDLERS = {
     "Conv": _conv, "MaxPool": _pool(True), "AveragePool": _pool(False),
     "BatchNormalization": _batchnorm, "Gemm": _gemm,
     "Softmax": _softmax(autograd.softmax), "LogSoftmax": _softmax(autograd.log_softmax),
-    "Reshape": _reshape, "Concat": _concat, "Identity": _identity, "Dropout": _dropout,
+    "Reshape": _reshape, "Pad": _pad, "Concat": _concat, "Identity": _identity, "Dropout": _dropout,
     "Flatten": lambda ins, a, o, c: [_flatten(ins[0], int(a.get("axis", 1)))],
     "GlobalAveragePool": lambda ins, a, o, c: [autograd.globalaveragepool(ins[0])],
     "LeakyRelu": lambda ins, a, o, c: [autograd.leakyrelu(ins[0], float(a.get("alpha", 0.01)))],

@@ -91,7 +91,11 @@ def test_export_conv_pool_attributes(rng):
     y = autograd.conv2d(h, x, W, None, (0, 1, 1, 0))
     p = sw.PoolingHandle(y.data, (2, 2), (1, 1), (1, 1), False, True)
     z = autograd.pooling_2d(p, y)
+    # max pooling with odd padding: the zero rows count (as in our forward), kept by a Pad
+    q = autograd.pooling_2d(sw.PoolingHandle((2, 6, 5, 5), (2, 2), (2, 2), (0, 0), True),
+                            autograd.mul(y, autograd.sigmoid(y)), (1, 0, 0, 1))
     s = autograd.softmax(autograd.flatten(autograd.cat([z, z], 1)), 1)
+    s = autograd.cat([s, autograd.flatten(q)], 1)
     m = sonnx.to_onnx([x], [s])
     autograd.training = False
     conv = [n for n in m.graph.node if n.op_type == "Conv"][0]

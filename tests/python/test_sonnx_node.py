@@ -19,7 +19,7 @@ CLAIMED = ["conv", "maxpool", "averagepool", "batchnorm", "gemm", "matmul", "add
            "transpose", "abs", "neg", "exp", "log", "sqrt", "reciprocal", "softplus",
            "softsign", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
            "acosh", "atanh", "erf", "ceil", "floor", "sign", "sum", "mean", "max", "min",
-           "prelu", "dropout"]
+           "prelu", "dropout", "constant_pad", "reflect_pad", "edge_pad"]
 
 EXCLUDED = {
     # singa tensors are float32 or int32: other element types have no Tensor to run on
