@@ -67,7 +67,8 @@ def _to_tensor(array, dev, param):
 
 
 _NON_PARAM_INPUTS = {"BatchNormalization": lambda n: n.input[3:5],
-                     "Reshape": lambda n: n.input[1:], "Clip": lambda n: n.input[1:], "Pad": lambda n: n.input[1:]}
+                     "Reshape": lambda n: n.input[1:], "Clip": lambda n: n.input[1:],
+                     "Pad": lambda n: n.input[1:]}
 
 
 class SingaRep(BackendRep):
