@@ -30,6 +30,7 @@ LAYERS = [
     {"layers"},
     {"layer", "utils", "initializer", "snapshot", "graph", "data", "image_tool"},
     {"model", "opt"},
+    {"sonnx"},  # ONNX import and export: builds models from the layers below
 ]
 RANK = {g: i for i, layer_set in enumerate(LAYERS) for g in layer_set}
 

@@ -1,0 +1,254 @@
+"""Import: one ONNX node -> SINGA autograd operators.
+
+    outs = run_onnx_node("Conv", [x, W, b], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}, 13)
+
+Each handler takes the node's inputs (Tensors, None for an omitted optional input), its
+attributes (a dict of Python values) and the opset, and returns the list of outputs. Shape-like
+inputs (Reshape's shape, Clip's bounds...) are read as numpy values. Handlers cache the conv and
+pooling handles per input shape in ``cache``, so a prepared model runs many batches.
+"""
+import numpy as np
+
+from .. import autograd, tensor
+from .. import singa_wrap as singa
+from .errors import SonnxError, UnsupportedOpError
+
+_UNARY = {"Relu": autograd.relu, "Sigmoid": autograd.sigmoid, "Tanh": autograd.tanh,
+          "Abs": autograd.abs, "Neg": autograd.negative, "Exp": autograd.exp,
+          "Log": autograd.log, "Sqrt": autograd.sqrt, "Reciprocal": autograd.reciprocal,
+          "Softplus": autograd.softplus, "Softsign": autograd.softsign, "Sin": autograd.sin,
+          "Cos": autograd.cos, "Tan": autograd.tan, "Asin": autograd.asin,
+          "Acos": autograd.acos, "Atan": autograd.atan, "Sinh": autograd.sinh,
+          "Cosh": autograd.cosh, "Asinh": autograd.asinh, "Acosh": autograd.acosh,
+          "Atanh": autograd.atanh, "Erf": autograd.erf, "Ceil": autograd.ceil,
+          "Floor": autograd.floor, "Sign": autograd.sign}
+_BINARY = {"Add": autograd.add, "Sub": autograd.sub, "Mul": autograd.mul,
+           "Div": autograd.div, "Pow": autograd.pow, "MatMul": autograd.matmul}
+_VARIADIC = {"Sum": autograd.sum, "Mean": autograd.mean, "Max": autograd.max,
+             "Min": autograd.min}
+
+
+def _ints(t):
+    return [int(v) for v in np.asarray(tensor.to_numpy(t)).reshape(-1)]
+
+
+def _spatial_pads(op, x, attrs, kernel, strides, dilations):
+    """(pad_h, pad_w) for the handle and odd (top, bottom, left, right) for the rest, from
+    pads / auto_pad. Only 2-d (N, C, H, W) inputs."""
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads_b, pads_e = [], []
+        for n, k, s, d in zip(x.shape[2:], kernel, strides, dilations):
+            out = -(-n // s)
+            total = max(0, (out - 1) * s + (k - 1) * d + 1 - n)
+            small, big = total // 2, total - total // 2
+            pads_b.append(small if auto == "SAME_UPPER" else big)
+            pads_e.append(big if auto == "SAME_UPPER" else small)
+        pads = pads_b + pads_e
+    elif auto == "VALID":
+        pads = [0, 0, 0, 0]
+    elif auto == "NOTSET":
+        pads = list(attrs.get("pads", [0, 0, 0, 0]))
+    else:
+        raise SonnxError("%s: unknown auto_pad %r" % (op, auto))
+    t, l, b, r = pads
+    ph, pw = min(t, b), min(l, r)
+    return (ph, pw), (t - ph, b - ph, l - pw, r - pw)
+
+
+def _check_2d(op, x, kernel):
+    if len(x.shape) != 4 or len(kernel) != 2:
+        raise UnsupportedOpError("%s: only 2-d inputs (N, C, H, W) are supported, got input "
+                                 "shape %s and kernel %s" % (op, x.shape, list(kernel)))
+
+
+def _conv(ins, attrs, opset, cache):
+    x, W = ins[0], ins[1]
+    b = ins[2] if len(ins) > 2 else None
+    kernel = list(attrs.get("kernel_shape", W.shape[2:]))
+    _check_2d("Conv", x, kernel)
+    strides = list(attrs.get("strides", [1, 1]))
+    dil = list(attrs.get("dilations", [1, 1]))
+    group = int(attrs.get("group", 1))
+    pad, odd = _spatial_pads("Conv", x, attrs, kernel, strides, dil)
+    in_shape = (x.shape[1], x.shape[2] + odd[0] + odd[1], x.shape[3] + odd[2] + odd[3])
+    key = ("conv", in_shape, tuple(kernel), tuple(strides), pad, tuple(dil), group, b is None)
+    if key not in cache:
+        cache[key] = singa.ConvHandle((1,) + in_shape, kernel, strides, pad, x.shape[1],
+                                      W.shape[0], b is not None, group, dil)
+    return [autograd.conv2d(cache[key], x, W, b, odd)]
+
+
+def _pool(is_max):
+    op = "MaxPool" if is_max else "AveragePool"
+
+    def run(ins, attrs, opset, cache):
+        x = ins[0]
+        kernel = list(attrs["kernel_shape"])
+        _check_2d(op, x, kernel)
+        strides = list(attrs.get("strides", [1, 1]))
+        if list(attrs.get("dilations", [1, 1])) != [1, 1]:
+            raise UnsupportedOpError("%s: dilations %s are not supported (opset %d)"
+                                     % (op, attrs["dilations"], opset))
+        if len(ins) > 1 or attrs.get("storage_order", 0):
+            raise UnsupportedOpError("%s: the Indices output / storage_order is not supported"
+                                     % op)
+        pad, odd = _spatial_pads(op, x, attrs, kernel, strides, [1, 1])
+        cip = bool(attrs.get("count_include_pad", 0))
+        extra_ceil = (0, 0)
+        if attrs.get("ceil_mode", 0):
+            # extra bottom/right rows so that floor division gives the ceil output size, only
+            # where the last window still starts inside the input (as ONNX)
+            extra = []
+            for n, k, s, p, o in zip(x.shape[2:], kernel, strides, pad, (odd[:2], odd[2:])):
+                span = n + 2 * p + sum(o) - k
+                out = -(-span // s) + 1
+                if (out - 1) * s >= n + p + o[0]:
+                    out -= 1
+                extra.append(max(0, (out - 1) * s + k - (n + 2 * p + sum(o))))
+            extra_ceil = tuple(extra)
+            odd = (odd[0], odd[1] + extra[0], odd[2], odd[3] + extra[1])
+        if any(odd) and is_max:
+            # asymmetric pads: -inf rows/columns, then the symmetric part in the handle
+            t, b_, l, r = odd
+            x = autograd.pad(x, "constant", [0, 0, t, l, 0, 0, b_, r], -np.inf)
+        elif any(odd):
+            return [_avg_pool_padded(x, kernel, strides, pad, odd, extra_ceil, cip, cache)]
+        key = (op, tuple(x.shape[1:]), tuple(kernel), tuple(strides), pad, cip)
+        if key not in cache:
+            cache[key] = singa.PoolingHandle((1,) + tuple(x.shape[1:]), kernel, strides, pad,
+                                             is_max, cip)
+        return [autograd.pooling_2d(cache[key], x)]
+    return run
+
+
+def _avg_pool_padded(x, kernel, strides, pad, odd, extra_ceil, cip, cache):
+    """Average pooling with asymmetric pads or a ceil_mode partial window, as ONNX counts:
+    the window sum over the zero-padded input divided by the number of counted cells (input
+    cells, plus the declared pads when count_include_pad), both from pooling with the pads
+    made explicit."""
+    (ph, pw), (t, b, l, r) = pad, odd
+    full = [0, 0, ph + t, pw + l, 0, 0, ph + b, pw + r]
+    xp = autograd.pad(x, "constant", full, 0.0)
+    n, c, hh, ww = x.shape
+    if cip:  # the declared pads count; the ceil extension never does
+        ones = np.ones((1, c, hh + 2 * ph + t + b - extra_ceil[0],
+                        ww + 2 * pw + l + r - extra_ceil[1]), np.float32)
+        ones = np.pad(ones, [(0, 0), (0, 0), (0, extra_ceil[0]), (0, extra_ceil[1])])
+    else:
+        ones = np.pad(np.ones((1, c, hh, ww), np.float32),
+                      [(0, 0), (0, 0), (ph + t, ph + b), (pw + l, pw + r)])
+    key = ("avgpad", tuple(xp.shape[1:]), tuple(kernel), tuple(strides))
+    if key not in cache:
+        cache[key] = singa.PoolingHandle((1,) + tuple(xp.shape[1:]), kernel, strides, (0, 0),
+                                         False, True)
+    h = cache[key]
+    count = tensor.to_numpy(autograd.pooling_2d(h, tensor.from_numpy(ones, x.device)))
+    count = tensor.from_numpy(np.ascontiguousarray(count), x.device)
+    count.requires_grad = False
+    return autograd.div(autograd.pooling_2d(h, xp), count)
+
+
+def _flatten(x, axis):
+    return autograd.flatten(x, axis + len(x.shape) if axis < 0 else axis)
+
+
+def _batchnorm(ins, attrs, opset, cache):
+    x, scale, bias, mean, var = ins[:5]
+    if attrs.get("training_mode", 0):
+        raise UnsupportedOpError("BatchNormalization: training_mode=1 is not supported "
+                                 "(opset %d)" % opset)
+    h = autograd.BatchNormHandle(x.shape, float(attrs.get("momentum", 0.9)),
+                                 float(attrs.get("epsilon", 1e-5)))
+    return [autograd.batchnorm_2d(h, x, scale, bias, mean, var)]
+
+
+def _gemm(ins, attrs, opset, cache):
+    return [autograd.gemm(ins[0], ins[1], ins[2] if len(ins) > 2 else None,
+                          float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0)),
+                          int(attrs.get("transA", 0)), int(attrs.get("transB", 0)))]
+
+
+def _softmax(fn):
+    def run(ins, attrs, opset, cache):
+        x = ins[0]
+        if opset >= 13:
+            return [fn(x, int(attrs.get("axis", -1)))]
+        # before opset 13: softmax over the flattened trailing axes from ``axis``
+        axis = int(attrs.get("axis", 1))
+        y = fn(_flatten(x, axis), 1)
+        return [autograd.reshape(y, list(x.shape))]
+    return run
+
+
+def _reshape(ins, attrs, opset, cache):
+    shape = _ints(ins[1])
+    if attrs.get("allowzero", 0) and 0 in shape:
+        raise UnsupportedOpError("Reshape: allowzero=1 with a 0 in the shape")
+    return [autograd.reshape(ins[0], shape)]
+
+
+def _concat(ins, attrs, opset, cache):
+    return [autograd.cat(list(ins), int(attrs["axis"]))]
+
+
+def _pad(ins, attrs, opset, cache):
+    mode = attrs.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    x = ins[0]
+    pads = _ints(ins[1]) if len(ins) > 1 else list(attrs.get("pads", []))
+    value = float(tensor.to_numpy(ins[2]).reshape(-1)[0]) if len(ins) > 2 and ins[2] is not None \
+        else float(attrs.get("value", 0.0))
+    if len(ins) > 3 and ins[3] is not None:  # opset 18 axes: pads only for those axes
+        nd = len(x.shape)
+        axes = [a + nd if a < 0 else a for a in _ints(ins[3])]
+        full = [0] * (2 * nd)
+        for i, a in enumerate(axes):
+            full[a], full[nd + a] = pads[i], pads[len(axes) + i]
+        pads = full
+    if any(p < 0 for p in pads):
+        raise UnsupportedOpError("Pad: negative pads (cropping) %s are not supported" % pads)
+    if mode not in ("constant", "reflect", "edge"):
+        raise UnsupportedOpError("Pad: mode %r is not supported (opset %d)" % (mode, opset))
+    return [autograd.pad(x, mode, pads, value)]
+
+
+def _identity(ins, attrs, opset, cache):
+    return [autograd.Identity()(ins[0])[0]] if hasattr(autograd, "Identity") else [ins[0]]
+
+
+def _dropout(ins, attrs, opset, cache):
+    # inference semantics (sonnx runs and fine-tunes the imported network as exported)
+    return [ins[0]]
+
+
+HANDLERS = {
+    "Conv": _conv, "MaxPool": _pool(True), "AveragePool": _pool(False),
+    "BatchNormalization": _batchnorm, "Gemm": _gemm,
+    "Softmax": _softmax(autograd.softmax), "LogSoftmax": _softmax(autograd.log_softmax),
+    "Reshape": _reshape, "Pad": _pad, "Concat": _concat, "Identity": _identity, "Dropout": _dropout,
+    "Flatten": lambda ins, a, o, c: [_flatten(ins[0], int(a.get("axis", 1)))],
+    "GlobalAveragePool": lambda ins, a, o, c: [autograd.globalaveragepool(ins[0])],
+    "LeakyRelu": lambda ins, a, o, c: [autograd.leakyrelu(ins[0], float(a.get("alpha", 0.01)))],
+    "Elu": lambda ins, a, o, c: [autograd.elu(ins[0], float(a.get("alpha", 1.0)))],
+    "Transpose": lambda ins, a, o, c: [autograd.transpose(ins[0], a.get("perm"))],
+    "PRelu": lambda ins, a, o, c: [autograd.prelu(ins[0], ins[1])],
+}
+for _k, _f in _UNARY.items():
+    HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(ins[0])])(_f)
+for _k, _f in _BINARY.items():
+    HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(ins[0], ins[1])])(_f)
+for _k, _f in _VARIADIC.items():
+    HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(*ins)])(_f)
+
+SUPPORTED_OPS = sorted(HANDLERS)
+
+
+def run_onnx_node(op_type, ins, attrs, opset, cache=None):
+    """The outputs (a list of Tensors) of one ONNX node on Tensors ``ins``."""
+    fn = HANDLERS.get(op_type)
+    if fn is None:
+        raise UnsupportedOpError("sonnx: ONNX op %s (opset %d) is not supported; supported: %s"
+                                 % (op_type, opset, ", ".join(SUPPORTED_OPS)))
+    return fn(list(ins), attrs, opset, {} if cache is None else cache)
