@@ -9,7 +9,7 @@ BUILD := build
 JOBS ?= 2
 APT_PKGS := g++ make libopenblas-openmp-dev libgtest-dev libdnnl-dev openmpi-bin libopenmpi-dev
 PIP_PKGS := "numpy>=1.26" "cython>=3.0" "pytest>=7" "scikit-build-core>=0.10" "tqdm>=4.60" \
-  "scikit-learn>=1.3" "pillow>=10" "matplotlib>=3.7"
+  "scikit-learn>=1.3" "pillow>=10" "matplotlib>=3.7" "onnx==1.23.2" "onnxruntime==1.32.0"
 # The reference for the RNN, ONNX and benchmark comparisons (tests skip without it). Pinned: the
 # benchmarks' peer; the CPU wheel is on the local package mirror.
 PIP_REF_PKGS := "torch==2.13.0"
