@@ -1,0 +1,63 @@
+"""Where a graph-mode training step spends its time: per-operation times of a replay, grouped by
+operation name, for one of the benchmark models.
+
+    .venv/bin/python benchmarks/profile_ops.py resnet18 --iters 10
+    .venv/bin/python benchmarks/profile_ops.py mlp --iters 500 --top 12
+
+Profiling syncs and times each operation (Device.SetVerbosity(1)); the first --skip replays are
+warm-up. Prints a table: operation, calls per step, ms per step, share of the step.
+"""
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, HERE)
+
+
+def main():
+    from bench_train import DEFAULT_BATCH, SHAPES
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model", choices=sorted(SHAPES))
+    ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--skip", type=int, default=2)
+    ap.add_argument("--top", type=int, default=15)
+    args = ap.parse_args()
+    import numpy as np
+    import models
+    from singa import device, opt, tensor
+    shape, classes = SHAPES[args.model]
+    bs = args.batch or DEFAULT_BATCH[args.model]
+    rng = np.random.default_rng(0)
+    dev = device.get_default_device()
+    net = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": models.resnet18,
+           "resnet50": lambda: models.resnet50(cifar=False)}[args.model]()
+    net.set_optimizer(opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5))
+    tx = tensor.from_numpy(rng.standard_normal((bs,) + shape).astype(np.float32), dev)
+    ty = tensor.from_numpy(rng.integers(0, classes, bs).astype(np.int32), dev)
+    net.compile([tx], is_train=True, use_graph=True)
+    net(tx, ty)  # records and runs once
+    dev.SetSkipIteration(args.skip)
+    dev.SetVerbosity(1)
+    t0 = time.perf_counter()
+    for _ in range(args.iters + args.skip):
+        net(tx, ty)
+    wall = (time.perf_counter() - t0) / (args.iters + args.skip)
+    rows = []
+    for line in dev.GetTimeProfiling().splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[3].endswith("%") and parts[1].isdigit():
+            rows.append((parts[0], int(parts[1]), float(parts[2]), parts[3]))
+    total = sum(r[2] for r in rows)
+    print("%s, batch %d: %.2f ms per step summed over operations (%.2f ms wall per profiled "
+          "step, which syncs after each operation)" % (args.model, bs, total, wall * 1e3))
+    print("\n| operation | calls/step | ms/step | share |\n|---|---:|---:|---:|")
+    for name, calls, ms, share in rows[:args.top]:
+        print("| %s | %d | %.3f | %s |" % (name, calls, ms, share))
+
+
+if __name__ == "__main__":
+    main()
