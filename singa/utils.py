@@ -22,6 +22,7 @@ from . import errors
 from . import tensor
 from .autograd import nn as _nn
 from .autograd.base import Dummy
+from .layers._util import same_pad_split
 
 _BAR_LENGTH = 20
 _SAME_MODES = ("SAME_UPPER", "SAME_LOWER")
@@ -193,14 +194,15 @@ def get_padding_shape(pad_mode, input_spatial_shape, kernel_spatial_shape, strid
     """
     ins, ks, ss = _check_geometry("get_padding_shape", pad_mode,
                                   (input_spatial_shape, kernel_spatial_shape, strides_spatial))
-    out = get_output_shape(pad_mode, ins, ks, ss)
     pads = [0] * (2 * len(ins))
     odd = [0] * (2 * len(ins))
-    for i, (size, k, s, o) in enumerate(zip(ins, ks, ss, out)):
-        total = max((o - 1) * s + k - size, 0)
-        pads[2 * i] = pads[2 * i + 1] = total // 2
-        if total % 2:
-            odd[2 * i + (1 if pad_mode == "SAME_UPPER" else 0)] = 1
+    if pad_mode == "VALID":  # no output reaches past the data (raises if none fits)
+        get_output_shape(pad_mode, ins, ks, ss)
+        return pads, odd
+    for i, (size, k, s) in enumerate(zip(ins, ks, ss)):
+        before, after = same_pad_split(pad_mode, size, k, s)
+        pads[2 * i] = pads[2 * i + 1] = min(before, after)
+        odd[2 * i], odd[2 * i + 1] = before - pads[2 * i], after - pads[2 * i]
     return pads, odd
 
 

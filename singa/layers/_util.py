@@ -68,17 +68,20 @@ def padding_spec(padding, layer):
     return p, (0, 0, 0, 0)
 
 
+def same_pad_split(mode, size, kernel, stride, dilation=1):
+    """(before, after) padding of one axis that keeps ceil(size / stride) outputs: ONNX's
+    SAME_UPPER puts the odd pixel after the data, SAME_LOWER before it. The one definition of
+    SAME padding (layers, singa.utils and sonnx use it)."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
+    small, big = total // 2, total - total // 2
+    return (big, small) if mode == "SAME_LOWER" else (small, big)
+
+
 def same_padding(mode, in_hw, kernel, stride):
-    """Symmetric padding and odd padding that keep ceil(in / stride) outputs (ONNX's SAME_UPPER
-    puts the extra pixel at the end, SAME_LOWER at the beginning)."""
-    pads = []
-    for size, k, s in zip(in_hw, kernel, stride):
-        out = -(-size // s)
-        total = max((out - 1) * s + k - size, 0)
-        small = total // 2
-        big = total - small
-        pads.append((big, small) if mode == "SAME_LOWER" else (small, big))
-    (t, b), (l, r) = pads
+    """Symmetric padding and odd padding that keep ceil(in / stride) outputs (see
+    same_pad_split)."""
+    (t, b), (l, r) = (same_pad_split(mode, n, k, s) for n, k, s in zip(in_hw, kernel, stride))
     return padding_spec((t, b, l, r), "pad")
 
 

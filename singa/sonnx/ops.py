@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import autograd, tensor
 from .. import singa_wrap as singa
+from ..layers._util import same_pad_split
 from .errors import SonnxError, UnsupportedOpError
 
 _UNARY = {"Relu": autograd.relu, "Sigmoid": autograd.sigmoid, "Tanh": autograd.tanh,
@@ -38,14 +39,9 @@ def _spatial_pads(op, x, attrs, kernel, strides, dilations):
     auto = attrs.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
     if auto in ("SAME_UPPER", "SAME_LOWER"):
-        pads_b, pads_e = [], []
-        for n, k, s, d in zip(x.shape[2:], kernel, strides, dilations):
-            out = -(-n // s)
-            total = max(0, (out - 1) * s + (k - 1) * d + 1 - n)
-            small, big = total // 2, total - total // 2
-            pads_b.append(small if auto == "SAME_UPPER" else big)
-            pads_e.append(big if auto == "SAME_UPPER" else small)
-        pads = pads_b + pads_e
+        split = [same_pad_split(auto, n, k, s, d)
+                 for n, k, s, d in zip(x.shape[2:], kernel, strides, dilations)]
+        pads = [b for b, _ in split] + [e for _, e in split]
     elif auto == "VALID":
         pads = [0, 0, 0, 0]
     elif auto == "NOTSET":
