@@ -19,6 +19,7 @@ from .. import model
 from .. import tensor
 from .errors import SonnxError
 from .ops import run_onnx_node, SUPPORTED_OPS  # noqa: F401
+from .ops_tensor import BOOL_OUTPUTS
 
 MIN_OPSET = 11
 
@@ -54,11 +55,17 @@ def _attrs(node):
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
+_INT32 = np.iinfo(np.int32)
+
+
 def _to_tensor(array, dev, param):
+    """A Tensor of numpy ``array``: singa holds float32 and int32, so wider integers are
+    clamped to int32 (ONNX writes 'to the end' as INT64_MAX), other floats become float32 and
+    booleans float 0/1."""
     a = np.asarray(array)
-    if a.dtype == np.int64:
-        a = a.astype(np.int32)
-    elif a.dtype == np.float64:
+    if a.dtype.kind in "iu" and a.dtype != np.int32:
+        a = np.clip(a, _INT32.min, _INT32.max).astype(np.int32)
+    elif a.dtype.kind in "fb" and a.dtype != np.float32:
         a = a.astype(np.float32)
     t = tensor.from_numpy(np.ascontiguousarray(a), dev)
     t.requires_grad = param
@@ -68,7 +75,14 @@ def _to_tensor(array, dev, param):
 
 _NON_PARAM_INPUTS = {"BatchNormalization": lambda n: n.input[3:5],
                      "Reshape": lambda n: n.input[1:], "Clip": lambda n: n.input[1:],
-                     "Pad": lambda n: n.input[1:]}
+                     "Pad": lambda n: n.input[1:], "Slice": lambda n: n.input[1:],
+                     "Squeeze": lambda n: n.input[1:], "Unsqueeze": lambda n: n.input[1:],
+                     "Split": lambda n: n.input[1:], "Tile": lambda n: n.input[1:],
+                     "Expand": lambda n: n.input[1:], "ReduceSum": lambda n: n.input[1:],
+                     "ReduceMean": lambda n: n.input[1:], "Resize": lambda n: n.input[1:],
+                     "OneHot": lambda n: n.input[1:], "Gather": lambda n: n.input[1:],
+                     "Where": lambda n: n.input[:1],
+                     "ScatterElements": lambda n: n.input[1:]}
 
 
 class SingaRep(BackendRep):
@@ -86,6 +100,9 @@ class SingaRep(BackendRep):
         self.input_names = [i.name for i in model.graph.input if i.name not in tensor_map]
         self._cache = {}
         self.is_graph = False
+        # numpy outputs take the element type the graph declares (ONNX's bool, int64...)
+        self._out_types = {o.name: o.type.tensor_type.elem_type for o in model.graph.output
+                           if o.type.HasField("tensor_type")}
 
     def run(self, x, **kwargs):
         """The graph's outputs on inputs ``x`` (numpy arrays or Tensors, in the order of the
@@ -106,21 +123,20 @@ class SingaRep(BackendRep):
             env[name] = x
         produced = collections.OrderedDict()
         for node in self.singa_ops:
-            attrs = _attrs(node)
-            if node.op_type == "Constant":
-                value = next(iter(attrs.values()))
-                arr = numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) \
-                    else np.asarray(value)
-                env[node.output[0]] = _to_tensor(arr, self.device, False)
-                continue
             try:
                 ins = [env[n] if n else None for n in node.input]
             except KeyError as e:
                 raise SonnxError("sonnx: node %s (%s) reads %s, which nothing produced"
                                  % (node.name, node.op_type, e)) from None
-            while ins and ins[-1] is None:
-                ins.pop()
-            outs = run_onnx_node(node.op_type, ins, attrs, self.opset, self._cache)
+            outs = self._host_values(node, ins)
+            if outs is None:
+                ins = [_to_tensor(x, self.device, False) if isinstance(x, np.ndarray) else x
+                       for x in ins]
+                while ins and ins[-1] is None:
+                    ins.pop()
+                attrs = _attrs(node)
+                attrs["__outputs__"] = len(node.output)
+                outs = run_onnx_node(node.op_type, ins, attrs, self.opset, self._cache)
             for n, y in zip(node.output, outs):
                 if n:
                     env[n] = y
@@ -131,7 +147,54 @@ class SingaRep(BackendRep):
         missing = [n for n in names if n not in env]
         if missing:
             raise SonnxError("SingaRep.run: no tensor named %s in the graph" % missing)
-        return [tensor.to_numpy(env[n]) if as_numpy else env[n] for n in names]
+        if not as_numpy:
+            return [_to_tensor(env[n], self.device, False) if isinstance(env[n], np.ndarray)
+                    else env[n] for n in names]
+        return [_as_declared(env[n], self._out_types.get(n)) for n in names]
+
+    def _host_values(self, node, ins):
+        """The outputs of ``node`` computed on the host (numpy), or None when it runs with
+        singa's operators. Constants, shapes and what is computed from them alone (the
+        Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains of exported graphs) are host
+        values: they depend on the input's shape, not on its values, and carry no gradient,
+        so ONNX's reference implementation evaluates them (cached per node and value)."""
+        if node.op_type == "Constant":
+            value = next(iter(_attrs(node).values()))
+            arr = numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) \
+                else np.asarray(value)
+            return [arr]
+        if node.op_type == "Shape" and ins and ins[0] is not None:
+            a = _attrs(node)
+            dims = list(ins[0].shape)
+            return [np.array(dims[a.get("start", 0):a.get("end", len(dims))], np.int64)]
+        given = [x for x in ins if x is not None]
+        if not given or not all(isinstance(x, np.ndarray) for x in given):
+            return None
+        from onnx.reference import ReferenceEvaluator
+        key = ("fold", id(node))
+        if key not in self._cache:
+            self._cache[key] = ReferenceEvaluator(node, opsets={"": self.opset})
+        feeds = {n: x for n, x in zip(node.input, ins) if n}
+        try:
+            return [np.asarray(y) for y in self._cache[key].run(None, feeds)]
+        except Exception as e:  # noqa: BLE001  (the reference raises what numpy raises)
+            raise SonnxError("sonnx: node %s (%s, opset %d) failed on constant inputs: %s"
+                             % (node.name, node.op_type, self.opset, e)) from e
+
+
+def _as_declared(value, elem_type):
+    """A graph output as numpy, in the ONNX element type declared for it (when numpy has it)."""
+    a = value if isinstance(value, np.ndarray) else tensor.to_numpy(value)
+    if elem_type:
+        try:
+            want = onnx.helper.tensor_dtype_to_np_dtype(elem_type)
+        except (KeyError, ValueError, TypeError):
+            return a
+        if want == np.bool_:
+            return a != 0
+        if want.kind in "iufb" and a.dtype != want:
+            return a.astype(want)
+    return a
 
 
 class SingaBackend(Backend):
@@ -189,8 +252,11 @@ class SingaBackend(Backend):
         dev = cls._device(device)
         opset = kwargs.get("opset_version", cls._opset_version)
         ins = [None if x is None else _to_tensor(x, dev, False) for x in inputs]
-        outs = run_onnx_node(node.op_type, ins, _attrs(node), opset)
-        return [tensor.to_numpy(y) for y in outs]
+        attrs = _attrs(node)
+        attrs["__outputs__"] = len(node.output)
+        outs = run_onnx_node(node.op_type, ins, attrs, opset)
+        outs = [y if isinstance(y, np.ndarray) else tensor.to_numpy(y) for y in outs]
+        return [a != 0 for a in outs] if node.op_type in BOOL_OUTPUTS else outs
 
     @classmethod
     def run_model(cls, model, inputs, device="CPU", **kwargs):

@@ -13,6 +13,7 @@ from .. import autograd, tensor
 from .. import singa_wrap as singa
 from ..layers._util import same_pad_split
 from .errors import SonnxError, UnsupportedOpError
+from .ops_tensor import HANDLERS as _TENSOR_HANDLERS
 
 _UNARY = {"Relu": autograd.relu, "Sigmoid": autograd.sigmoid, "Tanh": autograd.tanh,
           "Abs": autograd.abs, "Neg": autograd.negative, "Exp": autograd.exp,
@@ -69,7 +70,8 @@ def _conv(ins, attrs, opset, cache):
     group = int(attrs.get("group", 1))
     pad, odd = _spatial_pads("Conv", x, attrs, kernel, strides, dil)
     in_shape = (x.shape[1], x.shape[2] + odd[0] + odd[1], x.shape[3] + odd[2] + odd[3])
-    key = ("conv", in_shape, tuple(kernel), tuple(strides), pad, tuple(dil), group, b is None)
+    key = ("conv", in_shape, W.shape[0], tuple(kernel), tuple(strides), pad, tuple(dil), group,
+           b is None)
     if key not in cache:
         cache[key] = singa.ConvHandle((1,) + in_shape, kernel, strides, pad, x.shape[1],
                                       W.shape[0], b is not None, group, dil)
@@ -237,6 +239,8 @@ for _k, _f in _BINARY.items():
     HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(ins[0], ins[1])])(_f)
 for _k, _f in _VARIADIC.items():
     HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(*ins)])(_f)
+
+HANDLERS.update(_TENSOR_HANDLERS)
 
 SUPPORTED_OPS = sorted(HANDLERS)
 

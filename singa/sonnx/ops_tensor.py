@@ -1,0 +1,256 @@
+"""Import handlers for the ONNX ops that rearrange, index, reduce, compare or cast tensors, and
+the activations with attributes beyond ops.py's (registered into ops.HANDLERS).
+
+    outs = HANDLERS["Squeeze"]([x, axes], {}, 13, {})
+
+Inputs that ONNX moved from attributes to tensors at some opset (Squeeze / Unsqueeze /
+ReduceSum axes and Split's split at 13, ReduceMean's axes at 18, Clip's bounds at 11, Slice's
+starts... at 10) are read from whichever form the node carries, so both import. Such inputs
+are read into Python (numpy), as singa's operators take them as constants.
+
+Booleans: singa has no bool tensor; comparisons and logical ops give float 0/1 and a bool
+ONNX tensor is read as float 0/1 (non-zero = true).
+"""
+import math
+
+import numpy as np
+
+from .. import autograd, tensor
+from .errors import SonnxError, UnsupportedOpError
+
+
+def _np(t):
+    return np.asarray(t if isinstance(t, np.ndarray) else tensor.to_numpy(t))
+
+
+def ints(t):
+    """The values of a shape-like input (Tensor or numpy) as a list of ints."""
+    return [int(v) for v in _np(t).reshape(-1)]
+
+
+def _given(ins, i):
+    return len(ins) > i and ins[i] is not None
+
+
+def _axes(ins, i, attrs, opset, since):
+    """Axes from input i (from opset ``since``) or from the 'axes' attribute (before it);
+    None when absent."""
+    if opset >= since:
+        return ints(ins[i]) if _given(ins, i) else None
+    return list(attrs["axes"]) if "axes" in attrs else None
+
+
+def _scalar(t):
+    return float(_np(t).reshape(-1)[0])
+
+
+def _clip(ins, attrs, opset, cache):
+    if opset >= 11:
+        lo = _scalar(ins[1]) if _given(ins, 1) else None
+        hi = _scalar(ins[2]) if _given(ins, 2) else None
+    else:
+        lo, hi = attrs.get("min"), attrs.get("max")
+    return [autograd.clip(ins[0], lo, hi)]
+
+
+def _squeeze(ins, attrs, opset, cache):
+    return [autograd.squeeze(ins[0], _axes(ins, 1, attrs, opset, 13) or [])]
+
+
+def _unsqueeze(ins, attrs, opset, cache):
+    axes = _axes(ins, 1, attrs, opset, 13)
+    if not axes:
+        raise SonnxError("Unsqueeze: the axes are missing (opset %d)" % opset)
+    return [autograd.unsqueeze(ins[0], axes)]
+
+
+def _slice(ins, attrs, opset, cache):
+    if opset >= 10:
+        starts, ends = ints(ins[1]), ints(ins[2])
+        axes = ints(ins[3]) if _given(ins, 3) else None
+        steps = ints(ins[4]) if _given(ins, 4) else None
+    else:
+        starts, ends = list(attrs["starts"]), list(attrs["ends"])
+        axes, steps = attrs.get("axes"), None
+    return [autograd.slice(ins[0], starts, ends, axes, steps)]
+
+
+def _gather(ins, attrs, opset, cache):
+    # the indices are read into Python: autograd.gather checks and wraps negative ones
+    idx = _np(ins[1])
+    return [autograd.gather(ins[0], int(attrs.get("axis", 0)), idx.astype(np.int64))]
+
+
+def _split(ins, attrs, opset, cache):
+    x, axis, n = ins[0], int(attrs.get("axis", 0)), attrs["__outputs__"]
+    if opset >= 13:
+        parts = ints(ins[1]) if _given(ins, 1) else None
+    else:
+        parts = list(attrs["split"]) if "split" in attrs else None
+    if parts is None:
+        size = x.shape[axis]
+        step = -(-size // n)  # opset 18: the last piece may be smaller
+        parts = [min(step, size - i * step) for i in range(n)]
+    return list(autograd.split(x, axis, parts))
+
+
+def _reduce(fn, axes_input_since):
+    def run(ins, attrs, opset, cache):
+        axes = _axes(ins, 1, attrs, opset, axes_input_since)
+        keep = int(attrs.get("keepdims", 1))
+        if axes is None and attrs.get("noop_with_empty_axes", 0):
+            return [autograd.identity(ins[0])]
+        return [fn(ins[0], axes, keep)]
+    return run
+
+
+_ONNX_FLOATS = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 -> float32
+_ONNX_INTS = {2, 3, 4, 5, 6, 7, 12, 13}  # (u)int8..64 -> int32
+_ONNX_BOOL = 9
+
+
+def _cast(ins, attrs, opset, cache):
+    to, x = int(attrs["to"]), ins[0]
+    if to in _ONNX_FLOATS:
+        return [autograd.cast(x, tensor.float32)]
+    if to in _ONNX_INTS:
+        return [autograd.cast(x, tensor.int32)]
+    if to == _ONNX_BOOL:
+        return [autograd.cast(autograd._not(autograd._not(x)), tensor.float32)]
+    raise UnsupportedOpError("Cast: to=%d (%s) is not supported (opset %d)"
+                             % (to, _dtype_name(to), opset))
+
+
+def _dtype_name(to):
+    import onnx
+    return onnx.TensorProto.DataType.Name(to)
+
+
+def _where(ins, attrs, opset, cache):
+    return [autograd.where(ins[1], ins[2], ins[0])]
+
+
+def _constant_of_shape(ins, attrs, opset, cache):
+    value = attrs.get("value")
+    v = 0.0 if value is None else float(_onnx_array(value).reshape(-1)[0])
+    return [autograd.constant_of_shape(ins[0], v)]
+
+
+def _onnx_array(t):
+    from onnx import numpy_helper
+    return numpy_helper.to_array(t)
+
+
+def _onehot(ins, attrs, opset, cache):
+    return [autograd.onehot(int(attrs.get("axis", -1)), ins[0], int(_scalar(ins[1])),
+                            [float(v) for v in _np(ins[2]).reshape(-1)[:2]])]
+
+
+def _scatter_elements(ins, attrs, opset, cache):
+    if attrs.get("reduction", b"none") not in (b"none", "none"):
+        raise UnsupportedOpError("ScatterElements: reduction %r is not supported (opset %d)"
+                                 % (attrs["reduction"], opset))
+    return [autograd.scatter_elements(ins[0], _np(ins[1]), ins[2], int(attrs.get("axis", 0)))]
+
+
+def _str(attrs, key, default):
+    v = attrs.get(key, default)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _resize(ins, attrs, opset, cache):
+    """Nearest-neighbour resizing by integer scales (autograd.upsample); the coordinate
+    modes agree with repetition for integer scales, except align_corners and the rounding
+    of tf_crop_and_resize, which are refused."""
+    x = ins[0]
+    mode = _str(attrs, "mode", "nearest")
+    coord = _str(attrs, "coordinate_transformation_mode", "half_pixel")
+    if mode != "nearest" or coord in ("align_corners", "tf_crop_and_resize"):
+        raise UnsupportedOpError("Resize: mode %r with coordinate_transformation_mode %r is "
+                                 "not supported (only nearest repetition; opset %d)"
+                                 % (mode, coord, opset))
+    if coord == "asymmetric" and _str(attrs, "nearest_mode", "round_prefer_floor") != "floor":
+        raise UnsupportedOpError("Resize: asymmetric coordinates need nearest_mode 'floor' "
+                                 "(opset %d)" % opset)
+    scale_i, size_i = (1, 2) if opset < 11 else (2, 3)
+    if _given(ins, size_i) and _np(ins[size_i]).size:
+        sizes = ints(ins[size_i])
+        scales = [s / d for s, d in zip(sizes, x.shape)]
+    else:
+        scales = [float(v) for v in _np(ins[scale_i]).reshape(-1)]
+    if any(s != int(s) or s < 1 for s in scales):
+        raise UnsupportedOpError("Resize: scales %s are not positive integers (opset %d)"
+                                 % (scales, opset))
+    return [autograd.upsample(x, "nearest", [int(s) for s in scales])]
+
+
+def _layer_norm(ins, attrs, opset, cache):
+    """(x - mean) / sqrt(var + eps) * scale + bias over the axes from ``axis``, composed of
+    autograd ops (so that it trains); the optional Mean and InvStdDev outputs too."""
+    x, scale = ins[0], ins[1]
+    nd = len(x.shape)
+    axis = int(attrs.get("axis", -1))
+    axes = list(range(axis + nd if axis < 0 else axis, nd))
+    eps = tensor.from_numpy(np.array(float(attrs.get("epsilon", 1e-5)), np.float32), x.device)
+    mean = autograd.reduce_mean(x, axes, 1)
+    d = autograd.sub(x, mean)
+    var = autograd.reduce_mean(autograd.mul(d, d), axes, 1)
+    inv = autograd.reciprocal(autograd.sqrt(autograd.add(var, eps)))
+    y = autograd.mul(autograd.mul(d, inv), scale)
+    if _given(ins, 2):
+        y = autograd.add(y, ins[2])
+    cache.setdefault("_keep", []).append(eps)  # the constant must outlive the forward
+    return [y, mean, inv]
+
+
+def _gelu(ins, attrs, opset, cache):
+    """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation (opset 20's Gelu)."""
+    x = ins[0]
+    dev = x.device
+
+    def c(v):
+        t = tensor.from_numpy(np.array(v, np.float32), dev)
+        cache.setdefault("_keep", []).append(t)
+        return t
+    if _str(attrs, "approximate", "none") == "tanh":
+        inner = autograd.mul(autograd.add(x, autograd.mul(c(0.044715), autograd.mul(
+            x, autograd.mul(x, x)))), c(math.sqrt(2.0 / math.pi)))
+        g = autograd.tanh(inner)
+    else:
+        g = autograd.erf(autograd.mul(x, c(1.0 / math.sqrt(2.0))))
+    return [autograd.mul(autograd.mul(x, c(0.5)), autograd.add(g, c(1.0)))]
+
+
+def _binary(fn):
+    return lambda ins, a, o, c: [fn(ins[0], ins[1])]
+
+
+HANDLERS = {
+    "Clip": _clip, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Slice": _slice,
+    "Gather": _gather, "Split": _split, "Cast": _cast, "Where": _where,
+    "ReduceSum": _reduce(autograd.reduce_sum, 13),
+    "ReduceMean": _reduce(autograd.reduce_mean, 18),
+    "Tile": lambda ins, a, o, c: [autograd.tile(ins[0], ints(ins[1]))],
+    "Expand": lambda ins, a, o, c: [autograd.expand(ins[0], ints(ins[1]))],
+    "Selu": lambda ins, a, o, c: [autograd.selu(ins[0], float(a.get("alpha", 1.67326319217681884765625)),
+                                                float(a.get("gamma", 1.05070102214813232421875)))],
+    "HardSigmoid": lambda ins, a, o, c: [autograd.hardsigmoid(ins[0], float(a.get("alpha", 0.2)),
+                                                              float(a.get("beta", 0.5)))],
+    "Less": _binary(autograd.less), "Greater": _binary(autograd.greater),
+    "Equal": _binary(autograd.equal), "LessOrEqual": _binary(autograd.less_equal),
+    "GreaterOrEqual": _binary(autograd.greater_equal),
+    "And": _binary(autograd._and), "Or": _binary(autograd._or), "Xor": _binary(autograd._xor),
+    "Not": lambda ins, a, o, c: [autograd._not(ins[0])],
+    "Round": lambda ins, a, o, c: [autograd.rounde(ins[0])],
+    "Shape": lambda ins, a, o, c: [autograd.shape(ins[0])],
+    "ConstantOfShape": _constant_of_shape, "NonZero": lambda ins, a, o, c: [autograd.nonzero(ins[0])],
+    "OneHot": _onehot, "ScatterElements": _scatter_elements, "Resize": _resize,
+    "DepthToSpace": lambda ins, a, o, c: [autograd.depth_to_space(
+        ins[0], int(a["blocksize"]), _str(a, "mode", "DCR"))],
+    "SpaceToDepth": lambda ins, a, o, c: [autograd.space_to_depth(ins[0], int(a["blocksize"]))],
+    "LayerNormalization": _layer_norm, "Gelu": _gelu,
+}
+
+# outputs that ONNX types as bool: run_node gives them as numpy bool
+BOOL_OUTPUTS = {"Less", "Greater", "Equal", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
+                "Not"}
