@@ -152,8 +152,12 @@ class Operator(object):
         # op.backward(dy) computes every input's gradient, as in SINGA.
         self._wanted = tuple(record and x.requires_grad and (x.stores_grad or _flows(x))
                              for x in xs)
-        self.src = [(x.creator, id(x), x if x.stores_grad else None, x.stores_grad)
-                    for x in xs] if record else []
+        src = [(x.creator, id(x), x if x.stores_grad else None, x.stores_grad)
+               for x in xs] if grads else []
+        self.src = src if record else []
+        # the inputs of a non-differentiable operator too (a comparison, a shape query), for
+        # sonnx's export of the trace; backward reads src only
+        self.trace_src = src
         self._x_shapes = tuple(x.data.shape() for x in xs)
         ys = self.forward(*(x.data for x in xs))
         if not isinstance(ys, tuple):

@@ -18,6 +18,7 @@ from .. import singa_wrap as singa
 from .. import tensor
 from ..autograd import base as _ag_base
 from .errors import SonnxError
+from .frontend_tensor import TensorExports
 
 EXPORT_OPSET = 13
 
@@ -45,7 +46,7 @@ def _np(ct):
     return singa.to_numpy(ct)
 
 
-class _Exporter(object):
+class _Exporter(TensorExports):
     """One export: names, nodes and initializers gathered while walking the trace."""
 
     def __init__(self, inputs, outputs):
@@ -85,10 +86,11 @@ class _Exporter(object):
         if id(op) in self.done:
             return
         self.done.add(id(op))
-        if not op.src:
+        src = getattr(op, "trace_src", None) or op.src
+        if not src:
             raise SonnxError("to_onnx: operator %s recorded no inputs; run the forward with "
                              "autograd.training = True and inputs with requires_grad" % op.name)
-        ins = [self.tensor_name(c, xid, t) for c, xid, t, _ in op.src]
+        ins = [self.tensor_name(c, xid, t) for c, xid, t, _ in src]
         outs = [op.output_name(i) for i in range(len(op._y_meta))]
         self.emit(op, ins, outs)
 
@@ -180,9 +182,6 @@ class _Exporter(object):
     def _op_Concat(self, op, ins, outs):
         self.node("Concat", ins, outs, axis=int(op.axis))
 
-    def _op_GlobalAveragePool(self, op, ins, outs):
-        self.node("GlobalAveragePool", ins, outs)
-
     def _op_LeakyRelu(self, op, ins, outs):
         self.node("LeakyRelu", ins, outs, alpha=float(op.a))
 
@@ -212,7 +211,7 @@ class _Exporter(object):
         # the batch axis is symbolic ("N"), so the exported model runs any batch size
         X = [helper.make_tensor_value_info("input:%d" % i, _onnx_dtype(x), _dims(x))
              for i, x in enumerate(self.inputs)]
-        Y = [helper.make_tensor_value_info(n, TensorProto.FLOAT, _dims(y))
+        Y = [helper.make_tensor_value_info(n, _onnx_dtype(y), _dims(y))
              for n, y in zip(out_names, self.outputs)]
         graph = helper.make_graph(self.nodes, model_name, X, Y,
                                   initializer=list(self.inits.values()))
