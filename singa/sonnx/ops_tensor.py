@@ -50,6 +50,8 @@ def _clip(ins, attrs, opset, cache):
         hi = _scalar(ins[2]) if _given(ins, 2) else None
     else:
         lo, hi = attrs.get("min"), attrs.get("max")
+    if lo is not None and hi is not None and lo > hi:  # ONNX: every value becomes max
+        lo = hi
     return [autograd.clip(ins[0], lo, hi)]
 
 
@@ -98,8 +100,10 @@ def _reduce(fn, axes_input_since):
     def run(ins, attrs, opset, cache):
         axes = _axes(ins, 1, attrs, opset, axes_input_since)
         keep = int(attrs.get("keepdims", 1))
-        if axes is None and attrs.get("noop_with_empty_axes", 0):
-            return [autograd.identity(ins[0])]
+        if not axes:  # absent or empty: every axis, unless noop_with_empty_axes
+            if attrs.get("noop_with_empty_axes", 0):
+                return [autograd.identity(ins[0])]
+            axes = None
         return [fn(ins[0], axes, keep)]
     return run
 
@@ -173,11 +177,15 @@ def _resize(ins, attrs, opset, cache):
         raise UnsupportedOpError("Resize: asymmetric coordinates need nearest_mode 'floor' "
                                  "(opset %d)" % opset)
     scale_i, size_i = (1, 2) if opset < 11 else (2, 3)
+    nd = len(x.shape)
+    axes = [a + nd if a < 0 else a for a in attrs.get("axes", range(nd))]  # opset 18
     if _given(ins, size_i) and _np(ins[size_i]).size:
-        sizes = ints(ins[size_i])
-        scales = [s / d for s, d in zip(sizes, x.shape)]
+        given = [s / x.shape[a] for s, a in zip(ints(ins[size_i]), axes)]
     else:
-        scales = [float(v) for v in _np(ins[scale_i]).reshape(-1)]
+        given = [float(v) for v in _np(ins[scale_i]).reshape(-1)]
+    scales = [1.0] * nd
+    for a, s in zip(axes, given):
+        scales[a] = s
     if any(s != int(s) or s < 1 for s in scales):
         raise UnsupportedOpError("Resize: scales %s are not positive integers (opset %d)"
                                  % (scales, opset))
@@ -221,6 +229,14 @@ def _gelu(ins, attrs, opset, cache):
     return [autograd.mul(autograd.mul(x, c(0.5)), autograd.add(g, c(1.0)))]
 
 
+def _space_to_depth(ins, attrs, opset, cache):
+    if _str(attrs, "mode", "DCR") != "DCR":
+        # singa's 'CRD' is the inverse of depth_to_space 'CRD', not ONNX's channel order
+        raise UnsupportedOpError("SpaceToDepth: mode %r is not supported (opset %d)"
+                                 % (_str(attrs, "mode", "DCR"), opset))
+    return [autograd.space_to_depth(ins[0], int(attrs["blocksize"]))]
+
+
 def _binary(fn):
     return lambda ins, a, o, c: [fn(ins[0], ins[1])]
 
@@ -247,7 +263,7 @@ HANDLERS = {
     "OneHot": _onehot, "ScatterElements": _scatter_elements, "Resize": _resize,
     "DepthToSpace": lambda ins, a, o, c: [autograd.depth_to_space(
         ins[0], int(a["blocksize"]), _str(a, "mode", "DCR"))],
-    "SpaceToDepth": lambda ins, a, o, c: [autograd.space_to_depth(ins[0], int(a["blocksize"]))],
+    "SpaceToDepth": _space_to_depth,
     "LayerNormalization": _layer_norm, "Gelu": _gelu,
 }
 
