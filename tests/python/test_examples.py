@@ -31,3 +31,14 @@ def test_resnet18_trains_a_few_steps(capsys):
                      "--batch-size", "16", "--graph"])
     assert 0.0 <= acc <= 1.0
     assert "final test accuracy" in capsys.readouterr().out
+
+
+def test_onnx_roundtrip_example(tmp_path, capsys):
+    # Export -> onnxruntime and sonnx -> fine-tune, a few steps: the reloaded outputs agree.
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    import onnx_roundtrip
+    acc = onnx_roundtrip.run(["--max-steps", "4", "--out", str(tmp_path / "cnn.onnx")])
+    out = capsys.readouterr().out
+    diffs = [float(v.split()[-1].rstrip(",")) for v in out.split("max relative difference:")[1]
+             .splitlines()[0].split(",")]
+    assert 0.0 <= acc <= 1.0 and max(diffs) < 1e-4, out
