@@ -235,3 +235,37 @@ def test_operator_exports_to_onnxruntime_and_imports_back(name, rng):
         assert o.shape == r.shape == b.shape, (o.shape, r.shape, b.shape)
         np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(b, r, rtol=1e-5, atol=1e-5)
+
+
+# ---- import handlers composed of several autograd ops: forward, finite differences, graph ----
+def _erf(x):
+    from math import erf
+    return np.vectorize(erf)(x)
+
+
+def _layer_norm_ref(x, s, b, eps=1e-3):
+    x = x.astype(np.float64)
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + eps) * s + b
+
+
+COMPOSED = {
+    "LayerNormalization": (lambda ag_, x, s, b: sonnx.ops.run_onnx_node(
+        "LayerNormalization", [x, s, b], {"axis": -1, "epsilon": 1e-3}, 17)[0],
+        _layer_norm_ref, [(2, 3, 5), (5,), (5,)]),
+    "Gelu": (lambda ag_, x: sonnx.ops.run_onnx_node("Gelu", [x], {}, 20)[0],
+             lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2.0))), [(3, 4)]),
+    "Gelu_tanh": (lambda ag_, x: sonnx.ops.run_onnx_node("Gelu", [x], {"approximate": "tanh"},
+                                                         20)[0],
+                  lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) *
+                                                   (x + 0.044715 * x ** 3))), [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSED))
+def test_composed_import_handlers_forward_backward_graph(name, rng):
+    from gradcheck import check_op, check_graph
+    op, ref, shapes = COMPOSED[name]
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    check_op(op, ref, arrays)
+    check_graph(op, arrays)
