@@ -14,6 +14,7 @@ from .. import singa_wrap as singa
 from ..layers._util import same_pad_split
 from .errors import SonnxError, UnsupportedOpError
 from .ops_tensor import HANDLERS as _TENSOR_HANDLERS
+from .ops_rnn import HANDLERS as _RNN_HANDLERS
 
 _UNARY = {"Relu": autograd.relu, "Sigmoid": autograd.sigmoid, "Tanh": autograd.tanh,
           "Abs": autograd.abs, "Neg": autograd.negative, "Exp": autograd.exp,
@@ -241,6 +242,7 @@ for _k, _f in _VARIADIC.items():
     HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(*ins)])(_f)
 
 HANDLERS.update(_TENSOR_HANDLERS)
+HANDLERS.update(_RNN_HANDLERS)
 
 SUPPORTED_OPS = sorted(HANDLERS)
 

@@ -26,7 +26,8 @@ CLAIMED = ["conv", "maxpool", "averagepool", "batchnorm", "gemm", "matmul", "add
            "split", "tile", "expand", "where", "cast", "reduce_sum", "reduce_mean", "less",
            "greater", "equal", "less_equal", "greater_equal", "and", "or", "xor", "not",
            "round", "shape", "constantofshape", "nonzero", "onehot", "scatter_elements",
-           "depthtospace", "spacetodepth", "resize", "layer_normalization", "gelu"]
+           "depthtospace", "spacetodepth", "resize", "layer_normalization", "gelu",
+           "simple_rnn", "rnn_seq_length", "lstm", "gru"]
 
 EXCLUDED = {
     # singa tensors are float32 or int32: other element types have no Tensor to run on
@@ -50,6 +51,7 @@ EXCLUDED = {
     r"^test_reduce_sum_square": "ReduceSumSquare (another op)",
     r"^test_split_to_sequence": "SplitToSequence (another op; sequences)",
     r"^test_scatter_elements_with_(reduction|duplicate)": "ScatterElements reduction != none",
+    r"^test_lstm_with_peepholes": "LSTM peepholes (P): the cells have none",
     r"^test_spacetodepth_crd": "SpaceToDepth mode CRD (singa's CRD is another channel order)",
     # Resize: nearest-neighbour upsampling by integer factors (autograd.upsample); linear,
     # cubic, downsampling, cropping, align_corners and non-integer sizes are not claimed

@@ -269,3 +269,34 @@ def test_composed_import_handlers_forward_backward_graph(name, rng):
     arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     check_op(op, ref, arrays)
     check_graph(op, arrays)
+
+
+def _recurrent_case(op_type, **attrs):
+    """(op(ag, x, W, R, B), the ONNX reference of the node, the input shapes): one
+    bidirectional layer, hidden 3, on a (steps 4, batch 2, input 2) sequence."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    gates = {"RNN": 1, "LSTM": 4, "GRU": 3}[op_type]
+    attrs = dict(hidden_size=3, direction="bidirectional", **attrs)
+    node = helper.make_node(op_type, ["x", "W", "R", "B"], ["y"], **attrs)
+    evaluator = ReferenceEvaluator(node)
+
+    def op(ag_, *ins):
+        return sonnx.ops.run_onnx_node(op_type, list(ins), dict(attrs), 14)[0]
+
+    def ref(x, W, R, B):
+        return evaluator.run(None, {"x": x, "W": W, "R": R, "B": B})[0]
+    return op, ref, [(4, 2, 2), (2, gates * 3, 2), (2, gates * 3, 3), (2, 6 * gates)]
+
+
+@pytest.mark.parametrize("op_type,attrs", [("RNN", {}), ("LSTM", {}),
+                                           ("GRU", {"linear_before_reset": 1}),
+                                           ("GRU", {"linear_before_reset": 0})],
+                         ids=["rnn", "lstm", "gru-lbr1", "gru-lbr0"])
+def test_recurrent_import_forward_backward(op_type, attrs, rng):
+    """The imported RNN/LSTM/GRU against ONNX's reference implementation, and its gradients
+    (x, W, R, B) against finite differences of that reference."""
+    from gradcheck import check_op
+    op, ref, shapes = _recurrent_case(op_type, **attrs)
+    arrays = [(0.5 * rng.standard_normal(s)).astype(np.float32) for s in shapes]
+    check_op(op, ref, arrays)

@@ -66,3 +66,36 @@ def test_torch_cnn_matches_onnxruntime(opset):
     got = sonnx.prepare(m, device.get_default_device()).run([x.numpy()])[0]
     assert got.shape == ref.shape
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-6)
+
+
+class _Recurrent(nn.Module):
+    """Two stacked recurrent layers (each an ONNX RNN/LSTM/GRU node); returns the sequence
+    output and the final hidden state."""
+
+    def __init__(self, kind, bidirectional, batch_first):
+        super().__init__()
+        self.rnn = getattr(nn, kind)(5, 6, num_layers=2, bidirectional=bidirectional,
+                                     batch_first=batch_first)
+
+    def forward(self, x):
+        y, state = self.rnn(x)
+        return y, state[0] if isinstance(state, tuple) else state
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("bidirectional,batch_first", [(False, False), (True, True)],
+                         ids=["forward", "bidirectional-batch_first"])
+def test_torch_recurrent_matches_onnxruntime(kind, bidirectional, batch_first):
+    torch.manual_seed(0)
+    net = _Recurrent(kind, bidirectional, batch_first).eval()
+    x = torch.randn(4, 3, 5)
+    buf = io.BytesIO()
+    torch.onnx.export(net, (x,), buf, opset_version=14, dynamo=False, input_names=["x"])
+    m = onnx.load_from_string(buf.getvalue())
+    assert kind in {n.op_type for n in m.graph.node}
+    refs = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x.numpy()})
+    got = sonnx.prepare(m, device.get_default_device()).run([x.numpy()])
+    for g, r in zip(got, refs):
+        assert g.shape == r.shape
+        np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-6)
