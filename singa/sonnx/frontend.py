@@ -55,6 +55,7 @@ class _Exporter(TensorExports):
         self.inputs, self.outputs = inputs, outputs
         self.count = 0
         self.const_names = {}  # id(tensor) -> initializer name (a shared tensor is one)
+        self.alias = {}  # id(tensor) -> ONNX name: the inputs of an operator's inner graph
 
     def fresh(self, base):
         self.count += 1
@@ -68,6 +69,8 @@ class _Exporter(TensorExports):
         """The ONNX name of one input of an operator, adding graph inputs and initializers."""
         if isinstance(creator, _ag_base.Dummy):
             t = stored if stored is not None else creator.tensor
+            if t is not None and id(t) in self.alias:
+                return self.alias[id(t)]
             if t is not None and id(t) in self.input_ids:
                 return "input:%d" % self.input_ids[id(t)]
             if t is None:

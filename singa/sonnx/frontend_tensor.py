@@ -218,6 +218,21 @@ class TensorExports(object):
                              self._init(op, "values", np.array([op.off, op.on], np.float32))],
                   outs, axis=int(op.axis))
 
+    # ---- operators that run an inner graph of autograd operators ---------------------------
+    def _op_RNN(self, op, ins, outs):
+        """autograd._RNN (cuDNN's fused RNN) runs its cells as autograd operators: that inner
+        graph is exported node by node, its inputs (x, hx, cx, the flat weights) bound to the
+        operator's. The flat weight vector stays one initializer, split inside the graph."""
+        inner = getattr(op, "_inner", None)
+        if inner is None:
+            raise SonnxError("to_onnx: %s has no recorded inner graph; export before "
+                             "backward releases it" % op.name)
+        y, inner_ins = inner
+        for t, name in zip(inner_ins, ins):
+            self.alias[id(t)] = name
+        self.visit(y.creator)
+        self.node("Identity", [y.creator.output_name(y.creator.y_id2idx[id(y)])], outs)
+
     # ---- shape and value queries (int64 in ONNX, int32 in singa) ------------------------------
     def _op_Shape(self, op, ins, outs):
         mid = self._mid(op, "int64")

@@ -237,6 +237,9 @@ def _space_to_depth(ins, attrs, opset, cache):
     return [autograd.space_to_depth(ins[0], int(attrs["blocksize"]))]
 
 
+_SELU_ALPHA, _SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875  # ONNX's
+
+
 def _binary(fn):
     return lambda ins, a, o, c: [fn(ins[0], ins[1])]
 
@@ -248,8 +251,8 @@ HANDLERS = {
     "ReduceMean": _reduce(autograd.reduce_mean, 18),
     "Tile": lambda ins, a, o, c: [autograd.tile(ins[0], ints(ins[1]))],
     "Expand": lambda ins, a, o, c: [autograd.expand(ins[0], ints(ins[1]))],
-    "Selu": lambda ins, a, o, c: [autograd.selu(ins[0], float(a.get("alpha", 1.67326319217681884765625)),
-                                                float(a.get("gamma", 1.05070102214813232421875)))],
+    "Selu": lambda ins, a, o, c: [autograd.selu(ins[0], float(a.get("alpha", _SELU_ALPHA)),
+                                                float(a.get("gamma", _SELU_GAMMA)))],
     "HardSigmoid": lambda ins, a, o, c: [autograd.hardsigmoid(ins[0], float(a.get("alpha", 0.2)),
                                                               float(a.get("beta", 0.5)))],
     "Less": _binary(autograd.less), "Greater": _binary(autograd.greater),
@@ -259,7 +262,8 @@ HANDLERS = {
     "Not": lambda ins, a, o, c: [autograd._not(ins[0])],
     "Round": lambda ins, a, o, c: [autograd.rounde(ins[0])],
     "Shape": lambda ins, a, o, c: [autograd.shape(ins[0])],
-    "ConstantOfShape": _constant_of_shape, "NonZero": lambda ins, a, o, c: [autograd.nonzero(ins[0])],
+    "ConstantOfShape": _constant_of_shape,
+    "NonZero": lambda ins, a, o, c: [autograd.nonzero(ins[0])],
     "OneHot": _onehot, "ScatterElements": _scatter_elements, "Resize": _resize,
     "DepthToSpace": lambda ins, a, o, c: [autograd.depth_to_space(
         ins[0], int(a["blocksize"]), _str(a, "mode", "DCR"))],

@@ -32,9 +32,6 @@ EXCLUDED = {
     "MeanSquareError": "a loss (see SoftMaxCrossEntropy)",
     "RankingLoss": "a loss (see SoftMaxCrossEntropy)",
     "QALSTMLoss": "a loss (see SoftMaxCrossEntropy)",
-    "_RNN": "cuDNN's fused RNN on a flat weight vector: converting it to ONNX RNN/LSTM/GRU "
-            "(gate order i,o,f,c and z,r,h, per-direction weight tensors) is not implemented; "
-            "layer.RNN/LSTM/GRU built from the cell ops export as those ops",
 }
 
 
@@ -85,6 +82,17 @@ def _bn(x, k):
     return ag.batchnorm_2d(h, x, k.w(4), k.w(4), mean, var)
 
 
+def _rnn(mode, bidirectional, return_sequences):
+    """autograd._RNN (2 layers): its inner graph of cell operators is what is exported."""
+    def run(x, k):
+        h = ag.RNNHandle(x, 4, mode=mode, num_layers=2, bidirectional=bidirectional)
+        states = (2 * (1 + bidirectional), x.shape[1], 4)
+        hx, cx = k.c(0.1 * k.rng.standard_normal(states)), k.c(0.1 * k.rng.standard_normal(states))
+        w = k.c(0.3 * k.rng.standard_normal(h.weights_size), True)
+        return ag._RNN(h, return_sequences=return_sequences)(x, hx, cx, w)[0]
+    return run
+
+
 # class name -> (example(x, consts) -> output Tensor or tuple, input kind)
 EXAMPLES = {
     # elementwise, from the op table
@@ -97,7 +105,8 @@ EXAMPLES = {
     "Reciprocal": (lambda x, k: ag.reciprocal(x), "pos"),
     "Sigmoid": (lambda x, k: ag.sigmoid(x), "normal"),
     "SoftPlus": (lambda x, k: ag.softplus(x), "normal"),
-    "SoftSign": (lambda x, k: ag.softsign(x), "normal"), "Tanh": (lambda x, k: ag.tanh(x), "normal"),
+    "SoftSign": (lambda x, k: ag.softsign(x), "normal"),
+    "Tanh": (lambda x, k: ag.tanh(x), "normal"),
     "Sin": (lambda x, k: ag.sin(x), "normal"), "Cos": (lambda x, k: ag.cos(x), "normal"),
     "Tan": (lambda x, k: ag.tan(x), "unit"), "Asin": (lambda x, k: ag.asin(x), "unit"),
     "Acos": (lambda x, k: ag.acos(x), "unit"), "Atan": (lambda x, k: ag.atan(x), "normal"),
@@ -178,6 +187,11 @@ EXAMPLES = {
     # nn
     "_Conv2d": (_conv, "nchw"), "_Pooling2d": (_pool, "nchw"), "_BatchNorm2d": (_bn, "nchw"),
     "Dropout": (lambda x, k: ag.dropout(ag.relu(x), ratio=0.3), "normal"),
+    # a bidirectional LSTM (directions summed), a GRU's last step, a ReLU RNN
+    "_RNN": (lambda x, k: ag.add(ag.reduce_sum(ag.reshape(_rnn(2, 1, True)(x, k), [5, 2, 2, 4]),
+                                               [2], 0),
+                                 ag.add(_rnn(3, 0, False)(x, k), _rnn(0, 0, True)(x, k))),
+             "seq"),
 }
 
 _INPUTS = {
@@ -191,6 +205,7 @@ _INPUTS = {
     "nchw": lambda r: r.standard_normal((2, 4, 6, 6)),
     "ids": lambda r: r.integers(0, 5, (2, 3)),
     "dims": lambda r: np.array([2, 3]),
+    "seq": lambda r: r.standard_normal((5, 2, 3)),
 }
 
 
