@@ -178,8 +178,8 @@ class TinyEncoder(nn.Module):
         self.head = nn.Linear(dim, num_classes)
 
     def forward(self, x):
-        return self.head(self.blocks(x + self.pos).mean(dim=1))
+        return self.head(self.blocks(self.embed(x) + self.pos).mean(dim=1))
 
 
 MODELS = {"resnet18": ResNet18, "mobilenet_v2": MobileNetV2, "squeezenet1_1": SqueezeNet11,
-          "transformer": EncoderBlock}
+          "transformer": EncoderBlock, "transformer_lm": TinyEncoder}
