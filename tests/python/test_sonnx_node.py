@@ -4,8 +4,8 @@
 
 Each claimed op's node tests run through sonnx.SingaBackend (numpy in, numpy out). EXCLUDED
 lists the variants we do not claim, with the reason; every other node test of a claimed op must
-pass (399 at the time of writing, opsets 11 to 28 as the test models declare them; the rest
-of ONNX's suite is skipped).
+pass (399 at the time of writing; the models declare opsets 1 to 28, those below 11 imported
+through the version converter; the rest of ONNX's suite is skipped).
 """
 import pytest
 
