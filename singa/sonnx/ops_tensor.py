@@ -119,8 +119,8 @@ def _cast(ins, attrs, opset, cache):
         return [autograd.cast(x, tensor.float32)]
     if to in _ONNX_INTS:
         return [autograd.cast(x, tensor.int32)]
-    if to == _ONNX_BOOL:
-        return [autograd.cast(autograd._not(autograd._not(x)), tensor.float32)]
+    if to == _ONNX_BOOL:  # float 0/1 (see the module note)
+        return [autograd._not(autograd._not(x))]
     raise UnsupportedOpError("Cast: to=%d (%s) is not supported (opset %d)"
                              % (to, _dtype_name(to), opset))
 
