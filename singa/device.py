@@ -121,6 +121,10 @@ def create_cuda_gpu(set_default=False):
 def create_cuda_gpus_on(device_ids):
     """One CUDA GPU device per id in ``device_ids``."""
     _require_cuda("create_cuda_gpus_on")
+    if get_num_gpus() == 0:
+        raise DeviceUnavailableError(
+            "create_cuda_gpus_on: singa is built with CUDA but no GPU is usable here (no CUDA "
+            "driver or no device); use device.create_cpu_device()")
     create = _core_fn("create_cuda_gpu_on", "create_cuda_gpus_on")
     return [create(int(i)) for i in device_ids]
 
