@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cublas_v2.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <curand.h>
