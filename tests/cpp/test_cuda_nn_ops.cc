@@ -132,6 +132,9 @@ TEST(CudaNnFronts, HalfOperandsOnTheCpuStillThrowDTypeError) {
   EXPECT_THROW(singa::Conv2dForward(x, W, Tensor(), ch), singa::DTypeError);
   PoolingHandle ph(x.shape(), {2, 2}, {2, 2}, {0, 0}, true);
   EXPECT_THROW(singa::Pool2dForward(x, ph), singa::DTypeError);
+  const Tensor s = RandomTensor({2});
+  EXPECT_THROW(singa::BatchNormForwardTraining(x, s, s, nullptr, nullptr, 0.1f, 1e-5f),
+               singa::DTypeError);
 }
 
 TEST(CudaNnFronts, MixedHalfAndFloatOnTheGpuThrowDTypeError) {
@@ -294,6 +297,28 @@ TEST(CudaBatchNorm, TrainingInferenceBackwardMatchTheCpu) {
       const auto gb = singa::BatchNormBackward(OnGpu(dy), xg, sg, gpu[1], gpu[2], 1e-5f);
       for (size_t i = 0; i < 3; ++i) ExpectSameOnGpu(cb[i], gb[i], kBlasTol);
     }
+}
+
+TEST(CudaBatchNorm, HalfActivationsMatchFloat) {
+  SINGA_REQUIRE_GPU();
+  const Shape s{4, 3, 5, 5};
+  const HalfPair x = Halved(RandomTensor(s, -2, 3, 550)), dy = Halved(RandomTensor(s, -1, 1, 551));
+  const Tensor scale = RandomTensor({3}, 0.5, 2, 552), bias = RandomTensor({3}, -1, 1, 553);
+  Tensor rm = RandomTensor({3}, -1, 1, 554), rv = RandomTensor({3}, 0.5, 2, 555);
+  Tensor rmg = OnGpu(rm), rvg = OnGpu(rv);
+  const Tensor sg = OnGpu(scale), bg = OnGpu(bias), xg = OnGpu(x.half);
+  const auto cpu = singa::BatchNormForwardTraining(x.as_float, scale, bias, &rm, &rv, 0.1f, 1e-5f);
+  const auto gpu = singa::BatchNormForwardTraining(xg, sg, bg, &rmg, &rvg, 0.1f, 1e-5f);
+  EXPECT_EQ(gpu[0].data_type(), singa::kFloat16);
+  EXPECT_EQ(gpu[1].data_type(), singa::kFloat32);  // statistics stay float32
+  for (size_t i = 0; i < 3; ++i) ExpectSameOnGpu(cpu[i], gpu[i], kHalfTol);
+  ExpectSameOnGpu(rv, rvg, kHalfTol);
+  ExpectSameOnGpu(singa::BatchNormForwardInference(x.as_float, scale, bias, rm, rv, 1e-5f, true),
+                  singa::BatchNormForwardInference(xg, sg, bg, rmg, rvg, 1e-5f, true), kHalfTol);
+  const auto cb = singa::BatchNormBackward(dy.as_float, x.as_float, scale, cpu[1], cpu[2], 1e-5f);
+  const auto gb = singa::BatchNormBackward(OnGpu(dy.half), xg, sg, gpu[1], gpu[2], 1e-5f);
+  EXPECT_EQ(gb[0].data_type(), singa::kFloat16);
+  for (size_t i = 0; i < 3; ++i) ExpectSameOnGpu(cb[i], gb[i], 5 * kHalfTol);
 }
 
 // ---------------------------------------------------------------- graph replay

@@ -12,6 +12,9 @@
 // (float per thread, double across the block), thread 0 then writes the channel's statistics,
 // the running-statistics update and the affine coefficients into the Prepared workspace; an
 // elementwise kernel applies them. Weak spot: few channels with large N * S give few blocks.
+//
+// float16 (CUDA only, cuDNN's convention): x, y, dy and dx may be float16, computed in float;
+// the per-channel tensors (scale, bias, running and batch statistics, dscale, dbias) stay float32.
 #include "../nn_kernels.h"
 #include "cudnn_common.h"
 
@@ -45,12 +48,13 @@ __device__ inline size_t At(const BnGeom& g, size_t c, size_t j) {
 }
 
 // Per channel (block): mean, biased var, running stats, and k, b with y = x * k + b.
-__global__ void BnTrainStats(BnGeom g, const float* x, const float* scale, const float* bias,
+template <typename T>
+__global__ void BnTrainStats(BnGeom g, const T* x, const float* scale, const float* bias,
                              float eps, float momentum, float* mean, float* var, float* rmean,
                              float* rvar, float* k, float* b) {
   const size_t c = blockIdx.x, M = g.N * g.S;
   float s = 0.f;
-  for (size_t j = threadIdx.x; j < M; j += kBnThreads) s += x[At(g, c, j)];
+  for (size_t j = threadIdx.x; j < M; j += kBnThreads) s += ToF(x[At(g, c, j)]);
   const double sum = BlockSum(s);
   __shared__ float mu_s;
   if (threadIdx.x == 0) mu_s = float(sum / double(M));
@@ -58,7 +62,7 @@ __global__ void BnTrainStats(BnGeom g, const float* x, const float* scale, const
   const float mu = mu_s;
   float q = 0.f;
   for (size_t j = threadIdx.x; j < M; j += kBnThreads) {
-    const float d = x[At(g, c, j)] - mu;
+    const float d = ToF(x[At(g, c, j)]) - mu;
     q += d * d;
   }
   const double sq = BlockSum(q);
@@ -85,18 +89,20 @@ __global__ void BnInferCoeffs(size_t C, const float* scale, const float* bias, c
   }
 }
 
-__global__ void BnAffine(BnGeom g, size_t total, const float* x, const float* k, const float* b,
-                         bool relu, float* y) {
+template <typename T>
+__global__ void BnAffine(BnGeom g, size_t total, const T* x, const float* k, const float* b,
+                         bool relu, T* y) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(blockDim.x) * gridDim.x) {
     const size_t c = (i / g.S) % g.C;
-    const float v = x[i] * k[c] + b[c];
-    y[i] = relu ? fmaxf(v, 0.f) : v;
+    const float v = ToF(x[i]) * k[c] + b[c];
+    y[i] = FromF<T>(relu ? fmaxf(v, 0.f) : v);
   }
 }
 
 // Per channel (block): dscale, dbias and the coefficients of dx = k1 * dy - k2 * x + k3.
-__global__ void BnBackwardSums(BnGeom g, const float* dy, const float* x, const float* scale,
+template <typename T>
+__global__ void BnBackwardSums(BnGeom g, const T* dy, const T* x, const float* scale,
                                const float* mean, const float* var, float eps, float* dscale,
                                float* dbias, float* k1, float* k2, float* k3) {
   const size_t c = blockIdx.x, M = g.N * g.S;
@@ -104,8 +110,9 @@ __global__ void BnBackwardSums(BnGeom g, const float* dy, const float* x, const 
   float s1 = 0.f, s2 = 0.f;
   for (size_t j = threadIdx.x; j < M; j += kBnThreads) {
     const size_t i = At(g, c, j);
-    s1 += dy[i];
-    s2 += dy[i] * (x[i] - m);
+    const float d = ToF(dy[i]);
+    s1 += d;
+    s2 += d * (ToF(x[i]) - m);
   }
   const double sdy = BlockSum(s1), sdyx = BlockSum(s2);
   if (threadIdx.x != 0) return;
@@ -119,24 +126,43 @@ __global__ void BnBackwardSums(BnGeom g, const float* dy, const float* x, const 
   k3[c] = float(M > 0 ? bb * m - q * sdy / double(M) : 0.0);
 }
 
-__global__ void BnBackwardDx(BnGeom g, size_t total, const float* dy, const float* x,
-                             const float* k1, const float* k2, const float* k3, float* dx) {
+template <typename T>
+__global__ void BnBackwardDx(BnGeom g, size_t total, const T* dy, const T* x, const float* k1,
+                             const float* k2, const float* k3, T* dx) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(blockDim.x) * gridDim.x) {
     const size_t c = (i / g.S) % g.C;
-    dx[i] = k1[c] * dy[i] - k2[c] * x[i] + k3[c];
+    dx[i] = FromF<T>(k1[c] * ToF(dy[i]) - k2[c] * ToF(x[i]) + k3[c]);
   }
 }
 
 cudaStream_t StreamOf(const Tensor& t) { return Stream(t.device()->context()); }
 float* OptOut(const Tensor& t) { return t.empty() ? nullptr : OutPtr(t); }
+template <typename T>
+const T* In(const Tensor& t) {
+  return static_cast<const T*>(Data(t));
+}
+template <typename T>
+T* Out(const Tensor& t) {
+  return static_cast<T*>(MutData(t));
+}
 
+// Calls f(T()) with T the element type of the activations x (float or __half).
+template <typename F>
+void ByActivationType(const Tensor& x, F&& f) {
+  if (x.data_type() == kFloat16)
+    f(__half());
+  else
+    f(float());
+}
+
+template <typename T>
 void Affine(const BnGeom& g, const Tensor& x, const float* k, const float* b, bool relu,
             const Tensor& y) {
   const size_t total = x.Size();
   if (total == 0) return;
-  BnAffine<<<Blocks(total), kThreads, 0, StreamOf(y)>>>(g, total, InPtr(x), k, b, relu,
-                                                         OutPtr(y));
+  BnAffine<T><<<Blocks(total), kThreads, 0, StreamOf(y)>>>(g, total, In<T>(x), k, b, relu,
+                                                            Out<T>(y));
   SINGA_CUDA_CHECK_LAUNCH("BatchNorm: normalising");
 }
 
@@ -147,11 +173,14 @@ Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs& a) {
     if (a.C == 0) return;
     const BnGeom g{a.N, a.C, a.S};
     float *k = ws, *b = ws + a.C;
-    BnTrainStats<<<unsigned(a.C), kBnThreads, 0, StreamOf(a.y)>>>(
-        g, InPtr(a.x), InPtr(a.scale), InPtr(a.bias), a.eps, a.momentum, OutPtr(a.mean),
-        OutPtr(a.var), OptOut(a.running_mean), OptOut(a.running_var), k, b);
-    SINGA_CUDA_CHECK_LAUNCH("BatchNormForwardTraining: statistics");
-    Affine(g, a.x, k, b, a.relu, a.y);
+    ByActivationType(a.x, [&](auto t) {
+      using T = decltype(t);
+      BnTrainStats<T><<<unsigned(a.C), kBnThreads, 0, StreamOf(a.y)>>>(
+          g, In<T>(a.x), InPtr(a.scale), InPtr(a.bias), a.eps, a.momentum, OutPtr(a.mean),
+          OutPtr(a.var), OptOut(a.running_mean), OptOut(a.running_var), k, b);
+      SINGA_CUDA_CHECK_LAUNCH("BatchNormForwardTraining: statistics");
+      Affine<T>(g, a.x, k, b, a.relu, a.y);
+    });
   };
   return r;
 }
@@ -166,7 +195,9 @@ Prepared<BnInferArgs> ForwardInference(const BnInferArgs& a) {
         a.C, InPtr(a.scale), InPtr(a.bias), InPtr(a.running_mean), InPtr(a.running_var), a.eps,
         k, b);
     SINGA_CUDA_CHECK_LAUNCH("BatchNormForwardInference: coefficients");
-    Affine(BnGeom{a.N, a.C, a.S}, a.x, k, b, a.relu, a.y);
+    ByActivationType(a.x, [&](auto t) {
+      Affine<decltype(t)>(BnGeom{a.N, a.C, a.S}, a.x, k, b, a.relu, a.y);
+    });
   };
   return r;
 }
@@ -178,15 +209,18 @@ Prepared<BnBwdArgs> Backward(const BnBwdArgs& a) {
     if (a.C == 0) return;
     const BnGeom g{a.N, a.C, a.S};
     float *k1 = ws, *k2 = ws + a.C, *k3 = ws + 2 * a.C;
-    BnBackwardSums<<<unsigned(a.C), kBnThreads, 0, StreamOf(a.dscale)>>>(
-        g, InPtr(a.dy), InPtr(a.x), InPtr(a.scale), InPtr(a.mean), InPtr(a.var), a.eps,
-        OutPtr(a.dscale), OutPtr(a.dbias), k1, k2, k3);
-    SINGA_CUDA_CHECK_LAUNCH("BatchNormBackward: sums");
-    const size_t total = a.N * a.C * a.S;
-    if (total == 0) return;
-    BnBackwardDx<<<Blocks(total), kThreads, 0, StreamOf(a.dx)>>>(
-        g, total, InPtr(a.dy), InPtr(a.x), k1, k2, k3, OutPtr(a.dx));
-    SINGA_CUDA_CHECK_LAUNCH("BatchNormBackward: dx");
+    ByActivationType(a.x, [&](auto t) {
+      using T = decltype(t);
+      BnBackwardSums<T><<<unsigned(a.C), kBnThreads, 0, StreamOf(a.dscale)>>>(
+          g, In<T>(a.dy), In<T>(a.x), InPtr(a.scale), InPtr(a.mean), InPtr(a.var), a.eps,
+          OutPtr(a.dscale), OutPtr(a.dbias), k1, k2, k3);
+      SINGA_CUDA_CHECK_LAUNCH("BatchNormBackward: sums");
+      const size_t total = a.N * a.C * a.S;
+      if (total == 0) return;
+      BnBackwardDx<T><<<Blocks(total), kThreads, 0, StreamOf(a.dx)>>>(
+          g, total, In<T>(a.dy), In<T>(a.x), k1, k2, k3, Out<T>(a.dx));
+      SINGA_CUDA_CHECK_LAUNCH("BatchNormBackward: dx");
+    });
   };
   return r;
 }

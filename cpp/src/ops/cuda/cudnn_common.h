@@ -1,6 +1,7 @@
-// cudnn_common.h (private, CUDA builds only): what the cuBLAS / cuDNN kernels of blas.cc and
-// conv.cc share: RAII owners of cuDNN descriptors, the cuDNN / CUDA data type of a tensor, and
-// untyped data pointers (float32 and float16 tensors go through the same code).
+// cudnn_common.h (private, CUDA builds only): what the kernels of cpp/src/ops/cuda/ (blas, conv,
+// pooling, batch norm) share: RAII owners of cuDNN descriptors, the cuDNN / CUDA data type of a
+// tensor, untyped data pointers and the float / half element conversions of the .cu kernels
+// (float32 and float16 tensors go through the same code).
 //
 //   cuda::TensorDesc x(DnnType(a.x), N, C, H, W);   // throws DeviceError if cuDNN refuses
 //   SINGA_CUDNN_CHECK(cudnnAddTensor(Cudnn(ctx), &one, b.get(), Data(a.b), &one, x.get(),
@@ -35,6 +36,18 @@ inline cudaDataType_t BlasType(DataType t) {
                     "cuBLAS kernels take float32 or float16 tensors, got " << t);
   return t == kFloat16 ? CUDA_R_16F : CUDA_R_32F;
 }
+
+#ifdef __CUDACC__
+/// Element loads and stores of the float32 / float16 kernels: math in float, storage as T.
+__device__ inline float ToF(float v) { return v; }
+__device__ inline float ToF(__half v) { return __half2float(v); }
+template <typename T>
+__device__ inline T FromF(float v);
+template <>
+__device__ inline float FromF<float>(float v) { return v; }
+template <>
+__device__ inline __half FromF<__half>(float v) { return __float2half(v); }
+#endif
 
 /// Owns one cuDNN descriptor; movable, not copyable (shared through shared_ptr by the caches).
 template <typename D, cudnnStatus_t (*Create)(D*), cudnnStatus_t (*Destroy)(D)>

@@ -31,15 +31,6 @@ PoolGeom GeomOf(const PoolingHandle& h) {
           int(h.pad_h),    int(h.pad_w),    h.is_max_pooling,     h.count_include_pad};
 }
 
-__device__ inline float ToF(float v) { return v; }
-__device__ inline float ToF(__half v) { return __half2float(v); }
-template <typename T>
-__device__ inline T FromF(float v);
-template <>
-__device__ inline float FromF<float>(float v) { return v; }
-template <>
-__device__ inline __half FromF<__half>(float v) { return __float2half(v); }
-
 // The window of output (oh, ow), clipped to the input: rows [h0, h1), columns [w0, w1).
 struct Win {
   int h0, h1, w0, w1;
