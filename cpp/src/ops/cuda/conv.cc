@@ -72,15 +72,23 @@ std::string KeyOf(const char* pass, const ConvHandle& h, size_t N, DataType t, i
 
 // The plan cached under `key`, made by make() the first time (under the lock: plans are made
 // when fronts are called, rarely, and two threads must not build the same one twice).
+struct PlanCache {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<const ConvPlan>> plans;
+};
+PlanCache& Plans() {  // one cache for every pass (the key names the pass)
+  static PlanCache cache;
+  return cache;
+}
+
 template <typename Make>
 std::shared_ptr<const ConvPlan> Cached(const std::string& key, Make&& make) {
-  static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<const ConvPlan>> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
+  PlanCache& c = Plans();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto it = c.plans.find(key);
+  if (it != c.plans.end()) return it->second;
   std::shared_ptr<const ConvPlan> p = make();
-  cache.emplace(key, p);
+  c.plans.emplace(key, p);
   return p;
 }
 
