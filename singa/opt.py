@@ -36,7 +36,7 @@ import numpy as np
 from . import autograd
 from . import singa_wrap as singa
 from . import tensor
-from .errors import CheckShapeError, CheckTypeError
+from .errors import CheckError, CheckShapeError, CheckTypeError
 from .layers.base import graph_paused
 from .tensor import Tensor
 
@@ -105,6 +105,14 @@ def _schedule(value, what):
         return Constant(float(value))
     raise TypeError("%s must be a number or a DecayScheduler, got %s"
                     % (what, type(value).__name__))
+
+
+_DTYPE_NAMES = {tensor.float32: "float32", tensor.float16: "float16", tensor.int32: "int32"}
+
+
+class ParamDTypeError(singa.DTypeError, CheckError):
+    """A parameter whose dtype is not the optimizer's (SINGA 3.3 asserts it, so this is also an
+    AssertionError): float16 training needs SGD(..., dtype=tensor.float16)."""
 
 
 # ---- the base class --------------------------------------------------------------------------
@@ -209,8 +217,11 @@ class Optimizer(object):
                                   % (type(self).__name__, name, tuple(p.shape),
                                      tuple(g.shape)))
         if p.dtype != self.dtype:
-            raise singa.DTypeError("%s: parameter %r has dtype %s; this optimizer updates %s"
-                                   % (type(self).__name__, name, p.dtype, self.dtype))
+            raise ParamDTypeError("%s: parameter %r has dtype %s; this optimizer updates %s "
+                                  "(its dtype argument, e.g. dtype=tensor.float16 for float16 "
+                                  "parameters)" % (type(self).__name__, name,
+                                                   _DTYPE_NAMES.get(p.dtype, p.dtype),
+                                                   _DTYPE_NAMES.get(self.dtype, self.dtype)))
         if not p.device == self.step_counter.device:
             self.device_check(p, self.step_counter,
                               *[getattr(self, v) for _, v in self._hypers])
