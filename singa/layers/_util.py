@@ -87,9 +87,17 @@ def same_padding(mode, in_hw, kernel, stride):
 
 def handle_class(cpu_name, gpu_name, dev):
     """The core handle class (e.g. ConvHandle) for ``dev``: from singa_wrap, or from
-    singa.autograd when the handles live there; None if this build has none."""
-    name = cpu_name if dev.is_host() else gpu_name
-    return getattr(singa, name, None) or getattr(autograd, name, None)
+    singa.autograd when the handles live there; None if this build has none.
+
+    Apache SINGA had separate cuDNN handles (CudnnConvHandle...) for a GPU; our handles only
+    carry the geometry and the op's front picks the device's kernel, so on a GPU the GPU name
+    is used when the build defines it and the common handle otherwise."""
+    names = (cpu_name,) if dev.is_host() else (gpu_name, cpu_name)
+    for name in names:
+        cls = getattr(singa, name, None) or getattr(autograd, name, None)
+        if cls is not None:
+            return cls
+    return None
 
 
 def make_handle(cpu_name, gpu_name, dev, *args):

@@ -111,3 +111,28 @@ def test_capture_switch_exists_on_every_device():
     assert dev.graph_captured() is False
     np.testing.assert_allclose(tensor.to_numpy(y), np.exp(np.arange(6).reshape(2, 3)),
                                rtol=1e-6)
+
+
+class _GpuLike(object):
+    """Answers is_host() like a GPU device (for the host-side choice of a layer's handle)."""
+
+    def is_host(self):
+        return False
+
+
+def test_layers_use_the_common_handles_on_a_gpu_device():
+    """Apache SINGA built CudnnConvHandle / CudnnPoolingHandle / CudnnBatchNormHandle on a GPU.
+    Our handles only carry the geometry (the op's front picks the CUDA kernel), so a GPU
+    device gets the build's Cudnn* class where it defines one and the common one otherwise."""
+    from singa import autograd
+    from singa.layers import _util
+    gpu = _GpuLike()
+    for cpu_name, gpu_name in (("ConvHandle", "CudnnConvHandle"),
+                               ("PoolingHandle", "CudnnPoolingHandle"),
+                               ("BatchNormHandle", "CudnnBatchNormHandle")):
+        want = getattr(sw, gpu_name, None) or getattr(sw, cpu_name, None) or \
+            getattr(autograd, cpu_name)
+        assert _util.handle_class(cpu_name, gpu_name, gpu) is want, cpu_name
+    assert _util.handle_class("NoSuchHandle", "CudnnNoSuchHandle", gpu) is None
+    with pytest.raises(NotImplementedError, match="CudnnNoSuchHandle"):
+        _util.make_handle("NoSuchHandle", "CudnnNoSuchHandle", gpu)
