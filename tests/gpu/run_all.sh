@@ -4,6 +4,7 @@
 #   tests/gpu/run_all.sh                 # build (incremental), C++ GPU tests, Python GPU tests,
 #                                        # then the training benchmark on the GPU
 #   SKIP_BENCH=1 tests/gpu/run_all.sh    # without the benchmark
+#   SKIP_BUILD=1 PY=/path/to/python tests/gpu/run_all.sh   # an existing build/cuda
 #   BENCH_ARGS="--models mlp --iters 50" tests/gpu/run_all.sh
 #
 # Unlike `make test` on a machine without a GPU, nothing may skip for lack of a GPU here: the
@@ -15,8 +16,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 JOBS=${JOBS:-$(nproc)}
-CUDA_BUILD=${CUDA_BUILD:-build/cuda}
-LOG_DIR=${LOG_DIR:-$ROOT/$CUDA_BUILD/gpu-logs}
+CUDA_BUILD=${CUDA_BUILD:-build/cuda}   # relative to the repository root (the Makefile's)
+CB="$ROOT/$CUDA_BUILD"
+LOG_DIR=${LOG_DIR:-$CB/gpu-logs}
 GTEST_FILTER=${GTEST_FILTER:-'Cuda*:*Cuda*:*Gpu*:*GPU*'}
 PY_GPU_TESTS=(tests/python/test_gpu.py tests/python/test_gpu_float16.py)
 
@@ -29,10 +31,18 @@ if command -v nvidia-smi >/dev/null; then
 fi
 mkdir -p "$LOG_DIR"
 
-step "build the CUDA variant ($CUDA_BUILD; incremental)"
-make cuda-build JOBS="$JOBS" CUDA_BUILD="$CUDA_BUILD"
-PY="$ROOT/.venv/bin/python"
-export PYTHONPATH="$ROOT/$CUDA_BUILD/py"
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  step "build the CUDA variant ($CUDA_BUILD; incremental; SKIP_BUILD=1 skips this)"
+  make cuda-build JOBS="$JOBS" CUDA_BUILD="$CUDA_BUILD"
+fi
+PY=${PY:-$ROOT/.venv/bin/python}
+[ -x "$PY" ] || fail "no Python at $PY (run make test first, or set PY=...)"
+[ -x "$CB/tests/cpp/singa_tests" ] || fail "$CB is not built (drop SKIP_BUILD)"
+# The CUDA build's package: the Python sources linked beside the CUDA-built extension.
+mkdir -p "$CB/py/singa"
+(cd "$CB/py/singa" && for f in "$ROOT"/singa/*; do
+   case $f in *.so) ;; *) ln -sfn "$f" . ;; esac; done)
+export PYTHONPATH="$CB/py"
 export SINGA_EXPECT_CUDA=1
 
 step "is a GPU usable by singa?"
@@ -47,7 +57,7 @@ PYEOF
 
 step "C++ GPU tests (--gtest_filter=$GTEST_FILTER)"
 set +e
-"$CUDA_BUILD/tests/cpp/singa_tests" --gtest_filter="$GTEST_FILTER" 2>&1 | tee "$LOG_DIR/cpp.log"
+"$CB/tests/cpp/singa_tests" --gtest_filter="$GTEST_FILTER" 2>&1 | tee "$LOG_DIR/cpp.log"
 rc=${PIPESTATUS[0]}
 set -e
 [ "$rc" -eq 0 ] || fail "C++ GPU tests (exit $rc; $LOG_DIR/cpp.log)"
@@ -59,8 +69,8 @@ if grep -q '^\[  SKIPPED \]' "$LOG_DIR/cpp.log"; then
 fi
 
 step "the C++ registry and pool tests of the CUDA build"
-"$CUDA_BUILD/tests/cpp/singa_tests" --gtest_filter='Registry*:*Pool*:*Allocator*' --gtest_brief=1 \
-  2>&1 | tee "$LOG_DIR/cpp-registry.log"
+"$CB/tests/cpp/singa_tests" --gtest_filter='Registry*:*Pool*:*Allocator*' --gtest_brief=1 \
+  2>&1 | tee "$LOG_DIR/cpp-registry.log" || fail "registry/pool tests ($LOG_DIR/cpp-registry.log)"
 
 step "Python GPU tests (no skip allowed): ${PY_GPU_TESTS[*]}"
 set +e
