@@ -18,6 +18,13 @@ Note: why hyper-parameters are device tensors
   seen, with the device taken out of buffering, so they hold their zeros before the graph runs.
   Gradients are never modified in place: backward may still read them after yielding.
 
+Note: float16 (Apache SINGA 3.3's ``-p float16``)
+  ``SGD(..., dtype=tensor.float16)`` updates float16 parameters (layers make them float16 for a
+  float16 input) in place, as SINGA 3.3 does: no float32 master copy and no loss scaling. The
+  hyper-parameter values are cast to the dtype (SINGA casts all but lr; we cast lr too, so the
+  fused update sees one dtype), momentum buffers are zeros_like(param), float16. The step
+  counter stays float32. The update runs on a GPU; on the CPU it raises DTypeError.
+
 Note: state keys
   State is kept by parameter name, as in SINGA (get_states()/set_states() exchange those
   dicts). A standalone layer names its parameters "W" and "b" (SINGA's convention), so several

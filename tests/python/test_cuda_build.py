@@ -48,8 +48,14 @@ def test_a_bad_gpu_id_raises_the_builds_error():
     expected = sw.DeviceError if sw.USE_CUDA else NotImplementedError
     with pytest.raises(expected) as info:
         sw.create_cuda_gpu_on(5)
-    assert str(info.value).strip()
-    assert ("5" in str(info.value)) or not sw.USE_CUDA  # a CUDA build names the id
+    msg = str(info.value)
+    assert msg.startswith("CreateCudaGPUOn:"), msg
+    if not sw.USE_CUDA:
+        assert "without CUDA" in msg, msg
+    elif device.get_num_gpus() == 0:
+        assert "no CUDA GPU is usable" in msg, msg
+    else:
+        assert "GPU id 5" in msg, msg
 
 
 @pytest.mark.skipif(not NO_GPU, reason="checks a machine without a usable GPU")
