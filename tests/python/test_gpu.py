@@ -119,6 +119,36 @@ def test_op_in_a_gpu_graph_equals_cpu(c):
     _assert_same(on_gpu, cpu, c.id + " in a GPU graph")
 
 
+# ---- the elementwise table (cpp/include/singa/ops/elementwise.def), per dtype it allows -------
+def _ew_operand(dtype, shape, rng, name, second=False):
+    if dtype == np.int32:  # divisors and exponents stay small and positive
+        lo, hi = (1, 4) if second else (-5, 6)
+        return rng.randint(lo, hi, size=shape).astype(np.int32)
+    x = rng.uniform(0.2, 0.8, size=shape).astype(np.float32)  # inside every op's domain
+    return x + 1.5 if name == "Acosh" else x
+
+
+@pytest.mark.parametrize("name,arity,kinds", sw.ELEMENTWISE_OPS,
+                         ids=[r[0] for r in sw.ELEMENTWISE_OPS])
+def test_elementwise_table_on_gpu_equals_cpu(name, arity, kinds, gpu):
+    """Every .def row, in float32 and (kind I) int32, binary rows with broadcasting: the GPU's
+    table kernel gives the CPU's values (ints exactly)."""
+    rng = np.random.RandomState(1)
+    host = device.get_default_device()
+    for dtype in [np.float32] + ([np.int32] if "I" in kinds else []):
+        arrays = [_ew_operand(dtype, (3, 4), rng, name)]
+        if arity == 2:
+            arrays.append(_ew_operand(dtype, (4,), rng, name, second=True))
+        fn = getattr(sw, name)
+        want = sw.to_numpy(fn(*[sw.from_numpy(a, host) for a in arrays]))
+        got = sw.to_numpy(fn(*[sw.from_numpy(a, gpu) for a in arrays]))
+        assert got.dtype == want.dtype and got.shape == want.shape, (name, dtype)
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(got, want, err_msg="%s %s" % (name, dtype.__name__), **FWD)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg="%s %s" % (name, dtype.__name__))
+
+
 # ---- tensors across devices ------------------------------------------------------------------
 ARRAYS = [np.arange(12, dtype=np.float32).reshape(3, 4) / 7,
           np.arange(-5, 7, dtype=np.int32).reshape(2, 6),
