@@ -16,10 +16,12 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../strided.h"  // CollapseAxes
 #include "singa/core/common.h"
 #include "singa/core/error.h"
 #include "singa/ops/elementwise_functors.h"  // SINGA_HOST_DEVICE
+#ifndef __CUDACC__
+#include "../strided.h"  // CollapseAxes, for MakeIndexer's definition
+#endif
 
 namespace singa {
 namespace cuda {
@@ -53,6 +55,7 @@ struct StridedIndexer {
   }
 };
 
+#ifndef __CUDACC__
 /// The indexer of `shape` with each operand's strides, axes collapsed as strided.h does.
 template <int N>
 StridedIndexer<N> MakeIndexer(const char* op, const Shape& shape,
@@ -72,6 +75,15 @@ StridedIndexer<N> MakeIndexer(const char* op, const Shape& shape,
   }
   return ix;
 }
+
+#else
+// nvcc translation units call the instantiations for N = 2 and 3 made in strided_indexer.cc:
+// compiled by the host compiler with OpenMP, which strided.h's pragmas need (nvcc's host pass
+// would warn about every one of them).
+template <int N>
+StridedIndexer<N> MakeIndexer(const char* op, const Shape& shape,
+                              const std::array<const Strides*, N>& strides);
+#endif  // __CUDACC__
 
 }  // namespace cuda
 }  // namespace singa
