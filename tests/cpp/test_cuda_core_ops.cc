@@ -191,6 +191,32 @@ TEST(CudaCoreOps, SoftMaxFamilyAlongEveryAxis) {
   ExpectSameOnGpu(SoftMaxBackward(dyw, yw), SoftMaxBackward(OnGpu(dyw), OnGpu(yw)));
 }
 
+// float16 reductions and softmax compute in float and round once: the CPU's float32 result of
+// the same half-rounded data, rounded to half.
+TEST(CudaCoreOps, Float16ReductionsAndSoftMax) {
+  SINGA_REQUIRE_GPU();
+  for (const Shape& shape : {Shape{5, 37, 3}, Shape{3, 301}}) {
+    const Tensor x = RoundToHalf(RandomTensor(shape, -3.f, 3.f, 19));
+    const Tensor xh = OnGpu(x).AsType(kFloat16);
+    for (int axis = 0; axis < int(shape.size()); ++axis) {
+      SCOPED_TRACE("axis " + std::to_string(axis));
+      ExpectSameHalf(ReduceSum(x, {axis}), ReduceSum(xh, {axis}));
+      ExpectSameHalf(ReduceMean(x, {axis}), ReduceMean(xh, {axis}));
+      ExpectSameHalf(ReduceMax(x, {axis}), ReduceMax(xh, {axis}));
+      ExpectSameHalf(ReduceMin(x, {axis}), ReduceMin(xh, {axis}));
+      ExpectSameHalf(SoftMax(x, axis), SoftMax(xh, axis));
+      ExpectSameHalf(LogSoftMax(x, axis), LogSoftMax(xh, axis));
+      const Tensor y = RoundToHalf(SoftMax(x, axis)), dy = RoundToHalf(RandomTensor(shape));
+      ExpectSameHalf(SoftMaxBackward(dy, y, axis),
+                     SoftMaxBackward(OnGpu(dy).AsType(kFloat16), OnGpu(y).AsType(kFloat16), axis));
+      const Tensor am = Argmax(xh, axis);
+      EXPECT_EQ(am.data_type(), kInt);
+      ExpectSameOnGpu(Argmax(x, axis), am, 0.f);
+      ExpectSameOnGpu(Argmin(x, axis), Argmin(xh, axis), 0.f);
+    }
+  }
+}
+
 TEST(CudaCoreOps, ConcatSliceRepeatOnEveryStorageType) {
   SINGA_REQUIRE_GPU();
   for (DataType dt : {kFloat32, kInt, kFloat16}) {

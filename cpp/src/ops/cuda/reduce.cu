@@ -22,6 +22,7 @@ namespace {
 
 template <typename T, bool kMean>
 struct SumR {
+  static constexpr bool kArg = false;
   using Acc = std::conditional_t<std::is_integral_v<T>, long long, double>;
   using Out = T;
   struct State {
@@ -59,6 +60,7 @@ __device__ __forceinline__ bool Better(T x, T cur) {
 
 template <typename T, bool kMax>
 struct ExtremeR {
+  static constexpr bool kArg = false;
   using Out = T;
   struct State {
     T v;
@@ -80,6 +82,7 @@ struct ExtremeR {
 
 template <typename T, bool kMax>
 struct ArgR {
+  static constexpr bool kArg = true;
   using Out = int32_t;
   struct State {
     T v;
@@ -100,41 +103,49 @@ struct ArgR {
   }
 };
 
+// The ops compute in M (float for float16 data); the output element type: the data's, or int32
+// for the arg ops.
+template <typename T, typename Op>
+using ReduceOut = std::conditional_t<Op::kArg, int32_t, T>;
+
 // out[c] over columns c = o * inner + i: one thread each, walking r.
 template <typename T, typename Op>
-__global__ void ReduceColumns(Op op, const T* x, typename Op::Out* y, int64_t outer, int64_t red,
+__global__ void ReduceColumns(Op op, const T* x, ReduceOut<T, Op>* y, int64_t outer, int64_t red,
                               int64_t inner) {
+  using M = MathType<T>;
   SINGA_GRID_STRIDE(c, outer * inner) {
     const int64_t o = c / inner, i = c % inner;
     const T* col = x + o * red * inner + i;
     auto st = Op::Init();
-    for (int64_t r = 0; r < red; ++r) Op::Step(st, col[r * inner], r);
-    y[c] = Op::Finish(st, red);
+    for (int64_t r = 0; r < red; ++r) Op::Step(st, Convert<M>(col[r * inner]), r);
+    y[c] = Convert<ReduceOut<T, Op>>(Op::Finish(st, red));
   }
 }
 
 // inner == 1: one block per row o (grid-stride over rows), a tree over the threads.
 template <typename T, typename Op>
-__global__ void ReduceRows(Op op, const T* x, typename Op::Out* y, int64_t outer, int64_t red) {
+__global__ void ReduceRows(Op op, const T* x, ReduceOut<T, Op>* y, int64_t outer, int64_t red) {
+  using M = MathType<T>;
   __shared__ typename Op::State smem[kThreads];
   for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
     const T* row = x + o * red;
     auto st = Op::Init();
-    for (int64_t r = threadIdx.x; r < red; r += blockDim.x) Op::Step(st, row[r], r);
+    for (int64_t r = threadIdx.x; r < red; r += blockDim.x) Op::Step(st, Convert<M>(row[r]), r);
     st = BlockReduce(st, op, smem);
-    if (threadIdx.x == 0) y[o] = Op::Finish(st, red);
+    if (threadIdx.x == 0) y[o] = Convert<ReduceOut<T, Op>>(Op::Finish(st, red));
   }
 }
 
 unsigned RowBlocks(size_t rows) { return unsigned(rows < 65535 * 8 ? (rows == 0 ? 1 : rows) : 65535 * 8); }
 
+// T: the stored element type (float, int32_t or __half); Op computes in MathType<T>.
 template <typename T, typename Op>
 void ReduceLaunch(const char* name, const Tensor& src, const Dims3& d, const Tensor& out,
                   Context* ctx) {
   const int64_t nout = int64_t(d.outer * d.inner);
   if (nout == 0) return;
   const T* x = DevPtr<const T>(src);
-  auto* y = MutDevPtr<typename Op::Out>(out);
+  auto* y = MutDevPtr<ReduceOut<T, Op>>(out);
   if (d.inner == 1 && d.mid >= 64)
     ReduceRows<T, Op><<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(Op{}, x, y,
                                                                         int64_t(d.outer),
@@ -145,7 +156,7 @@ void ReduceLaunch(const char* name, const Tensor& src, const Dims3& d, const Ten
   SINGA_CUDA_CHECK_LAUNCH(name);
 }
 
-// The element type is the source's (float32 or int32; the front checked).
+// The element type is the source's (float32, int32, or float16 on the GPU; the front checked).
 template <typename OpOf>
 void ReduceKernel(const Tensor& src, const Dims3& d, const Tensor& out, Context* ctx) {
   const char* name = OpOf::kName;
@@ -154,9 +165,11 @@ void ReduceKernel(const Tensor& src, const Dims3& d, const Tensor& out, Context*
       return ReduceLaunch<float, typename OpOf::template type<float>>(name, src, d, out, ctx);
     case kInt:
       return ReduceLaunch<int32_t, typename OpOf::template type<int32_t>>(name, src, d, out, ctx);
+    case kFloat16:
+      return ReduceLaunch<__half, typename OpOf::template type<float>>(name, src, d, out, ctx);
     default:
       SINGA_THROW(DTypeError, name << ": dtype " << DataTypeName(src.data_type())
-                                   << " is not supported (float32 or int32)");
+                                   << " is not supported (float32, int32 or float16)");
   }
 }
 
@@ -191,50 +204,52 @@ struct ArgminOf {
   static constexpr const char* kName = "Argmin";
 };
 
-// ---- softmax family along d.mid of a contiguous float32 (outer, dim, inner) layout ----
+// ---- softmax family along d.mid of a contiguous (outer, dim, inner) layout: float32 data, or
+// float16 on the GPU (read as float, each output rounded once). ----
 
 // One (o, i) line of `dim` elements `inner` apart, read by `lanes` threads starting at `lane`;
-// Reduce combines the lanes' partial results (a block tree, or nothing for one lane).
-template <bool kLog, typename Reduce>
-__device__ void SoftMaxLine(const float* x, float* y, int64_t dim, int64_t inner, int64_t lane,
+// Reduce combines the lanes' partial results (a block tree, or nothing for one lane). The last
+// pass recomputes exp(x - max) rather than re-reading it from y: the same float value (so float32
+// results equal the CPU's, which stores it then scales), and no float16 rounding in between.
+template <bool kLog, typename T, typename Reduce>
+__device__ void SoftMaxLine(const T* x, T* y, int64_t dim, int64_t inner, int64_t lane,
                             int64_t lanes, const Reduce& reduce) {
   float mx = -INFINITY;
-  for (int64_t k = lane; k < dim; k += lanes) mx = MaxMerge{}(mx, x[k * inner]);
+  for (int64_t k = lane; k < dim; k += lanes) mx = MaxMerge{}(mx, Convert<float>(x[k * inner]));
   mx = reduce(mx, MaxMerge{});
   double sum = 0.0;
-  for (int64_t k = lane; k < dim; k += lanes) {
-    const float e = expf(x[k * inner] - mx);
-    if (!kLog) y[k * inner] = e;
-    sum += e;
-  }
+  for (int64_t k = lane; k < dim; k += lanes) sum += expf(Convert<float>(x[k * inner]) - mx);
   sum = reduce(sum, SumMerge{});
   if (kLog) {
     const double lse = static_cast<double>(mx) + log(sum);  // log-sum-exp
     for (int64_t k = lane; k < dim; k += lanes)
-      y[k * inner] = static_cast<float>(x[k * inner] - lse);
+      y[k * inner] = Convert<T>(static_cast<float>(Convert<float>(x[k * inner]) - lse));
   } else {
     const double inv = 1.0 / sum;
-    for (int64_t k = lane; k < dim; k += lanes)
-      y[k * inner] = static_cast<float>(y[k * inner] * inv);
+    for (int64_t k = lane; k < dim; k += lanes) {
+      const float e = expf(Convert<float>(x[k * inner]) - mx);
+      y[k * inner] = Convert<T>(static_cast<float>(e * inv));
+    }
   }
 }
 
 // dx = y * (dy - sum(dy * y)) along one line.
-template <typename Reduce>
-__device__ void SoftMaxBackwardLine(const float* dy, const float* y, float* dx, int64_t dim,
-                                    int64_t inner, int64_t lane, int64_t lanes,
-                                    const Reduce& reduce) {
+template <typename T, typename Reduce>
+__device__ void SoftMaxBackwardLine(const T* dy, const T* y, T* dx, int64_t dim, int64_t inner,
+                                    int64_t lane, int64_t lanes, const Reduce& reduce) {
   double dot = 0.0;
   for (int64_t k = lane; k < dim; k += lanes)
-    dot += static_cast<double>(dy[k * inner]) * y[k * inner];
+    dot += static_cast<double>(Convert<float>(dy[k * inner])) * Convert<float>(y[k * inner]);
   dot = reduce(dot, SumMerge{});
-  for (int64_t k = lane; k < dim; k += lanes)
-    dx[k * inner] = static_cast<float>(y[k * inner] * (dy[k * inner] - dot));
+  for (int64_t k = lane; k < dim; k += lanes) {
+    const float yk = Convert<float>(y[k * inner]), dyk = Convert<float>(dy[k * inner]);
+    dx[k * inner] = Convert<T>(static_cast<float>(yk * (dyk - dot)));
+  }
 }
 
 struct NoReduce {  // a single thread holds the whole line
-  template <typename T, typename M>
-  __device__ T operator()(T v, const M&) const { return v; }
+  template <typename V, typename M>
+  __device__ V operator()(V v, const M&) const { return v; }
 };
 struct BlockTree {  // the block's threads share the line
   float* fsmem;
@@ -245,17 +260,16 @@ struct BlockTree {  // the block's threads share the line
   }
 };
 
-template <bool kLog>
-__global__ void SoftMaxColumns(const float* x, float* y, int64_t outer, int64_t dim,
-                               int64_t inner) {
+template <bool kLog, typename T>
+__global__ void SoftMaxColumns(const T* x, T* y, int64_t outer, int64_t dim, int64_t inner) {
   SINGA_GRID_STRIDE(c, outer * inner) {
     const int64_t base = (c / inner) * dim * inner + c % inner;
     SoftMaxLine<kLog>(x + base, y + base, dim, inner, 0, 1, NoReduce{});
   }
 }
 
-template <bool kLog>
-__global__ void SoftMaxRows(const float* x, float* y, int64_t outer, int64_t dim) {
+template <bool kLog, typename T>
+__global__ void SoftMaxRows(const T* x, T* y, int64_t outer, int64_t dim) {
   __shared__ float fsmem[kThreads];
   __shared__ double dsmem[kThreads];
   for (int64_t o = blockIdx.x; o < outer; o += gridDim.x)
@@ -263,7 +277,8 @@ __global__ void SoftMaxRows(const float* x, float* y, int64_t outer, int64_t dim
                       BlockTree{fsmem, dsmem});
 }
 
-__global__ void SoftMaxBackwardColumns(const float* dy, const float* y, float* dx, int64_t outer,
+template <typename T>
+__global__ void SoftMaxBackwardColumns(const T* dy, const T* y, T* dx, int64_t outer,
                                        int64_t dim, int64_t inner) {
   SINGA_GRID_STRIDE(c, outer * inner) {
     const int64_t base = (c / inner) * dim * inner + c % inner;
@@ -271,8 +286,8 @@ __global__ void SoftMaxBackwardColumns(const float* dy, const float* y, float* d
   }
 }
 
-__global__ void SoftMaxBackwardRows(const float* dy, const float* y, float* dx, int64_t outer,
-                                    int64_t dim) {
+template <typename T>
+__global__ void SoftMaxBackwardRows(const T* dy, const T* y, T* dx, int64_t outer, int64_t dim) {
   __shared__ float fsmem[kThreads];
   __shared__ double dsmem[kThreads];
   for (int64_t o = blockIdx.x; o < outer; o += gridDim.x)
@@ -280,35 +295,51 @@ __global__ void SoftMaxBackwardRows(const float* dy, const float* y, float* dx, 
                         BlockTree{fsmem, dsmem});
 }
 
+// Calls f(T{}) with T the device type of a float32 or float16 tensor (the front checked).
+template <typename F>
+void WithSoftType(const char* op, DataType dt, F&& f) {
+  if (dt == kFloat32) return f(float{});
+  if (dt == kFloat16) return f(__half{});
+  SINGA_THROW(DTypeError, op << ": dtype " << DataTypeName(dt)
+                             << " is not supported (float32, or float16 on the GPU)");
+}
+
 template <bool kLog>
 void SoftMaxFamily(const Tensor& in, const Dims3& d, const Tensor& out, Context* ctx) {
+  const char* name = kLog ? "LogSoftMax" : "SoftMax";
   const int64_t lines = int64_t(d.outer * d.inner);
   if (lines == 0 || d.mid == 0) return;
-  const float* x = DevPtr<const float>(in);
-  float* y = MutDevPtr<float>(out);
-  if (d.inner == 1 && d.mid >= 64)
-    SoftMaxRows<kLog><<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(x, y, int64_t(d.outer),
-                                                                        int64_t(d.mid));
-  else
-    SoftMaxColumns<kLog><<<Blocks(lines), kThreads, 0, Stream(ctx)>>>(
-        x, y, int64_t(d.outer), int64_t(d.mid), int64_t(d.inner));
-  SINGA_CUDA_CHECK_LAUNCH((kLog ? "LogSoftMax" : "SoftMax"));
+  WithSoftType(name, in.data_type(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = DevPtr<const T>(in);
+    T* y = MutDevPtr<T>(out);
+    if (d.inner == 1 && d.mid >= 64)
+      SoftMaxRows<kLog, T><<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(
+          x, y, int64_t(d.outer), int64_t(d.mid));
+    else
+      SoftMaxColumns<kLog, T><<<Blocks(lines), kThreads, 0, Stream(ctx)>>>(
+          x, y, int64_t(d.outer), int64_t(d.mid), int64_t(d.inner));
+    SINGA_CUDA_CHECK_LAUNCH(name);
+  });
 }
 
 void SoftMaxBackward(const Tensor& dy, const Tensor& y, const Dims3& d, const Tensor& dx,
                      Context* ctx) {
   const int64_t lines = int64_t(d.outer * d.inner);
   if (lines == 0 || d.mid == 0) return;
-  const float* pdy = DevPtr<const float>(dy);
-  const float* py = DevPtr<const float>(y);
-  float* pdx = MutDevPtr<float>(dx);
-  if (d.inner == 1 && d.mid >= 64)
-    SoftMaxBackwardRows<<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(
-        pdy, py, pdx, int64_t(d.outer), int64_t(d.mid));
-  else
-    SoftMaxBackwardColumns<<<Blocks(lines), kThreads, 0, Stream(ctx)>>>(
-        pdy, py, pdx, int64_t(d.outer), int64_t(d.mid), int64_t(d.inner));
-  SINGA_CUDA_CHECK_LAUNCH("SoftMaxBackward");
+  WithSoftType("SoftMaxBackward", y.data_type(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pdy = DevPtr<const T>(dy);
+    const T* py = DevPtr<const T>(y);
+    T* pdx = MutDevPtr<T>(dx);
+    if (d.inner == 1 && d.mid >= 64)
+      SoftMaxBackwardRows<T><<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(
+          pdy, py, pdx, int64_t(d.outer), int64_t(d.mid));
+    else
+      SoftMaxBackwardColumns<T><<<Blocks(lines), kThreads, 0, Stream(ctx)>>>(
+          pdy, py, pdx, int64_t(d.outer), int64_t(d.mid), int64_t(d.inner));
+    SINGA_CUDA_CHECK_LAUNCH("SoftMaxBackward");
+  });
 }
 
 }  // namespace
