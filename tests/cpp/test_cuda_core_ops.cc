@@ -327,6 +327,24 @@ TEST(CudaCoreOps, LossesWithLabelsAndTargetMatrices) {
   }
 }
 
+TEST(CudaCoreOps, Float16Losses) {
+  SINGA_REQUIRE_GPU();
+  const Tensor z = RoundToHalf(RandomTensor({9, 7}, -4.f, 4.f, 54));
+  const Tensor p = RoundToHalf(SoftMax(z));
+  const Tensor tm = RoundToHalf(SoftMax(RandomTensor({9, 7}, -2.f, 2.f, 55)));
+  const Tensor zh = OnGpu(z).AsType(kFloat16), ph = OnGpu(p).AsType(kFloat16);
+  const Tensor lab = Indices({0.f, 6.f, 3.f, 1.f, 1.f, 2.f, 5.f, 4.f, 0.f}, kInt);
+  for (const Tensor& t : {lab, tm}) {
+    const Tensor tg = t.data_type() == kInt ? OnGpu(t) : OnGpu(t).AsType(kFloat16);
+    ExpectSameHalf(SoftmaxCrossEntropyForward(z, t), SoftmaxCrossEntropyForward(zh, tg));
+    ExpectSameHalf(SoftmaxCrossEntropyBackward(z, t), SoftmaxCrossEntropyBackward(zh, tg));
+    ExpectSameHalf(CrossEntropyFwd(p, t), CrossEntropyFwd(ph, tg));
+    ExpectSameHalf(SoftmaxCrossEntropyBwd(p, t), SoftmaxCrossEntropyBwd(ph, tg));
+  }
+  // a float32 target matrix with float16 logits is converted to float16
+  ExpectSameHalf(SoftmaxCrossEntropyForward(z, tm), SoftmaxCrossEntropyForward(zh, OnGpu(tm)));
+}
+
 TEST(CudaCoreOps, BadLabelsRaiseAtSync) {
   SINGA_REQUIRE_GPU();
   const Tensor z = OnGpu(RandomTensor({3, 4}, -1.f, 1.f, 53));
@@ -373,6 +391,22 @@ TEST(CudaCoreOps, SGDUpdateEveryVariant) {
     ExpectSameOnGpu(pc, pg);
     if (variant > 0) ExpectSameOnGpu(bc, bg);
   }
+}
+
+TEST(CudaCoreOps, SGDUpdateFloat16) {
+  SINGA_REQUIRE_GPU();
+  // One step from half-rounded values: the CPU's float32 update, rounded once, is the GPU's.
+  const Tensor p = RoundToHalf(RandomTensor({17, 3}, -1.f, 1.f, 64));
+  const Tensor g = RoundToHalf(RandomTensor({17, 3}, -1.f, 1.f, 65));
+  const Tensor b = RoundToHalf(RandomTensor({17, 3}, -1.f, 1.f, 66));
+  Tensor pc = p.Clone(), bc = b.Clone();
+  Tensor ph = OnGpu(p).AsType(kFloat16), bh = OnGpu(b).AsType(kFloat16);
+  SGDUpdate(&pc, g, &bc, Scalar(0.05f, false), Scalar(0.9f, false), Scalar(0.f, false),
+            Scalar(1e-3f, false), true);
+  SGDUpdate(&ph, OnGpu(g).AsType(kFloat16), &bh, Scalar(0.05f, true), Scalar(0.9f, true),
+            Scalar(0.f, true), Scalar(1e-3f, true), true);
+  ExpectSameHalf(pc, ph);
+  ExpectSameHalf(bc, bh);
 }
 
 std::vector<float> Draw(void (*fill)(float, float, Tensor*), float a, float b, size_t n) {
