@@ -6,7 +6,7 @@
 // reduced axis (consecutive threads read consecutive addresses). Numerics follow the CPU
 // kernels: float32 sums accumulate in double, int32 sums in int64; max/min propagate NaN and
 // argmax/argmin report the first extreme element; softmax subtracts the row maximum and sums in
-// double.
+// double. float16 data (GPU only) is read as float and each output rounded once to half.
 #include <cmath>
 #include <limits>
 
