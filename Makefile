@@ -1,5 +1,6 @@
 # The two commands of README.md, and the steps behind them.
-#   make test   installs what is missing (apt-get, pip), builds, runs ctest, the C++ example, pytest
+#   make test   installs what is missing (apt-get, pip), builds, runs ctest, the C++ example, pytest;
+#               where nvcc is on PATH, also the CUDA variant (build/cuda) and its ctest + pytest
 #   make demo   builds, then runs examples/demo.py
 # Everything Python lives in .venv; the build in build/ is incremental.
 PYTHON ?= python3
@@ -13,13 +14,19 @@ PIP_PKGS := "numpy>=1.26" "cython>=3.0" "pytest>=7" "scikit-build-core>=0.10" "t
 # The reference for the RNN, ONNX and benchmark comparisons (tests skip without it). Pinned: the
 # benchmarks' peer; the CPU wheel is on the local package mirror.
 PIP_REF_PKGS := "torch==2.13.0"
+# The CUDA variant (USE_CUDA=ON): nvcc from the machine; cuBLAS, cuRAND, cuDNN, NCCL from these
+# pinned wheels (../shared/BUILD-NOTES.md; no nvidia-cuda-runtime: its headers shadow nvcc's).
+NVCC := $(shell command -v nvcc 2>/dev/null)
+CUDA_PIP_PKGS := "nvidia-cublas==13.1.1.3" "nvidia-curand==10.4.5.25" "nvidia-cudnn-cu13==9.24.0.43" \
+  "nvidia-cuda-nvrtc==13.5.37" "nvidia-nccl-cu13==2.32.3"
+CUDA_BUILD := $(BUILD)/cuda
 SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo)
 CMAKE := $(shell command -v cmake 2>/dev/null || echo $(CURDIR)/$(VENV)/bin/cmake)
 PYTEST_ARGS ?= -q -rs
 
-.PHONY: test demo deps build ctest pytest example-cpp asan mutate clean
+.PHONY: test demo deps build ctest pytest example-cpp cuda-deps cuda-build cuda-test asan mutate clean
 
-test: build ctest example-cpp pytest
+test: build ctest example-cpp pytest $(if $(NVCC),cuda-test)
 
 demo: build
 	$(VPY) examples/demo.py
@@ -57,6 +64,26 @@ example-cpp: build
 
 pytest: build
 	$(VPY) -m pytest $(PYTEST_ARGS) tests/python
+
+# The CUDA variant, in its own build directory, with its own copy of the package (the Python
+# sources linked, the CUDA-built extension beside them). Without a GPU here, the GPU tests skip
+# with their reason; everything else runs against the CUDA build (SINGA_EXPECT_CUDA tells
+# tests/python/test_cuda_build.py which build it is looking at).
+cuda-deps: $(VENV)/.cuda-deps-ok
+$(VENV)/.cuda-deps-ok: Makefile | deps
+	$(VPY) -m pip install -q --disable-pip-version-check $(CUDA_PIP_PKGS)
+	touch $@
+
+cuda-build: deps cuda-deps
+	$(CMAKE) -S . -B $(CUDA_BUILD) -DUSE_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+	  -DSINGA_PY_OUTPUT_DIR=$(CURDIR)/$(CUDA_BUILD)/py/singa -DPython_EXECUTABLE=$(CURDIR)/$(VPY) >/dev/null
+	$(CMAKE) --build $(CUDA_BUILD) -j$(JOBS)
+	cd $(CUDA_BUILD)/py/singa && for f in $(CURDIR)/singa/*; do case $$f in *.so) ;; *) ln -sfn $$f . ;; esac; done
+
+cuda-test: cuda-build
+	cd $(CUDA_BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd /tmp && SINGA_EXPECT_CUDA=1 PYTHONPATH=$(CURDIR)/$(CUDA_BUILD)/py \
+	  $(CURDIR)/$(VPY) -m pytest $(PYTEST_ARGS) -p no:cacheprovider $(CURDIR)/tests/python
 
 # Every C++ and Python test under AddressSanitizer + UBSan (graph replays included; LESSONS.md #2).
 # Not part of `make test` (the instrumented build takes ~3 minutes on 2 cores).

@@ -3,6 +3,11 @@ order, with and without the static memory planner) beside PyTorch eager, like th
 
     .venv/bin/python benchmarks/bench_train.py --models mlp cnn resnet18 --iters 20
     .venv/bin/python benchmarks/bench_train.py --models resnet50 --batch 16 --iters 3
+    .venv/bin/python benchmarks/bench_train.py --device gpu --models mlp cnn resnet18
+
+With --device gpu (a CUDA build and a GPU; tests/gpu/run_all.sh runs it) singa trains on GPU 0
+and Mem(MB) is the peak of the GPU memory pool (device.get_memory_stats(gpu)["peak_in_use"]);
+the "reference kernels" rows and (without torch.cuda) the PyTorch rows are left out.
 
 Each configuration runs in its own process. Mem(MB) is that process's peak resident memory
 (VmHWM, reset through /proc/self/clear_refs after the imports) minus its resident memory at that
@@ -55,6 +60,7 @@ def reset_peak():
 def worker(cfg):
     import numpy as np
     name, mode, bs = cfg["model"], cfg["mode"], cfg["batch"]
+    on_gpu = cfg.get("device") == "gpu"
     shape, classes = SHAPES[name]
     rng = np.random.default_rng(0)
     x = rng.standard_normal((bs,) + shape).astype(np.float32)
@@ -69,6 +75,9 @@ def worker(cfg):
         sgd = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-5)
         lossf = torch.nn.CrossEntropyLoss()
         tx, ty = torch.from_numpy(x), torch.from_numpy(y).long()
+        if on_gpu:
+            net, tx, ty = net.cuda(), tx.cuda(), ty.cuda()
+            sgd = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-5)
 
         def step():
             sgd.zero_grad()
@@ -79,7 +88,7 @@ def worker(cfg):
     else:
         import models
         from singa import autograd, device, layer, opt, tensor
-        dev = device.get_default_device()
+        dev = device.create_cuda_gpu() if on_gpu else device.get_default_device()
         dev.SetRandSeed(0)
         if mode.endswith("-ref"):
             dev.set_backend("cpu")
@@ -125,7 +134,13 @@ def worker(cfg):
         extra = {"lb_mb": (plan["persistent_bytes"] + plan["lower_bound_bytes"]) / 2**20,
                  "plan_mb": (plan["persistent_bytes"] + plan["arena_bytes"]) / 2**20,
                  "nodes": dev.graph_num_nodes()}
-    out = {"mem_mb": (rss_kb("VmHWM") - base) / 1024.0, "time": elapsed}
+    if on_gpu and mode != "torch":
+        mem_mb = device.get_memory_stats(dev)["peak_in_use"] / 2**20
+    elif on_gpu:
+        mem_mb = torch.cuda.max_memory_allocated() / 2**20
+    else:
+        mem_mb = (rss_kb("VmHWM") - base) / 1024.0
+    out = {"mem_mb": mem_mb, "time": elapsed}
     out.update(extra)
     print("RESULT " + json.dumps(out))
 
@@ -151,21 +166,29 @@ def main():
                     help="run every configuration this many times, interleaved; keep the fastest")
     ap.add_argument("--unset-openblas-env", action="store_true",
                     help="run the workers with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset")
+    ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
+                    help="gpu: train on CUDA GPU 0 (needs a CUDA build and a GPU)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(json.loads(args.worker))
     try:
         import torch  # noqa: F401
-        have_torch = True
+        have_torch = not (args.device == "gpu" and not torch.cuda.is_available())
     except ImportError:
         have_torch = False
+    if args.device == "gpu":
+        from singa import device
+        if device.get_num_gpus() == 0:
+            sys.exit("bench_train.py --device gpu: no CUDA GPU is usable (singa_wrap.USE_CUDA=%s)"
+                     % device.singa.USE_CUDA)
     env = dict(os.environ)
     if args.unset_openblas_env:
         env.pop("OPENBLAS_CORETYPE", None)
         env.pop("OPENBLAS_L2_SIZE", None)
-    print("machine: %d cores, %s; workers run with OPENBLAS_CORETYPE=%s" % (
-        os.cpu_count(), time.strftime("%Y-%m-%d"), env.get("OPENBLAS_CORETYPE", "(unset)")))
+    print("machine: %d cores, %s; workers run with OPENBLAS_CORETYPE=%s; device %s" % (
+        os.cpu_count(), time.strftime("%Y-%m-%d"), env.get("OPENBLAS_CORETYPE", "(unset)"),
+        args.device))
     for name in args.models:
         bs = args.batch or DEFAULT_BATCH[name]
         print("\n%s, batch %d, %d iterations after %d warm-up\n" % (name, bs, args.iters,
@@ -175,11 +198,12 @@ def main():
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         rows = {}
         modes = [(m, l) for m, l in MODES
-                 if m in args.modes and (m != "torch" or have_torch)]
+                 if m in args.modes and (m != "torch" or have_torch)
+                 and not (args.device == "gpu" and m.endswith("-ref"))]
         for _ in range(args.rounds):  # interleaved, so that a slow spell hits every mode
             for mode, _label in modes:
                 r = run_one({"model": name, "mode": mode, "batch": bs, "iters": args.iters,
-                             "warmup": args.warmup}, env)
+                             "warmup": args.warmup, "device": args.device}, env)
                 if r is not None and (mode not in rows or r["time"] < rows[mode]["time"]):
                     rows[mode] = r
         for mode, label in modes:

@@ -14,6 +14,7 @@ from libc.stdint cimport uint64_t, int32_t
 from libcpp cimport bool
 from libcpp.memory cimport shared_ptr
 from libcpp.string cimport string
+from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
 cdef extern from "error_translate.h":
@@ -83,14 +84,17 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
         string ToDot() except +raise_py_error
         string TimeProfile(int skip) except +raise_py_error
         int iterations()
+        bool captured()
 
 cdef extern from "singa/core/device.h" namespace "singa" nogil:
     cdef cppclass CDevice "singa::Device":
         int id()
         LangType lang()
         bool is_host()
-        void SetRandSeed(uint64_t seed)
+        void SetRandSeed(uint64_t seed) except +raise_py_error
         void Sync() except +raise_py_error
+        void SetCaptureEnabled(bool on)
+        bool capture_enabled()
         PoolStats mem_stats()
         void ResetPeak()
         void EnableGraph(bool enable)
@@ -115,6 +119,14 @@ cdef extern from "singa/core/device.h" namespace "singa" nogil:
     shared_ptr[CDevice] defaultDevice() except +raise_py_error
     void SetNumThreads(int n) except +raise_py_error
     int GetNumThreads()
+
+cdef extern from "singa/core/cuda_gpu.h" namespace "singa" nogil:
+    bool BuiltWithCuda()
+    int GetNumGPUs()
+    vector[int] GetGPUIDs()
+    pair[size_t, size_t] GetGPUMemSize(int id) except +raise_py_error
+    string DeviceQuery(int id, bool verbose) except +raise_py_error
+    shared_ptr[CDevice] CreateCudaGPUOn(int id) except +raise_py_error
 
 cdef extern from "singa/core/tensor.h" namespace "singa" nogil:
     cdef cppclass CTensor "singa::Tensor":

@@ -86,6 +86,18 @@ cdef class Device:
         planned memory). Takes effect when the graph is next built."""
         self.c.get().graph().SetFusion(on)
 
+    def SetCaptureEnabled(self, bool on):
+        """Replays launched as one captured CUDA Graph (True, default, on a GPU device whose graph
+        allows it); False enqueues the operations one by one. No effect on the host."""
+        self.c.get().SetCaptureEnabled(on)
+
+    def capture_enabled(self):
+        return self.c.get().capture_enabled()
+
+    def graph_captured(self):
+        """Whether the graph's replays currently launch a captured CUDA Graph."""
+        return self.c.get().graph().captured()
+
     def graph_num_fused(self):
         """How many ReLUs the last graph build fused into their producers."""
         return self.c.get().graph().num_fused()
@@ -208,3 +220,34 @@ def set_num_threads(int n):
 
 def get_num_threads():
     return GetNumThreads()
+
+
+# ---- CUDA GPUs (singa/core/cuda_gpu.h; a build without CUDA reports none) ----
+USE_CUDA = BuiltWithCuda()
+
+
+def get_num_gpus():
+    """The number of usable CUDA GPUs (0 without CUDA, a driver or a GPU)."""
+    return GetNumGPUs()
+
+
+def get_gpu_ids():
+    return list(GetGPUIDs())
+
+
+def get_gpu_mem_size(int id):
+    """(free, total) bytes of GPU ``id``."""
+    cdef pair[size_t, size_t] p = GetGPUMemSize(id)
+    return (p.first, p.second)
+
+
+def device_query(int id, bool verbose=False):
+    return DeviceQuery(id, verbose).decode()
+
+
+def create_cuda_gpu_on(int id):
+    """A new CUDA GPU device on GPU ``id`` (DeviceError when it cannot be used)."""
+    cdef shared_ptr[CDevice] d
+    with nogil:
+        d = CreateCudaGPUOn(id)
+    return wrap_device(d)

@@ -20,6 +20,8 @@ from libc.string cimport memcpy
 from libcpp cimport bool
 from libcpp.memory cimport shared_ptr, make_shared
 from libcpp.vector cimport vector
+from libcpp.utility cimport pair
+from libcpp.string cimport string
 from cython.operator cimport dereference as deref
 
 from csinga cimport *
@@ -34,7 +36,7 @@ for _name, _value in (("kFloat32", <int>kFloat32), ("kFloat16", <int>kFloat16), 
     globals()[_name] = _value
 
 # Build flags, as Apache SINGA exposes them.
-USE_CUDA = False
+USE_CUDA = False  # set from libsinga by device.pxi
 USE_DIST = False  # set from libsinga by dist.pxi
 USE_DNNL = False  # set below from libsinga itself (built_with_dnnl, device.pxi)
 USE_PYTHON3 = True

@@ -9,9 +9,9 @@
 A device object is a ``singa_wrap.Device``; it offers ``id()``, ``lang()``, ``SetRandSeed(seed)``,
 ``Sync()``, ``mem_stats()`` and ``ResetPeak()``.
 
-This build may lack CUDA (``singa_wrap.USE_CUDA`` is False). Then the GPU functions that report
-(``get_num_gpus``, ``get_gpu_ids``) answer "no GPU", and those that would create or query a GPU
-raise ``DeviceUnavailableError``, which is a RuntimeError (and, for code written against Apache
+This build may lack CUDA (``singa_wrap.USE_CUDA`` is False), or a CUDA build may run where no GPU
+is usable. Then the GPU functions that report (``get_num_gpus``, ``get_gpu_ids``) answer "no GPU",
+and those that would create or query a GPU raise ``DeviceUnavailableError``, which is a RuntimeError (and, for code written against Apache
 SINGA, whose checks were assertions, also an AssertionError).
 """
 from . import singa_wrap as singa
@@ -94,40 +94,49 @@ def get_gpu_ids():
     return list(_core_fn("get_gpu_ids", "get_gpu_ids")())
 
 
+def _require_gpu(what):
+    """DeviceUnavailableError unless this build has CUDA and the machine a usable GPU."""
+    _require_cuda(what)
+    if get_num_gpus() == 0:
+        raise DeviceUnavailableError(
+            "%s: singa is built with CUDA but no GPU is usable here (no CUDA driver or no "
+            "device); use device.create_cpu_device()" % what)
+
+
 def get_gpu_mem_size(id):
     """(free, total) bytes of GPU ``id``."""
-    _require_cuda("get_gpu_mem_size")
+    _require_gpu("get_gpu_mem_size")
     return _core_fn("get_gpu_mem_size", "get_gpu_mem_size")(id)
 
 
 def device_query(id, verbose=False):
     """A description of GPU ``id``."""
-    _require_cuda("device_query")
+    _require_gpu("device_query")
     return _core_fn("device_query", "device_query")(id, verbose)
 
 
 def create_cuda_gpus(num):
     """``num`` CUDA GPU devices, on GPUs 0..num-1."""
-    _require_cuda("create_cuda_gpus")
+    _require_gpu("create_cuda_gpus")
     return create_cuda_gpus_on(list(range(num)))
 
 
 def create_cuda_gpu(set_default=False):
     """A CUDA GPU device on GPU 0."""
-    _require_cuda("create_cuda_gpu")
+    _require_gpu("create_cuda_gpu")
     return create_cuda_gpu_on(0, set_default)
 
 
 def create_cuda_gpus_on(device_ids):
     """One CUDA GPU device per id in ``device_ids``."""
-    _require_cuda("create_cuda_gpus_on")
+    _require_gpu("create_cuda_gpus_on")
     create = _core_fn("create_cuda_gpu_on", "create_cuda_gpus_on")
     return [create(int(i)) for i in device_ids]
 
 
 def create_cuda_gpu_on(device_id, set_default=False):
     """A CUDA GPU device on GPU ``device_id``; optionally also made the default device."""
-    _require_cuda("create_cuda_gpu_on")
+    _require_gpu("create_cuda_gpu_on")
     dev = create_cuda_gpus_on([device_id])[0]
     if set_default:
         set_default_device(dev)

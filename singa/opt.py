@@ -18,6 +18,13 @@ Note: why hyper-parameters are device tensors
   seen, with the device taken out of buffering, so they hold their zeros before the graph runs.
   Gradients are never modified in place: backward may still read them after yielding.
 
+Note: float16 (Apache SINGA 3.3's ``-p float16``)
+  ``SGD(..., dtype=tensor.float16)`` updates float16 parameters (layers make them float16 for a
+  float16 input) in place, as SINGA 3.3 does: no float32 master copy and no loss scaling. The
+  hyper-parameter values are cast to the dtype (SINGA casts all but lr; we cast lr too, so the
+  fused update sees one dtype), momentum buffers are zeros_like(param), float16. The step
+  counter stays float32. The update runs on a GPU; on the CPU it raises DTypeError.
+
 Note: state keys
   State is kept by parameter name, as in SINGA (get_states()/set_states() exchange those
   dicts). A standalone layer names its parameters "W" and "b" (SINGA's convention), so several
@@ -36,7 +43,7 @@ import numpy as np
 from . import autograd
 from . import singa_wrap as singa
 from . import tensor
-from .errors import CheckShapeError, CheckTypeError
+from .errors import CheckError, CheckShapeError, CheckTypeError
 from .layers.base import graph_paused
 from .tensor import Tensor
 
@@ -105,6 +112,14 @@ def _schedule(value, what):
         return Constant(float(value))
     raise TypeError("%s must be a number or a DecayScheduler, got %s"
                     % (what, type(value).__name__))
+
+
+_DTYPE_NAMES = {tensor.float32: "float32", tensor.float16: "float16", tensor.int32: "int32"}
+
+
+class ParamDTypeError(singa.DTypeError, CheckError):
+    """A parameter whose dtype is not the optimizer's (SINGA 3.3 asserts it, so this is also an
+    AssertionError): float16 training needs SGD(..., dtype=tensor.float16)."""
 
 
 # ---- the base class --------------------------------------------------------------------------
@@ -209,8 +224,11 @@ class Optimizer(object):
                                   % (type(self).__name__, name, tuple(p.shape),
                                      tuple(g.shape)))
         if p.dtype != self.dtype:
-            raise singa.DTypeError("%s: parameter %r has dtype %s; this optimizer updates %s"
-                                   % (type(self).__name__, name, p.dtype, self.dtype))
+            raise ParamDTypeError("%s: parameter %r has dtype %s; this optimizer updates %s "
+                                  "(its dtype argument, e.g. dtype=tensor.float16 for float16 "
+                                  "parameters)" % (type(self).__name__, name,
+                                                   _DTYPE_NAMES.get(p.dtype, p.dtype),
+                                                   _DTYPE_NAMES.get(self.dtype, self.dtype)))
         if not p.device == self.step_counter.device:
             self.device_check(p, self.step_counter,
                               *[getattr(self, v) for _, v in self._hypers])

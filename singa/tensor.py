@@ -16,9 +16,11 @@ attribute); all math runs in the C++ core. Two kinds of functions exist, as in S
 change a tensor in place (``set_value``, ``uniform``, ``+=``, ``to_device``...) and module
 functions that return new tensors (``tensor.exp(x)``, ``tensor.mult(a, b)``...).
 
-dtypes are the constants ``float32``, ``float16`` and ``int32`` (SINGA's codes). float16 tensors
-are storage only: convert with ``as_type(float32)`` before doing math. numpy float64 data becomes
-float32 and int64 becomes int32, as in SINGA.
+dtypes are the constants ``float32``, ``float16`` and ``int32`` (SINGA's codes). float16 math runs
+on a CUDA GPU (SINGA 3.3's ``-p float16`` training: tests/python/test_gpu_float16.py); on the CPU
+float16 tensors are storage only (create, ``as_type``/``to_type``, copy, read; math raises
+DTypeError): convert with ``as_type(float32)`` first. numpy float64 data becomes float32 and int64
+becomes int32, as in SINGA.
 
 Semantics worth knowing:
   * operators broadcast like numpy; mixing int32 and float32 gives float32; ``/`` gives float32.

@@ -6,13 +6,14 @@
     y = autograd.prelu(x, slope)      # slope is a Tensor, broadcast against x
 """
 from .. import singa_wrap as singa
-from .base import Operator, reduce_to, norm_axis
+from .base import Operator, float_dtype, reduce_to, norm_axis
 
 _M = singa.EltwiseMult
 
 
-def _float_mask(m):
-    return m if m.data_type() == singa.kFloat32 else m.AsType(singa.kFloat32)
+def _float_mask(m, like):
+    dt = float_dtype(like)
+    return m if m.data_type() == dt else m.AsType(dt)
 
 
 class LeakyRelu(Operator):
@@ -27,7 +28,7 @@ class LeakyRelu(Operator):
         return singa.LeakyReLU(x, self.a)
 
     def backward(self, dy):
-        pos = _float_mask(singa.GT(self.x, 0.0))
+        pos = _float_mask(singa.GT(self.x, 0.0), self.x)
         slope = singa.Add(pos, _M(singa.Sub(1.0, pos), self.a))
         return _M(dy, slope)
 
@@ -51,7 +52,7 @@ class Elu(Operator):
         return singa.Add(singa.ReLU(x), _M(singa.Sub(self.e, 1.0), self.alpha))
 
     def backward(self, dy):
-        pos = _float_mask(singa.GT(self.x, 0.0))
+        pos = _float_mask(singa.GT(self.x, 0.0), self.x)
         neg = _M(_M(singa.Sub(1.0, pos), self.e), self.alpha)
         return _M(dy, singa.Add(pos, neg))
 
@@ -112,7 +113,7 @@ class PRelu(Operator):
     def backward(self, dy):
         dx = dslope = None
         if self.need(0):
-            pos = _float_mask(singa.GT(self.x, 0.0))
+            pos = _float_mask(singa.GT(self.x, 0.0), self.x)
             local = singa.Add(pos, _M(singa.Sub(1.0, pos), self.slope))
             dx = reduce_to(_M(dy, local), self.x.shape())
         if self.need(1):

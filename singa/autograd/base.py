@@ -55,6 +55,12 @@ def fill(shape, value, like, dtype=None):
     return t
 
 
+def float_dtype(like):
+    """The float dtype of helper tensors (seeds, masks) combined with ``like``: float16 when
+    ``like`` is float16 (GPU float16 training keeps one dtype throughout), else float32."""
+    return singa.kFloat16 if like.data_type() == singa.kFloat16 else singa.kFloat32
+
+
 def zeros_like(ct):
     return fill(ct.shape(), 0, ct)
 
@@ -271,9 +277,10 @@ def infer_dependency(op):
 
 
 def _seed(y, dy):
-    """The core tensor to start backward with: ones of y's shape (float32) by default."""
+    """The core tensor to start backward with: ones of y's shape (float32, or float16 for a
+    float16 y) by default."""
     if dy is None:
-        return fill(y.shape, 1.0, y.data, singa.kFloat32)
+        return fill(y.shape, 1.0, y.data, float_dtype(y.data))
     if isinstance(dy, Tensor):
         dy = dy.data
     if isinstance(dy, CTensor):
@@ -282,7 +289,7 @@ def _seed(y, dy):
                              % (dy.shape(), y.shape))
         return dy
     if isinstance(dy, (int, float, np.number)) and not isinstance(dy, bool):
-        return fill(y.shape, float(dy), y.data, singa.kFloat32)
+        return fill(y.shape, float(dy), y.data, float_dtype(y.data))
     raise TypeError("backward: dy must be None, a number or a Tensor, got %s"
                     % type(dy).__name__)
 

@@ -218,6 +218,8 @@ class Dropout(Operator):
         mask = singa.Tensor(x.shape(), x.device(), singa.kFloat32)
         singa.Bernoulli(1.0 - self.ratio, mask)
         self.mask = _M(mask, 1.0 / (1.0 - self.ratio))
+        if self.mask.data_type() != x.data_type() and x.data_type() == singa.kFloat16:
+            self.mask = self.mask.AsType(singa.kFloat16)  # drawn in float32, applied in float16
         return _M(x, self.mask)
 
     def backward(self, dy):

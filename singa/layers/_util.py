@@ -9,7 +9,7 @@ import numbers
 from .. import autograd
 from .. import singa_wrap as singa
 from ..errors import CheckShapeError, CheckTypeError, CheckValueError  # noqa: F401
-from ..tensor import Tensor
+from ..tensor import Tensor, float16, float32
 
 
 def shape_error(layer, msg, *args):
@@ -87,9 +87,17 @@ def same_padding(mode, in_hw, kernel, stride):
 
 def handle_class(cpu_name, gpu_name, dev):
     """The core handle class (e.g. ConvHandle) for ``dev``: from singa_wrap, or from
-    singa.autograd when the handles live there; None if this build has none."""
-    name = cpu_name if dev.is_host() else gpu_name
-    return getattr(singa, name, None) or getattr(autograd, name, None)
+    singa.autograd when the handles live there; None if this build has none.
+
+    Apache SINGA had separate cuDNN handles (CudnnConvHandle...) for a GPU; our handles only
+    carry the geometry and the op's front picks the device's kernel, so on a GPU the GPU name
+    is used when the build defines it and the common handle otherwise."""
+    names = (cpu_name,) if dev.is_host() else (gpu_name, cpu_name)
+    for name in names:
+        cls = getattr(singa, name, None) or getattr(autograd, name, None)
+        if cls is not None:
+            return cls
+    return None
 
 
 def make_handle(cpu_name, gpu_name, dev, *args):
@@ -103,3 +111,25 @@ def make_handle(cpu_name, gpu_name, dev, *args):
 
 def is_real(v):
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+# ---- parameters ------------------------------------------------------------------------------
+def param_dtype(x):
+    """The dtype of a layer's parameters for its first input x: float16 for a float16 input
+    (SINGA 3.3's ``-p float16`` training makes every parameter ``dtype=x.dtype``), otherwise
+    float32 (an int32 input, e.g. Embedding's indices, still gets float parameters)."""
+    return float16 if x.dtype == float16 else float32
+
+
+def param(shape, x, fill):
+    """A trainable parameter on x's device in param_dtype(x), its values set by ``fill(t)``.
+
+    The fill (gaussian, set_value...) runs on a float32 tensor that is then converted: random
+    fills are float32 kernels on every backend, and the values of a float16 parameter are then
+    the float16 rounding of the float32 draw on the CPU and on a GPU alike."""
+    t = Tensor(shape=shape, device=x.device, requires_grad=True, stores_grad=True)
+    fill(t)
+    dtype = param_dtype(x)
+    if dtype != t.dtype:
+        t.to_type(dtype)
+    return t

@@ -5,16 +5,12 @@ from .. import autograd
 from ..tensor import Tensor
 from .base import Layer, graph_paused
 from ._util import (CheckValueError, check_dim, check_ndim, handle_class, make_handle,
-                    padding_spec, pair, same_padding, shape_error)
+                    padding_spec, pair, param, param_dtype, same_padding, shape_error)
 
 __all__ = ["Conv2d", "SeparableConv2d", "BatchNorm2d", "Pooling2d", "MaxPool2d", "AvgPool2d",
            "MaxPool1d", "AvgPool1d"]
 
 _PAD_MODES = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
-
-
-def _param(shape, x):
-    return Tensor(shape=shape, device=x.device, requires_grad=True, stores_grad=True)
 
 
 def _out_size(size, k, s, p, what, layer):
@@ -129,11 +125,10 @@ class Conv2d(_Windowed):
         self.in_channels = x.shape[1]
         kh, kw = self.kernel_size
         w_shape = (self.nb_kernels, self.in_channels // self.group, kh, kw)
-        self.W = _param(w_shape, x)
-        self.W.gaussian(0.0, math.sqrt(2.0 / (w_shape[1] * kh * kw + self.nb_kernels)))
+        std = math.sqrt(2.0 / (w_shape[1] * kh * kw + self.nb_kernels))
+        self.W = param(w_shape, x, lambda t: t.gaussian(0.0, std))
         if self.bias:
-            self.b = _param((self.nb_kernels,), x)
-            self.b.set_value(0.0)
+            self.b = param((self.nb_kernels,), x, lambda t: t.set_value(0.0))
         else:
             self.b = None
 
@@ -147,6 +142,7 @@ class Conv2d(_Windowed):
     def forward(self, x):
         self._check(x)
         self.device_check(x, self.W, self.b)
+        self.dtype_check(x, self.W, self.b)  # SINGA 3.3: parameters follow the input's dtype
         self._ensure_handle(x, self._build)
         # activation="RELU" fuses the ReLU into the convolution's kernel (same numbers).
         return autograd.conv2d(self.handle, x, self.W, self.b, self.odd_padding,
@@ -221,19 +217,18 @@ class BatchNorm2d(Layer):
         check_dim(self, x, 1, self.channels, "channels")
         self.channels = x.shape[1]
         shape = (self.channels,)
-        self.scale = _param(shape, x)
-        self.scale.set_value(1.0)
-        self.bias = _param(shape, x)
-        self.bias.set_value(0.0)
-        self._set_state("running_mean", Tensor(shape, x.device, requires_grad=False))
-        self.running_mean.set_value(0.0)
-        self._set_state("running_var", Tensor(shape, x.device, requires_grad=False))
-        self.running_var.set_value(1.0)
+        self.scale = param(shape, x, lambda t: t.set_value(1.0))
+        self.bias = param(shape, x, lambda t: t.set_value(0.0))
+        for name, value in (("running_mean", 0.0), ("running_var", 1.0)):
+            state = Tensor(shape, x.device, requires_grad=False)
+            state.set_value(value)
+            self._set_state(name, state.to_type(param_dtype(x)))
 
     def forward(self, x):
         check_ndim(self, x, (2, 4), "(N, C, H, W)")
         check_dim(self, x, 1, self.channels, "channels")
         self.device_check(x, self.scale, self.bias, self.running_mean, self.running_var)
+        self.dtype_check(x, self.scale, self.bias, self.running_mean, self.running_var)
         if self._handle_shape != tuple(x.shape):
             cls = handle_class("BatchNormHandle", "CudnnBatchNormHandle", x.device)
             with graph_paused(x.device):

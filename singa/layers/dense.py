@@ -5,13 +5,9 @@ import warnings
 from .. import autograd
 from ..tensor import Tensor
 from .base import Layer
-from ._util import check_dim, check_ndim, check_tensor, shape_error
+from ._util import check_dim, check_ndim, check_tensor, param, shape_error
 
 __all__ = ["Linear", "Gemm", "Embedding"]
-
-
-def _param(shape, x):
-    return Tensor(shape=shape, device=x.device, requires_grad=True, stores_grad=True)
 
 
 class Linear(Layer):
@@ -43,11 +39,10 @@ class Linear(Layer):
         check_ndim(self, x, 2, "(batch, features)")
         check_dim(self, x, 1, self.in_features, "features")
         self.in_features = x.shape[1]
-        self.W = _param((self.in_features, self.out_features), x)
-        self.W.gaussian(0.0, math.sqrt(2.0 / (self.in_features + self.out_features)))
+        std = math.sqrt(2.0 / (self.in_features + self.out_features))
+        self.W = param((self.in_features, self.out_features), x, lambda t: t.gaussian(0.0, std))
         if self.bias:
-            self.b = _param((self.out_features,), x)
-            self.b.set_value(0.0)
+            self.b = param((self.out_features,), x, lambda t: t.set_value(0.0))
         else:
             self.b = None
 
@@ -55,6 +50,7 @@ class Linear(Layer):
         check_ndim(self, x, 2, "(batch, features)")
         check_dim(self, x, 1, self.W.shape[0], "features")
         self.device_check(x, self.W, self.b)
+        self.dtype_check(x, self.W, self.b)  # SINGA 3.3: parameters follow the input's dtype
         y = autograd.matmul(x, self.W)
         if self.b is not None:
             y = autograd.add_bias(y, self.b, axis=0)
@@ -86,11 +82,11 @@ class Gemm(Layer):
             w_shape = (self.nb_kernels, self.in_features)
         else:
             w_shape = (self.in_features, self.nb_kernels)
-        self.W = _param(w_shape, x)
-        self.W.gaussian(0.0, math.sqrt(2.0 / (self.in_features + self.nb_kernels)))
+        std = math.sqrt(2.0 / (self.in_features + self.nb_kernels))
+        self.W = param(w_shape, x, lambda t: t.gaussian(0.0, std))
         if self.bias:
-            self.b = _param(tuple(self.bias_shape or (1, self.nb_kernels)), x)
-            self.b.set_value(0.0)
+            self.b = param(tuple(self.bias_shape or (1, self.nb_kernels)), x,
+                           lambda t: t.set_value(0.0))
         else:
             self.b = None
 
@@ -102,6 +98,7 @@ class Gemm(Layer):
                               "transA=%d)", expected, self._in_features(x), tuple(x.shape),
                               self.transA)
         self.device_check(x, self.W, self.b)
+        self.dtype_check(x, self.W, self.b)
         return autograd.gemm(x, self.W, self.b, self.alpha, self.beta, self.transA,
                              self.transB)
 
@@ -121,11 +118,11 @@ class Embedding(Layer):
 
     def initialize(self, x):
         check_tensor(self, x)
-        self.W = _param((self.input_dim, self.output_dim), x)
         if self.initializer == "uniform":
-            self.W.uniform(-1.0, 1.0)
+            fill = lambda t: t.uniform(-1.0, 1.0)  # noqa: E731
         else:
-            self.W.gaussian(0.0, 1.0)
+            fill = lambda t: t.gaussian(0.0, 1.0)  # noqa: E731
+        self.W = param((self.input_dim, self.output_dim), x, fill)  # float32: x holds indices
 
     def from_pretrained(self, W, freeze=True):
         """Sets the table (a Tensor or numpy array); ``freeze`` stops its training."""

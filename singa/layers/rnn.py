@@ -28,7 +28,7 @@ from .. import errors
 from ..autograd import rnn as _rnn
 from ..tensor import Tensor
 from .base import Layer
-from ._util import check_dim, check_ndim, check_tensor, shape_error
+from ._util import check_dim, check_ndim, check_tensor, param, shape_error
 
 __all__ = ["RNN_Base", "RNN", "LSTM", "GRU", "CudnnRNN"]
 
@@ -37,10 +37,6 @@ __all__ = ["RNN_Base", "RNN", "LSTM", "GRU", "CudnnRNN"]
 StepShapeError = errors.StepShapeError
 
 
-def _param(shape, x, fill):
-    t = Tensor(shape=shape, device=x.device, requires_grad=True, stores_grad=True)
-    fill(t)
-    return t
 
 
 def _gaussian(std):
@@ -108,7 +104,7 @@ class RNN_Base(Layer):
             for key, shape_of, is_bias in shapes:
                 if is_bias and not self.bias:
                     continue
-                setattr(self, key + suffix, _param(shape_of(n), like, inits[is_bias]))
+                setattr(self, key + suffix, param(shape_of(n), like, inits[is_bias]))
 
     # ---- inputs and states -------------------------------------------------------------------
     def _steps(self, xs):
@@ -325,7 +321,7 @@ class CudnnRNN(Layer):
         self.handle = _rnn.RNNHandle(x, self.hidden_size, mode=self.cudnn_rnn_mode,
                                      num_layers=self.num_layers, bias=int(bool(self.bias)),
                                      dropout=self.dropout, bidirectional=self.bidirectional)
-        self.W = _param((self.handle.weights_size,), x, _gaussian(1.0))  # SINGA: N(0, 1)
+        self.W = param((self.handle.weights_size,), x, _gaussian(1.0))  # SINGA: N(0, 1)
 
     def forward(self, x, hx=None, cx=None, seq_lengths=None):
         self.device_check(x, self.W)

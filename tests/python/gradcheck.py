@@ -59,12 +59,13 @@ def numeric_grads(ref, arrays, grad, dys, eps=1e-6):
     return out
 
 
-def analytic_grads(op, arrays, grad, dys, graph=False):
+def analytic_grads(op, arrays, grad, dys, graph=False, dev=None):
     """Runs op under training and returns ({input index: gradient}, forward outputs as numpy).
-    With ``graph``, forward and backward are buffered on a fresh device and run afterwards."""
+    With ``graph``, forward and backward are buffered on a fresh device (or ``dev``) and run
+    afterwards; ``dev`` also chooses the device of an eager run (test_gpu.py)."""
     was = autograd.training
     autograd.training = True
-    dev = sw.create_cpu_device() if graph else None
+    dev = dev if dev is not None else (sw.create_cpu_device() if graph else None)
     try:
         ts = _tensors(arrays, grad, dev)
         seeds = [tensor.from_numpy(d.astype(np.float32), dev) for d in dys]

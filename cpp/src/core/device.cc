@@ -26,6 +26,7 @@ void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
     graph_->AddOperation(std::move(fn), read_blocks, write_blocks, op_name, use_rand_generator,
                          std::move(relu_fused), collective);
   } else {
+    Activate();
     fn(&ctx_);
   }
 }
@@ -45,6 +46,7 @@ void Device::RunGraph(bool sequential) {
   SINGA_CHECK(!buffering_, Error,
               "RunGraph: buffering is still on; call EnableGraph(false) before running the graph");
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Activate();
   graph_->Run(sequential);
 }
 
@@ -107,6 +109,7 @@ void Device::CopyDataFromHostPtr(Block* dst, const void* src, size_t nbytes, siz
                                             << " bytes");
   if (nbytes == 0) return;
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Activate();
   char* d = static_cast<char*>(dst->mutable_data()) + dst_offset;
   CopyRaw(d, src, nbytes, is_host() ? kHostToHost : kHostToDevice, &ctx_);
 }
@@ -119,6 +122,7 @@ void Device::CopyDataToHostPtr(Block* src, void* dst, size_t nbytes, size_t src_
               "reading tensor values while operations are buffered into a graph: nothing has run "
               "yet (read them after the training step, or outside Model.train_one_batch)");
   std::lock_guard<std::recursive_mutex> lock(mutex_);  // waits for a replay in another thread
+  Activate();
   Sync();
   if (nbytes == 0) return;
   const char* s = static_cast<const char*>(src->data()) + src_offset;

@@ -51,6 +51,7 @@ void Graph::AddOperation(OpFunc fn, const std::vector<Block*>& reads,
 }
 
 void Graph::Reset() {
+  DropCapture();
   ReleaseArena();
   nodes_.clear();
   order_.clear();
@@ -76,6 +77,8 @@ void Graph::SetPlanning(bool planned) {
 }
 
 void Graph::Build(bool sequential) {
+  DropCapture();
+  runs_since_build_ = 0;
   ReleaseArena();
   // Dependencies, in submission order.
   for (auto& n : nodes_) {
@@ -302,8 +305,7 @@ void Graph::RunNode(size_t i) {
     n.total_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
 }
 
-void Graph::Run(bool sequential) {
-  if (!built_ || sequential != built_sequential_ || planned_ != built_planned_) Build(sequential);
+void Graph::RunAll() {
   const bool recycle = !planned_;
   for (size_t pos = 0; pos < order_.size(); ++pos) {
     RunNode(order_[pos]);
@@ -311,6 +313,42 @@ void Graph::Run(bool sequential) {
     if (recycle)
       for (Block* b : release_after_[pos]) b->Release();
   }
+}
+
+bool Graph::Capturable() const {
+  if (!device_->capture_enabled() || !planned_ || profiling_) return false;
+  // cuRAND advances its offset on the host at each call (a capture would replay one draw
+  // forever); collectives synchronise with other processes outside the stream.
+  for (const Node& n : nodes_)
+    if (n.use_rand || n.collective) return false;
+  return true;
+}
+
+void Graph::DropCapture() {
+  if (captured_) device_->DropCaptured();
+  captured_ = false;
+}
+
+void Graph::Run(bool sequential) {
+  if (!built_ || sequential != built_sequential_ || planned_ != built_planned_) Build(sequential);
+  if (captured_ && !Capturable()) DropCapture();  // a switch turned off since the capture
+  if (captured_) {
+    device_->LaunchCaptured();
+  } else if (runs_since_build_ >= 1 && Capturable()) {
+    device_->BeginCapture();
+    try {
+      RunAll();
+    } catch (...) {
+      device_->DropCaptured();  // ends the capture; the exception is the operation's
+      throw;
+    }
+    device_->EndCapture();
+    captured_ = true;
+    device_->LaunchCaptured();
+  } else {
+    RunAll();
+  }
+  ++runs_since_build_;
   ++iterations_;
 }
 

@@ -13,15 +13,19 @@ SINGA_KERNEL_SLOT(BatchNormBackward, PrepareFn<BnBwdArgs>);
 
 namespace {
 
-void CheckFloat(const char* op, const char* what, const Tensor& t) {
+// float32; activations (x, dy) may also be float16 on a CUDA device (computed in float there),
+// per-channel tensors stay float32 (cuDNN's convention).
+void CheckFloat(const char* op, const char* what, const Tensor& t, bool activation = false) {
   SINGA_CHECK(t.block() != nullptr, ValueError, op << ": the " << what << " tensor is empty");
-  SINGA_CHECK_DTYPE(t.data_type() == kFloat32,
-                    op << ": expects a float32 " << what << ", got " << t.data_type());
+  SINGA_CHECK_DTYPE(activation ? IsNnFloat(t) : t.data_type() == kFloat32,
+                    op << ": expects a float32 " << what
+                       << (activation ? " (or float16 on a CUDA device)" : "") << ", got "
+                       << t.data_type());
 }
 
 // Checks x and returns the (N, C, S) view of it.
 void CheckInput(const char* op, const Tensor& x, size_t* N, size_t* C, size_t* S) {
-  CheckFloat(op, "input", x);
+  CheckFloat(op, "input", x, true);
   SINGA_CHECK_SHAPE(x.nDim() >= 2, op << ": expected an input (N, C) or (N, C, H, W), got "
                                       << x.shape());
   *N = x.shape(0);
@@ -75,7 +79,7 @@ std::vector<Tensor> BatchNormForwardTraining(const Tensor& x_in, const Tensor& s
   a.eps = eps;
   a.relu = relu;
   const auto& dev = a.x.device();
-  a.y = Tensor(a.x.shape(), dev, kFloat32);
+  a.y = Tensor(a.x.shape(), dev, a.x.data_type());
   a.mean = Tensor(Shape{a.C}, dev, kFloat32);
   a.var = Tensor(Shape{a.C}, dev, kFloat32);
   // y first: writes[0] is the block a graph may fuse a following ReLU into (nn_kernels.h)
@@ -104,7 +108,7 @@ Tensor BatchNormForwardInference(const Tensor& x_in, const Tensor& scale_in,
   a.running_var = running_var_in.Contiguous();
   a.eps = eps;
   a.relu = relu;
-  a.y = Tensor(a.x.shape(), a.x.device(), kFloat32);
+  a.y = Tensor(a.x.shape(), a.x.device(), a.x.data_type());
   if (a.y.Size() == 0) return a.y;
   LaunchKernel(BatchNormForwardInferenceKernel(), a, a.x.device(),
                {a.x.block(), a.scale.block(), a.bias.block(), a.running_mean.block(),
@@ -119,10 +123,11 @@ std::vector<Tensor> BatchNormBackward(const Tensor& dy_in, const Tensor& x_in,
   const char* op = "BatchNormBackward";
   BnBwdArgs a;
   CheckInput(op, x_in, &a.N, &a.C, &a.S);
-  CheckFloat(op, "gradient dy", dy_in);
+  CheckFloat(op, "gradient dy", dy_in, true);
   SINGA_CHECK_SHAPE(dy_in.shape() == x_in.shape(), op << ": dy has shape " << dy_in.shape()
                                                       << " but x has shape " << x_in.shape());
   CheckSameDevice(op, {&x_in, &dy_in});
+  CheckSameDtype(op, {&x_in, &dy_in});
   CheckChannelVector(op, "scale", scale_in, x_in);
   CheckChannelVector(op, "batch_mean", mean_in, x_in);
   CheckChannelVector(op, "batch_var", var_in, x_in);
@@ -134,7 +139,7 @@ std::vector<Tensor> BatchNormBackward(const Tensor& dy_in, const Tensor& x_in,
   a.var = var_in.Contiguous();
   a.eps = eps;
   const auto& dev = a.x.device();
-  a.dx = Tensor(a.x.shape(), dev, kFloat32);
+  a.dx = Tensor(a.x.shape(), dev, a.x.data_type());
   a.dscale = Tensor(Shape{a.C}, dev, kFloat32);
   a.dbias = Tensor(Shape{a.C}, dev, kFloat32);
   LaunchKernel(BatchNormBackwardKernel(), a, dev,

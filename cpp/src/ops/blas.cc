@@ -53,13 +53,19 @@ Tensor BlasFriendly(const Tensor& t) {
   return LastTwo(t).t.block() == t.block() ? t : t.Contiguous();
 }
 
-void CheckFloatOperands(const char* op, const Tensor& A, const Tensor& B) {
+// float32 operands; with half_on_cuda, float16 ones too on a CUDA device (cublasGemmEx), both
+// of one dtype.
+void CheckFloatOperands(const char* op, const Tensor& A, const Tensor& B,
+                        bool half_on_cuda = false) {
   SINGA_CHECK(!A.empty() || A.Size() == 0, ValueError, op << ": the first operand is empty");
   SINGA_CHECK(A.block() != nullptr && B.block() != nullptr, ValueError,
               op << ": an operand has no data");
-  SINGA_CHECK_DTYPE(A.data_type() == kFloat32 && B.data_type() == kFloat32,
-                    op << ": expects float32 operands, got " << A.data_type() << " and "
-                       << B.data_type());
+  const bool half = half_on_cuda && A.data_type() == kFloat16 && B.data_type() == kFloat16 &&
+                    A.device()->backend() == Backend::kCuda;
+  SINGA_CHECK_DTYPE(half || (A.data_type() == kFloat32 && B.data_type() == kFloat32),
+                    op << ": expects float32 operands"
+                       << (half_on_cuda ? " (or float16 ones on a CUDA device)" : "")
+                       << ", got " << A.data_type() << " and " << B.data_type());
   CheckSameDevice(op, {&A, &B});
 }
 
@@ -99,7 +105,7 @@ float ScalarResult(const Tensor& like, const char* name, std::vector<Block*> rea
 }  // namespace
 
 void Mult(float alpha, const Tensor& A, const Tensor& B, float beta, Tensor* C) {
-  CheckFloatOperands("Mult", A, B);
+  CheckFloatOperands("Mult", A, B, true);
   SINGA_CHECK_SHAPE(A.nDim() == 2 && B.nDim() == 2,
                     "Mult: alpha/beta form expects 2-d operands, got " << A.shape() << " and "
                                                                        << B.shape());
@@ -109,7 +115,9 @@ void Mult(float alpha, const Tensor& A, const Tensor& B, float beta, Tensor* C) 
   SINGA_CHECK_SHAPE(C->shape() == cs, "Mult: the output has shape " << C->shape()
                                                                     << " but A x B has shape "
                                                                     << cs);
-  SINGA_CHECK_DTYPE(C->data_type() == kFloat32, "Mult: the output must be float32");
+  SINGA_CHECK_DTYPE(C->data_type() == A.data_type(),
+                    "Mult: the output must be " << A.data_type() << " like the operands, got "
+                                                << C->data_type());
   if (!C->IsContiguous()) {
     Tensor tmp = C->Clone();
     Gemm(alpha, A, B, beta, tmp);
@@ -120,7 +128,7 @@ void Mult(float alpha, const Tensor& A, const Tensor& B, float beta, Tensor* C) 
 }
 
 Tensor Mult(const Tensor& A, const Tensor& B) {
-  CheckFloatOperands("Mult", A, B);
+  CheckFloatOperands("Mult", A, B, true);
   SINGA_CHECK_SHAPE(A.nDim() >= 1 && B.nDim() >= 1,
                     "Mult: operands must have at least one dimension, got " << A.shape()
                                                                             << " and "
@@ -135,7 +143,7 @@ Tensor Mult(const Tensor& A, const Tensor& B) {
                                                                << ")");
   Shape out_shape;
   if (a.nDim() == 2 && b.nDim() == 2) {
-    Tensor C(Shape{m, n}, A.device(), kFloat32);
+    Tensor C(Shape{m, n}, A.device(), A.data_type());
     Gemm(1.f, a, b, 0.f, C);
     out_shape = {m, n};
     if (A.nDim() == 1) out_shape = {n};
@@ -151,7 +159,7 @@ Tensor Mult(const Tensor& A, const Tensor& B) {
   Tensor ax = BlasFriendly(Broadcast(a, as)), bx = BlasFriendly(Broadcast(b, bs));
   out_shape = batch;
   out_shape.insert(out_shape.end(), {m, n});
-  Tensor C(out_shape, A.device(), kFloat32);
+  Tensor C(out_shape, A.device(), A.data_type());
   const MatView va = LastTwo(ax), vb = LastTwo(bx);
   BatchedGemmArgs g;
   g.a = ax;

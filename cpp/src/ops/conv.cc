@@ -23,8 +23,8 @@ void PairOf(const char* op, const char* what, const std::vector<size_t>& v, size
 
 void CheckFloat(const char* op, const char* what, const Tensor& t) {
   SINGA_CHECK(t.block() != nullptr, ValueError, op << ": the " << what << " tensor is empty");
-  SINGA_CHECK_DTYPE(t.data_type() == kFloat32,
-                    op << ": expects a float32 " << what << ", got " << t.data_type());
+  SINGA_CHECK_DTYPE(IsNnFloat(t), op << ": expects a float32 " << what
+                                    << " (or float16 on a CUDA device), got " << t.data_type());
 }
 
 // x (or dy) must be 4-d with the handle's C, H, W (or out_channels, conv_height, conv_width).
@@ -106,12 +106,14 @@ Tensor Conv2dForward(const Tensor& x_in, const Tensor& W_in, const Tensor& b_in,
                                                        << ", expected (" << h.num_filters
                                                        << ",)");
     CheckSameDevice(op, {&x_in, &W_in, &b_in});
+    CheckSameDtype(op, {&x_in, &W_in, &b_in});
   } else {
     CheckSameDevice(op, {&x_in, &W_in});
+    CheckSameDtype(op, {&x_in, &W_in});
   }
   const size_t N = x_in.shape(0);
   ConvFwdArgs a{x_in.Contiguous(), W_in.Contiguous(), has_bias ? b_in.Contiguous() : Tensor(),
-                Tensor(h.OutputShape(N), x_in.device(), kFloat32), h, relu};
+                Tensor(h.OutputShape(N), x_in.device(), x_in.data_type()), h, relu};
   if (a.y.Size() == 0) return a.y;
   std::vector<Block*> reads{a.x.block(), a.W.block()};
   if (has_bias) reads.push_back(a.b.block());
@@ -126,9 +128,12 @@ Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle
   CheckImage(op, "gradient dy", dy_in, h.num_filters, h.conv_height, h.conv_width);
   CheckWeight(op, W_in, h);
   CheckSameDevice(op, {&dy_in, &W_in});
+  CheckSameDtype(op, {&dy_in, &W_in});
   const size_t N = dy_in.shape(0);
   ConvBwdXArgs a{dy_in.Contiguous(), W_in.Contiguous(),
-                 Tensor(Shape{N, h.channels, h.height, h.width}, dy_in.device(), kFloat32), h};
+                 Tensor(Shape{N, h.channels, h.height, h.width}, dy_in.device(),
+                        dy_in.data_type()),
+                 h};
   if (a.dx.Size() == 0) return a.dx;
   LaunchKernel(Conv2dBackwardXKernel(), a, a.dy.device(), {a.dy.block(), a.W.block()},
                {a.dx.block()}, "Conv2dBackwardX");
@@ -145,8 +150,9 @@ Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle
                     op << ": dy " << dy_in.shape() << " and x " << x_in.shape()
                        << " have different batch sizes");
   CheckSameDevice(op, {&dy_in, &x_in});
+  CheckSameDtype(op, {&dy_in, &x_in});
   ConvBwdWArgs a{dy_in.Contiguous(), x_in.Contiguous(),
-                 Tensor(h.WeightShape(), x_in.device(), kFloat32), h};
+                 Tensor(h.WeightShape(), x_in.device(), x_in.data_type()), h};
   LaunchKernel(Conv2dBackwardWKernel(), a, a.x.device(), {a.dy.block(), a.x.block()},
                {a.dW.block()}, "Conv2dBackwardW");
   return a.dW;
@@ -156,7 +162,8 @@ Tensor Conv2dBackwardB(const Tensor& dy_in, const ConvHandle& h) {
   const char* op = "Conv2dBackwardB";
   CheckFloat(op, "gradient dy", dy_in);
   CheckImage(op, "gradient dy", dy_in, h.num_filters, h.conv_height, h.conv_width);
-  ConvBwdBArgs a{dy_in.Contiguous(), Tensor(Shape{h.num_filters}, dy_in.device(), kFloat32), h};
+  ConvBwdBArgs a{dy_in.Contiguous(),
+                 Tensor(Shape{h.num_filters}, dy_in.device(), dy_in.data_type()), h};
   LaunchKernel(Conv2dBackwardBKernel(), a, a.dy.device(), {a.dy.block()}, {a.db.block()},
                "Conv2dBackwardB");
   return a.db;

@@ -15,10 +15,20 @@ namespace {
 
 constexpr bool kF = false, kFI = true;  // may the op run on int32?
 
-// Promotes int32 operands to float32 when mixed with float32, and rejects storage-only dtypes.
-DataType CommonType(const char* op, DataType a, DataType b) {
-  SINGA_CHECK_DTYPE(a != kFloat16 && b != kFloat16,
-                    op << ": float16 tensors are storage only; convert with as_type(float32)");
+// Promotes int32 operands to float32 when mixed with float32. float16 computes only on CUDA
+// devices (their kernels compute in float and round once to half); on the CPU it is storage
+// only. Mixed with another dtype, float16 is promoted to float32 (as numpy does for float32).
+DataType CommonType(const char* op, DataType a, DataType b, const Device& dev) {
+  if (a == kFloat16 || b == kFloat16) {
+    SINGA_CHECK_DTYPE(DeviceBackend(dev) == Backend::kCuda,
+                      op << ": float16 tensors are storage only on this device; convert with "
+                            "as_type(float32) (float16 math runs on CUDA devices)");
+    SINGA_CHECK_DTYPE((a == kFloat16 || a == kFloat32 || a == kInt) &&
+                          (b == kFloat16 || b == kFloat32 || b == kInt),
+                      op << ": unsupported dtype combination " << DataTypeName(a) << " and "
+                         << DataTypeName(b));
+    return a == b ? kFloat16 : kFloat32;
+  }
   if (a == b) return a;
   if ((a == kFloat32 && b == kInt) || (a == kInt && b == kFloat32)) return kFloat32;
   SINGA_THROW(DTypeError, op << ": unsupported dtype combination " << DataTypeName(a) << " and "
@@ -54,7 +64,7 @@ template <typename Launch>
 Tensor RunUnaryWith(const char* name, bool allow_int, const Tensor& in_raw, Tensor* out,
                     Launch launch) {
   SINGA_CHECK(in_raw.block() != nullptr, ValueError, name << ": the input tensor is empty");
-  DataType dt = CommonType(name, in_raw.data_type(), in_raw.data_type());
+  DataType dt = CommonType(name, in_raw.data_type(), in_raw.data_type(), *in_raw.device());
   if (!allow_int && dt == kInt) dt = kFloat32;  // numpy: exp(int array) is a float array
   const Tensor in = Cast(in_raw, dt);
   Tensor res = PrepareOut(name, in.shape(), dt, in, out, {&in});
@@ -74,7 +84,7 @@ Tensor RunBinary(const char* name, bool allow_int, const KernelSlot<BinaryKernel
   SINGA_CHECK(a_raw.block() != nullptr && b_raw.block() != nullptr, ValueError,
               name << ": an input tensor is empty");
   CheckSameDevice(name, {&a_raw, &b_raw});
-  DataType dt = CommonType(name, a_raw.data_type(), b_raw.data_type());
+  DataType dt = CommonType(name, a_raw.data_type(), b_raw.data_type(), *a_raw.device());
   if (!allow_int && dt == kInt) dt = kFloat32;
   const Shape shape = BroadcastShapes(a_raw.shape(), b_raw.shape(), name);
   const Tensor a = Broadcast(Cast(a_raw, dt), shape), b = Broadcast(Cast(b_raw, dt), shape);
@@ -90,9 +100,11 @@ Tensor RunBinary(const char* name, bool allow_int, const KernelSlot<BinaryKernel
 Tensor ScalarLike(const Tensor& t, float x) {
   bool integral = std::nearbyint(x) == x && std::fabs(x) < 2147483647.f;
   DataType dt = t.data_type() == kInt && integral ? kInt : kFloat32;
+  // A float16 tensor keeps its dtype with a scalar (x rounded to half), as in numpy and torch.
+  if (t.data_type() == kFloat16) dt = kFloat16;
   Tensor s(Shape{}, t.device(), dt);
   if (dt == kInt) s.SetValue(static_cast<int32_t>(x));
-  else s.SetValue(x);
+  else s.SetValue(x);  // converted to the dtype (float16 included) by the Fill kernel
   return s;
 }
 

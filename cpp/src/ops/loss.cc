@@ -26,17 +26,22 @@ struct Operands {
 Operands Check(const char* op, const char* xname, const Tensor& x, const Tensor& t) {
   SINGA_CHECK(x.block() != nullptr && t.block() != nullptr, ValueError,
               op << ": an input tensor is empty");
-  SINGA_CHECK_DTYPE(x.data_type() == kFloat32,
-                    op << ": expects float32 " << xname << ", got " << x.data_type());
+  // float16 logits/probabilities compute (in float) on CUDA devices only; a target matrix then
+  // has x's dtype (float32 targets are converted), labels stay int32 or float32.
+  const bool half = x.data_type() == kFloat16 && DeviceBackend(*x.device()) == Backend::kCuda;
+  SINGA_CHECK_DTYPE(x.data_type() == kFloat32 || half,
+                    op << ": expects float32 " << xname << " (float16 on CUDA devices), got "
+                       << x.data_type());
   SINGA_CHECK_SHAPE(x.nDim() == 2, op << ": expected 2-d " << xname << " (N, C), got "
                                       << x.shape());
-  SINGA_CHECK_DTYPE(t.data_type() == kFloat32 || t.data_type() == kInt,
+  SINGA_CHECK_DTYPE(t.data_type() == kFloat32 || t.data_type() == kInt ||
+                        (half && t.data_type() == kFloat16),
                     op << ": the target must be int32 labels or a float32 matrix, got "
                        << t.data_type());
   CheckSameDevice(op, {&x, &t});
   const size_t N = x.shape(0), C = x.shape(1);
   bool labels;
-  if (t.data_type() == kFloat32 && t.shape() == x.shape()) {
+  if (t.data_type() != kInt && t.shape() == x.shape()) {
     labels = false;
   } else {
     const bool vec = t.nDim() == 1 || (t.nDim() == 2 && t.shape(1) == 1);
@@ -48,16 +53,21 @@ Operands Check(const char* op, const char* xname, const Tensor& x, const Tensor&
                                           << xname << " " << x.shape() << ")");
     labels = true;
   }
+  SINGA_CHECK_DTYPE(labels || t.data_type() == x.data_type() || half,
+                    op << ": a target matrix must be float32, got " << t.data_type());
+  SINGA_CHECK_DTYPE(!labels || t.data_type() != kFloat16,
+                    op << ": labels must be int32 or float32, got float16");
   SINGA_CHECK_VALUE(!labels || C > 0 || N == 0,
                     op << ": labels need at least one class, " << xname << " " << x.shape());
-  return {x.Contiguous(), t.Contiguous(), labels, N, C};
+  const Tensor tm = !labels && t.data_type() != x.data_type() ? t.AsType(x.data_type()) : t;
+  return {x.Contiguous(), tm.Contiguous(), labels, N, C};
 }
 
 Tensor Run(bool fwd, const KernelSlot<LossKernelFn>& slot, const char* op, const char* xname,
            const Tensor& x_in, const Tensor& t_in) {
   const Operands o = Check(op, xname, x_in, t_in);
   auto* k = slot.For(*o.x.device());
-  Tensor out(fwd ? Shape{o.N} : Shape{o.N, o.C}, o.x.device(), kFloat32);
+  Tensor out(fwd ? Shape{o.N} : Shape{o.N, o.C}, o.x.device(), o.x.data_type());
   const Tensor x = o.x, t = o.t;
   const bool labels = o.labels;
   x.device()->Exec([k, x, t, labels, out](Context* ctx) { k(x, t, labels, out, ctx); },

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <type_traits>
 #include <memory>
 #include <utility>
@@ -93,6 +94,21 @@ SINGA_KERNEL_SLOT_DECL(Pool2dBackward, PrepareFn<PoolBwdArgs>);
 SINGA_KERNEL_SLOT_DECL(BatchNormForwardTraining, PrepareFn<BnTrainArgs>);
 SINGA_KERNEL_SLOT_DECL(BatchNormForwardInference, PrepareFn<BnInferArgs>);
 SINGA_KERNEL_SLOT_DECL(BatchNormBackward, PrepareFn<BnBwdArgs>);
+
+/// float32, or float16 on a device that computes with CUDA (half conv / pooling there; the CPU
+/// keeps float16 as storage only).
+inline bool IsNnFloat(const Tensor& t) {
+  return t.data_type() == kFloat32 ||
+         (t.data_type() == kFloat16 && t.device() && t.device()->backend() == Backend::kCuda);
+}
+
+/// Every operand of one call has the dtype of the first (float16 and float32 do not mix).
+inline void CheckSameDtype(const char* op, std::initializer_list<const Tensor*> ts) {
+  const DataType t = (*ts.begin())->data_type();
+  for (const Tensor* x : ts)
+    SINGA_CHECK_DTYPE(x->data_type() == t, op << ": operands of one dtype expected, got " << t
+                                              << " and " << x->data_type());
+}
 
 /// Data pointers, fetched inside kernels (a replayed graph may move a block between runs).
 inline const float* InPtr(const Tensor& t) { return static_cast<const float*>(t.block()->data()); }

@@ -26,8 +26,14 @@ void SGDUpdate(Tensor* param, const Tensor& grad, Tensor* buf, const Tensor& lr,
   SINGA_CHECK_SHAPE(param->shape() == grad.shape(), "SGDUpdate: parameter " << param->shape()
                                                         << " and gradient " << grad.shape()
                                                         << " differ");
-  SINGA_CHECK_DTYPE(param->data_type() == kFloat32 && grad.data_type() == kFloat32,
-                    "SGDUpdate: expects float32 parameter and gradient");
+  // float16 parameters (SINGA's float16 training: the update runs in float16 storage, computed
+  // in float) are updated by the CUDA kernel only; hyper-parameters stay float32.
+  const bool half = param->data_type() == kFloat16 &&
+                    DeviceBackend(*param->device()) == Backend::kCuda;
+  SINGA_CHECK_DTYPE((param->data_type() == kFloat32 || half) &&
+                        grad.data_type() == param->data_type(),
+                    "SGDUpdate: expects float32 parameter and gradient (float16 on CUDA devices), "
+                    "got " << param->data_type() << " and " << grad.data_type());
   SINGA_CHECK_SHAPE(param->IsContiguous(), "SGDUpdate: the parameter is a non-contiguous view");
   CheckSameDevice("SGDUpdate", {param, &grad});
   for (auto& [what, t] : {std::pair<const char*, const Tensor*>{"lr", &lr},
@@ -37,7 +43,7 @@ void SGDUpdate(Tensor* param, const Tensor& grad, Tensor* buf, const Tensor& lr,
   const bool has_buf = buf != nullptr && buf->block() != nullptr;
   if (has_buf) {
     SINGA_CHECK_SHAPE(buf->shape() == param->shape() && buf->IsContiguous() &&
-                          buf->data_type() == kFloat32,
+                          buf->data_type() == param->data_type(),
                       "SGDUpdate: the momentum buffer " << buf->shape()
                                                         << " does not match the parameter "
                                                         << param->shape());

@@ -19,8 +19,8 @@ void PairOf(const char* op, const char* what, const std::vector<size_t>& v, size
 
 void CheckFloat(const char* op, const char* what, const Tensor& t) {
   SINGA_CHECK(t.block() != nullptr, ValueError, op << ": the " << what << " tensor is empty");
-  SINGA_CHECK_DTYPE(t.data_type() == kFloat32,
-                    op << ": expects a float32 " << what << ", got " << t.data_type());
+  SINGA_CHECK_DTYPE(IsNnFloat(t), op << ": expects a float32 " << what
+                                    << " (or float16 on a CUDA device), got " << t.data_type());
 }
 
 void CheckImage(const char* op, const char* what, const Tensor& t, const Shape& want) {
@@ -67,8 +67,8 @@ Tensor Pool2dForward(const Tensor& x_in, const PoolingHandle& h) {
   const char* op = "Pool2d";
   CheckFloat(op, "input", x_in);
   CheckImage(op, "input", x_in, {0, h.channels, h.height, h.width});
-  PoolFwdArgs a{x_in.Contiguous(), Tensor(h.OutputShape(x_in.shape(0)), x_in.device(), kFloat32),
-                h};
+  PoolFwdArgs a{x_in.Contiguous(),
+                Tensor(h.OutputShape(x_in.shape(0)), x_in.device(), x_in.data_type()), h};
   if (a.y.Size() == 0) return a.y;
   LaunchKernel(Pool2dForwardKernel(), a, a.x.device(), {a.x.block()}, {a.y.block()},
                h.is_max_pooling ? "MaxPool2dForward" : "AvgPool2dForward");
@@ -89,8 +89,9 @@ Tensor Pool2dBackward(const Tensor& dy_in, const Tensor& x_in, const Tensor& y_i
     SINGA_CHECK_SHAPE(y_in.shape() == out_shape, op << ": y has shape " << y_in.shape()
                                                     << ", expected " << out_shape);
   CheckSameDevice(op, {&dy_in, &x_in});
+  CheckSameDtype(op, {&dy_in, &x_in});
   PoolBwdArgs a{dy_in.Contiguous(), x_in.Contiguous(),
-                Tensor(x_in.shape(), x_in.device(), kFloat32), h};
+                Tensor(x_in.shape(), x_in.device(), x_in.data_type()), h};
   if (a.dx.Size() == 0) return a.dx;
   LaunchKernel(Pool2dBackwardKernel(), a, a.x.device(), {a.dy.block(), a.x.block()},
                {a.dx.block()}, h.is_max_pooling ? "MaxPool2dBackward" : "AvgPool2dBackward");

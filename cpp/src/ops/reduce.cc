@@ -109,6 +109,12 @@ Plan MakePlan(const char* op, const Tensor& in, const std::vector<int>& axes, bo
   return p;
 }
 
+// float16 data is reduced (in float, rounded once) by the CUDA kernels only: on the CPU it is
+// storage only.
+bool HalfMath(const Tensor& t) {
+  return t.data_type() == kFloat16 && DeviceBackend(*t.device()) == Backend::kCuda;
+}
+
 enum class Kind { kSum, kMean, kMax, kMin, kArgmax, kArgmin };
 
 Tensor Reduce(const char* name, Kind kind, const Tensor& in_raw, const std::vector<int>& axes,
@@ -117,9 +123,10 @@ Tensor Reduce(const char* name, Kind kind, const Tensor& in_raw, const std::vect
   // numpy's mean of integers is a float: convert first so that the division is exact.
   const Tensor in = kind == Kind::kMean && in_raw.data_type() == kInt ? in_raw.AsType(kFloat32)
                                                                       : in_raw;
-  SINGA_CHECK_DTYPE(in.data_type() == kFloat32 || in.data_type() == kInt,
+  SINGA_CHECK_DTYPE(in.data_type() == kFloat32 || in.data_type() == kInt || HalfMath(in),
                     name << ": dtype " << DataTypeName(in.data_type())
-                         << " is not supported (expected float32 or int32)");
+                         << " is not supported (expected float32 or int32; float16 on CUDA "
+                            "devices)");
   const Plan p = MakePlan(name, in, axes, keepdims);
   const bool arg = kind == Kind::kArgmax || kind == Kind::kArgmin;
   SINGA_CHECK_VALUE(kind == Kind::kSum || kind == Kind::kMean || p.red > 0,
@@ -153,9 +160,9 @@ void CheckMatrix(const char* op, const Tensor& M) {
 void SoftLayout(const char* op, const Tensor& in, int axis, size_t* outer, size_t* dim,
                 size_t* inner) {
   CheckInput(op, in);
-  SINGA_CHECK_DTYPE(in.data_type() == kFloat32,
-                    op << ": expects float32, got " << in.data_type() << " (shape " << in.shape()
-                       << "); convert with as_type");
+  SINGA_CHECK_DTYPE(in.data_type() == kFloat32 || HalfMath(in),
+                    op << ": expects float32 (or float16 on a CUDA device), got "
+                       << in.data_type() << " (shape " << in.shape() << "); convert with as_type");
   const size_t a = NormalizeAxis(axis, in.nDim(), op);
   *outer = Product(in.shape(), 0, a);
   *dim = in.shape()[a];
@@ -166,7 +173,7 @@ Tensor RunSoftMax(const char* name, ReduceKernelFn* k, const Tensor& in_raw, int
   size_t outer, dim, inner;
   SoftLayout(name, in_raw, axis, &outer, &dim, &inner);
   const Tensor in = in_raw.Contiguous();
-  Tensor out(in.shape(), in.device(), kFloat32);
+  Tensor out(in.shape(), in.device(), in.data_type());
   if (in.Size() == 0) return out;
   const Dims3 d{outer, dim, inner};
   in.device()->Exec([k, in, out, d](Context* ctx) { k(in, d, out, ctx); }, {in.block()},
@@ -241,7 +248,7 @@ Tensor SoftMaxBackward(const Tensor& dy_raw, const Tensor& y_raw, int axis) {
   size_t outer, dim, inner;
   SoftLayout(name, y_raw, axis, &outer, &dim, &inner);
   const Tensor dy = dy_raw.Contiguous(), y = y_raw.Contiguous();
-  Tensor dx(y.shape(), y.device(), kFloat32);
+  Tensor dx(y.shape(), y.device(), y.data_type());
   if (y.Size() == 0) return dx;
   auto* k = SoftMaxBackwardKernel().For(*y.device());
   const Dims3 d{outer, dim, inner};

@@ -20,10 +20,17 @@ struct Context {
   /// unseeded device draws the same numbers as SINGA's.
   std::mt19937 random_generator;
   uint64_t seed = std::mt19937::default_seed;
-  // CUDA builds add the stream and the cuBLAS / cuDNN handles in cuda_context.h.
+  // A CudaGPU's: its cudaStream_t, cublasHandle_t, cudnnHandle_t and curandGenerator_t, kept as
+  // void* so that this header needs no CUDA header (typed accessors: cpp/src/cuda/cuda_common.h).
   void* stream = nullptr;
   void* cublas_handle = nullptr;
   void* cudnn_handle = nullptr;
+  void* curand_generator = nullptr;
+  /// A CudaGPU's device-memory status word (int32): a kernel that meets a bad index or label
+  /// cannot throw, so it records a code there (cpp/src/cuda/cuda_common.h: ReportDeviceError) and
+  /// the device's next Sync throws the matching singa::Error.
+  void* device_status = nullptr;
+  int device_id = -1;  ///< the GPU's id, -1 on the host
 };
 
 }  // namespace singa

@@ -89,7 +89,11 @@ class Device {
 
   /// Waits for submitted work (a no-op on the CPU device, which runs synchronously).
   virtual void Sync() {}
-  void SetRandSeed(uint64_t seed);
+  /// Seeds this device's generator(s): Context::random_generator, and cuRAND's on a CudaGPU.
+  virtual void SetRandSeed(uint64_t seed);
+  /// Makes this device current for the calling thread before it submits work (cudaSetDevice on
+  /// a CudaGPU; nothing on the host). Exec, RunGraph and the host copies call it.
+  virtual void Activate() {}
 
   // Memory, through this device's pool.
   void* Malloc(size_t bytes);
@@ -113,6 +117,18 @@ class Device {
   /// 0: quiet; 1 or more: profile each operation's time during RunGraph.
   void SetVerbosity(int verbosity);
   int verbosity() const { return verbosity_; }
+  /// Replays captured as one launch (a CUDA Graph on a CudaGPU; nothing to capture on the host).
+  /// On by default where the device can capture; the graph captures only when every recorded
+  /// operation allows it (see singa/core/cuda_gpu.h). Off: replays enqueue op by op.
+  void SetCaptureEnabled(bool on) { capture_enabled_ = on; }
+  bool capture_enabled() const { return capture_enabled_ && CanCapture(); }
+  virtual bool CanCapture() const { return false; }
+  /// Capture protocol used by Graph::Run: Begin, enqueue the operations, End (instantiates what
+  /// was captured, replacing any earlier capture), then Launch for each replay; Drop forgets it.
+  virtual void BeginCapture() {}
+  virtual void EndCapture() {}
+  virtual void LaunchCaptured() {}
+  virtual void DropCaptured() {}
   /// Iterations of RunGraph ignored by the profiler (warm-up).
   void SetSkipIteration(int n) { skip_iteration_ = n; }
   int skip_iteration() const { return skip_iteration_; }
@@ -142,6 +158,7 @@ class Device {
   bool buffering_ = false;
   int verbosity_ = 0;
   int skip_iteration_ = 5;
+  bool capture_enabled_ = true;
   std::recursive_mutex mutex_;  // see "Threads" at the top of this file
   std::atomic<int> handles_{0};
 

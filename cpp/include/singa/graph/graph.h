@@ -25,6 +25,13 @@
 // Non-recyclable blocks (inputs, parameters, optimizer state, tensors Python holds) keep their own
 // memory and are never freed by the graph.
 //
+// Capture (devices that can, i.e. a CudaGPU with Device::capture_enabled()): with planned memory,
+// no profiling and no operation that draws random numbers or is a collective, the second replay
+// after a build is captured (the first one allocates the persistent blocks and lets cuBLAS/cuDNN
+// settle their workspaces) and later replays launch the capture in one call. The arena and every
+// block keep their addresses between replays, which is what makes a capture valid; a rebuild or
+// Reset drops it.
+//
 // ReLU fusion (planned memory only; SetFusion(false) turns it off): an operation submitted with a
 // fused variant (convolution and batch-norm forwards: the ReLU as a kernel post-op) whose first
 // written block y is read by exactly one operation, a "ReLU" y -> z, with neither y nor z held by
@@ -97,6 +104,8 @@ class Graph {
   /// ReLU fusion (see the file comment), on by default; takes effect at the next build.
   void SetFusion(bool on);
   bool fusion() const { return fusion_; }
+  /// Whether replays are currently launched from a capture (see the file comment).
+  bool captured() const { return captured_; }
   /// How many ReLUs the last build fused into their producers.
   size_t num_fused() const { return num_fused_; }
 
@@ -132,6 +141,9 @@ class Graph {
   void PlanArena();
   void ReleaseArena();
   void RunNode(size_t i);
+  void RunAll();
+  bool Capturable() const;
+  void DropCapture();
 
   Device* device_;
   std::vector<Node> nodes_;
@@ -150,6 +162,8 @@ class Graph {
   std::unordered_map<Block*, Block*> aliases_;  ///< fused ReLU output -> its producer's block
   bool profiling_ = false;
   int iterations_ = 0;
+  int runs_since_build_ = 0;
+  bool captured_ = false;
   void* arena_ = nullptr;
 };
 

@@ -1,0 +1,119 @@
+// cuda_kernels.cuh (private, .cu files only): what the CUDA kernels of the core ops share —
+// storage <-> device element types, float16 <-> float conversions, grid-stride loops, a block
+// reduction, and the strided copy that StridedCopy, Concat and Slice all use.
+//
+//   using D = cuda::DevType<Half>;                   // __half
+//   float x = cuda::Convert<float>(h);               // half -> float, as ConvertElement does
+//   SINGA_GRID_STRIDE(i, n) { y[i] = x[i]; }         // inside a __global__ function
+//   cuda::StridedCopy(src, 0, out, window_start, src.shape(), Stream(ctx), "Concat");
+//
+// float16 math: singa::Half is a uint16 struct; on the device it is reinterpreted as __half, and
+// every op computes in float and rounds once to half (round to nearest even, as FloatToHalf).
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../../cuda/cuda_common.h"
+#include "../kernel_slots.h"
+#include "strided_indexer.h"
+
+/// for (int64_t i = first index of this thread; i < n; i += all threads of the grid)
+#define SINGA_GRID_STRIDE(i, n)                                                      \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < int64_t(n); \
+       i += int64_t(blockDim.x) * gridDim.x)
+
+namespace singa {
+namespace cuda {
+
+/// The device element type of a storage type (Half -> __half; float, int32_t unchanged).
+template <typename T>
+struct DevTypeOf {
+  using type = T;
+};
+template <>
+struct DevTypeOf<Half> {
+  using type = __half;
+};
+template <typename T>
+using DevType = typename DevTypeOf<T>::type;
+
+template <typename T>
+inline T* DevPtr(const Tensor& t) {  // the block start, as the CPU kernels read it
+  return static_cast<T*>(const_cast<void*>(t.block()->data()));
+}
+template <typename T>
+inline T* MutDevPtr(const Tensor& t) {
+  return static_cast<T*>(t.block()->mutable_data());
+}
+
+/// ConvertElement on the device: half goes through float; other pairs are static_cast.
+template <typename D, typename S>
+__device__ __forceinline__ D Convert(S x) {
+  if constexpr (std::is_same_v<D, S>) {
+    return x;
+  } else if constexpr (std::is_same_v<S, __half>) {
+    return static_cast<D>(__half2float(x));
+  } else if constexpr (std::is_same_v<D, __half>) {
+    return __float2half_rn(static_cast<float>(x));
+  } else {
+    return static_cast<D>(x);
+  }
+}
+
+/// The type a functor computes in: float for __half, else the element type.
+template <typename T>
+using MathType = std::conditional_t<std::is_same_v<T, __half>, float, T>;
+
+/// y = op(x) computed in MathType<T> (one rounding for half).
+template <typename T, typename Op>
+__device__ __forceinline__ T ApplyOp(const Op& op, T x) {
+  return Convert<T>(op(Convert<MathType<T>>(x)));
+}
+template <typename T, typename Op>
+__device__ __forceinline__ T ApplyOp(const Op& op, T a, T b) {
+  return Convert<T>(op(Convert<MathType<T>>(a), Convert<MathType<T>>(b)));
+}
+
+/// The NaN test for any element type (integers are never NaN).
+template <typename T>
+__device__ __forceinline__ bool IsNaN(T x) {
+  if constexpr (std::is_floating_point_v<T>) return x != x;
+  else return false;
+}
+
+/// Tree reduction of one value per thread over the block (blockDim.x a power of two <= kThreads):
+/// every thread returns merge(...) of all values. `smem` holds blockDim.x states.
+template <typename S, typename Merge>
+__device__ S BlockReduce(S v, const Merge& merge, S* smem) {
+  smem[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) smem[threadIdx.x] = merge(smem[threadIdx.x], smem[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const S r = smem[0];
+  __syncthreads();  // smem may be reused by the caller's next reduction
+  return r;
+}
+
+struct SumMerge {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+/// std::max(a, b) as the CPU kernels use it: NaN in b is ignored, NaN in a kept.
+struct MaxMerge {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a < b ? b : a; }
+};
+
+/// out[out_off + ...] = convert(in[in_off + ...]) over `shape`, each read with its own tensor's
+/// strides from its block start plus the offset (in elements). Any pair of storage types; used
+/// by StridedCopy (offsets 0), Slice (in_off) and Concat (out_off). Defined in copy.cu.
+void StridedCopy(const Tensor& in, std::ptrdiff_t in_off, const Tensor& out,
+                 std::ptrdiff_t out_off, const Shape& shape, cudaStream_t stream, const char* op);
+
+}  // namespace cuda
+}  // namespace singa

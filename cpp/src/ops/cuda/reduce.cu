@@ -1,0 +1,358 @@
+// CUDA kernels of the reductions and the softmax family on the (outer, mid, inner) layout of
+// kernel_slots.h (fronts: ops/reduce.cc; CPU reference: ops/cpu/reduce.cc).
+//
+// Two shapes of work: inner == 1 (a reduction over the last axis, the common case) gives one
+// block per row and a shared-memory tree; otherwise one thread per output column walks the
+// reduced axis (consecutive threads read consecutive addresses). Numerics follow the CPU
+// kernels: float32 sums accumulate in double, int32 sums in int64; max/min propagate NaN and
+// argmax/argmin report the first extreme element; softmax subtracts the row maximum and sums in
+// double. float16 data (GPU only) is read as float and each output rounded once to half.
+#include <cmath>
+#include <limits>
+
+#include "cuda_kernels.cuh"
+
+namespace singa {
+namespace cuda {
+namespace {
+
+// ---- reduction operators: a State starts empty (n == 0), Steps over elements, Merges with the
+// state of another part (order-free, so the block tree may group them in any way) and Finishes
+// into the output element. ----
+
+template <typename T, bool kMean>
+struct SumR {
+  static constexpr bool kArg = false;
+  using Acc = std::conditional_t<std::is_integral_v<T>, long long, double>;
+  using Out = T;
+  struct State {
+    Acc v;
+    long long n;
+  };
+  __device__ static State Init() { return {Acc(0), 0}; }
+  __device__ static void Step(State& s, T x, long long) {
+    s.v += static_cast<Acc>(x);
+    ++s.n;
+  }
+  __device__ State operator()(State a, const State& b) const {
+    a.v += b.v;
+    a.n += b.n;
+    return a;
+  }
+  __device__ static Out Finish(const State& s, long long red) {
+    if (kMean) {
+      // The mean of nothing is NaN (as numpy and the CPU kernel).
+      const double m = red == 0 ? std::numeric_limits<double>::quiet_NaN()
+                                : static_cast<double>(s.v) / static_cast<double>(red);
+      return static_cast<Out>(m);
+    }
+    return static_cast<Out>(s.v);
+  }
+};
+
+// Does x replace the current best? NaN wins over numbers; ties keep the earlier element.
+template <typename T, bool kMax>
+__device__ __forceinline__ bool Better(T x, T cur) {
+  if (IsNaN(cur)) return false;
+  if (IsNaN(x)) return true;
+  return kMax ? x > cur : x < cur;
+}
+
+template <typename T, bool kMax>
+struct ExtremeR {
+  static constexpr bool kArg = false;
+  using Out = T;
+  struct State {
+    T v;
+    long long n;
+  };
+  __device__ static State Init() { return {T(0), 0}; }
+  __device__ static void Step(State& s, T x, long long) {
+    if (s.n == 0 || Better<T, kMax>(x, s.v)) s.v = x;
+    ++s.n;
+  }
+  __device__ State operator()(State a, const State& b) const {
+    if (b.n == 0) return a;
+    if (a.n == 0 || Better<T, kMax>(b.v, a.v)) a.v = b.v;
+    a.n += b.n;
+    return a;
+  }
+  __device__ static Out Finish(const State& s, long long) { return s.v; }
+};
+
+template <typename T, bool kMax>
+struct ArgR {
+  static constexpr bool kArg = true;
+  using Out = int32_t;
+  struct State {
+    T v;
+    long long idx;  // -1: empty
+  };
+  __device__ static State Init() { return {T(0), -1}; }
+  __device__ static void Step(State& s, T x, long long r) {
+    if (s.idx < 0 || Better<T, kMax>(x, s.v)) s = {x, r};
+  }
+  __device__ State operator()(State a, const State& b) const {
+    if (b.idx < 0) return a;
+    if (a.idx < 0) return b;
+    if (Better<T, kMax>(b.v, a.v) || (!Better<T, kMax>(a.v, b.v) && b.idx < a.idx)) return b;
+    return a;
+  }
+  __device__ static Out Finish(const State& s, long long) {
+    return static_cast<Out>(s.idx < 0 ? 0 : s.idx);
+  }
+};
+
+// The ops compute in M (float for float16 data); the output element type: the data's, or int32
+// for the arg ops.
+template <typename T, typename Op>
+using ReduceOut = std::conditional_t<Op::kArg, int32_t, T>;
+
+// out[c] over columns c = o * inner + i: one thread each, walking r.
+template <typename T, typename Op>
+__global__ void ReduceColumns(Op op, const T* x, ReduceOut<T, Op>* y, int64_t outer, int64_t red,
+                              int64_t inner) {
+  using M = MathType<T>;
+  SINGA_GRID_STRIDE(c, outer * inner) {
+    const int64_t o = c / inner, i = c % inner;
+    const T* col = x + o * red * inner + i;
+    auto st = Op::Init();
+    for (int64_t r = 0; r < red; ++r) Op::Step(st, Convert<M>(col[r * inner]), r);
+    y[c] = Convert<ReduceOut<T, Op>>(Op::Finish(st, red));
+  }
+}
+
+// inner == 1: one block per row o (grid-stride over rows), a tree over the threads.
+template <typename T, typename Op>
+__global__ void ReduceRows(Op op, const T* x, ReduceOut<T, Op>* y, int64_t outer, int64_t red) {
+  using M = MathType<T>;
+  __shared__ typename Op::State smem[kThreads];
+  for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
+    const T* row = x + o * red;
+    auto st = Op::Init();
+    for (int64_t r = threadIdx.x; r < red; r += blockDim.x) Op::Step(st, Convert<M>(row[r]), r);
+    st = BlockReduce(st, op, smem);
+    if (threadIdx.x == 0) y[o] = Convert<ReduceOut<T, Op>>(Op::Finish(st, red));
+  }
+}
+
+unsigned RowBlocks(size_t rows) { return unsigned(rows < 65535 * 8 ? (rows == 0 ? 1 : rows) : 65535 * 8); }
+
+// T: the stored element type (float, int32_t or __half); Op computes in MathType<T>.
+template <typename T, typename Op>
+void ReduceLaunch(const char* name, const Tensor& src, const Dims3& d, const Tensor& out,
+                  Context* ctx) {
+  const int64_t nout = int64_t(d.outer * d.inner);
+  if (nout == 0) return;
+  const T* x = DevPtr<const T>(src);
+  auto* y = MutDevPtr<ReduceOut<T, Op>>(out);
+  if (d.inner == 1 && d.mid >= 64)
+    ReduceRows<T, Op><<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(Op{}, x, y,
+                                                                        int64_t(d.outer),
+                                                                        int64_t(d.mid));
+  else
+    ReduceColumns<T, Op><<<Blocks(nout), kThreads, 0, Stream(ctx)>>>(
+        Op{}, x, y, int64_t(d.outer), int64_t(d.mid), int64_t(d.inner));
+  SINGA_CUDA_CHECK_LAUNCH(name);
+}
+
+// The element type is the source's (float32, int32, or float16 on the GPU; the front checked).
+template <typename OpOf>
+void ReduceKernel(const Tensor& src, const Dims3& d, const Tensor& out, Context* ctx) {
+  const char* name = OpOf::kName;
+  switch (src.data_type()) {
+    case kFloat32:
+      return ReduceLaunch<float, typename OpOf::template type<float>>(name, src, d, out, ctx);
+    case kInt:
+      return ReduceLaunch<int32_t, typename OpOf::template type<int32_t>>(name, src, d, out, ctx);
+    case kFloat16:
+      return ReduceLaunch<__half, typename OpOf::template type<float>>(name, src, d, out, ctx);
+    default:
+      SINGA_THROW(DTypeError, name << ": dtype " << DataTypeName(src.data_type())
+                                   << " is not supported (float32, int32 or float16)");
+  }
+}
+
+struct SumOf {
+  template <typename T>
+  using type = SumR<T, false>;
+  static constexpr const char* kName = "ReduceSum";
+};
+struct MeanOf {
+  template <typename T>
+  using type = SumR<T, true>;
+  static constexpr const char* kName = "ReduceMean";
+};
+struct MaxOf {
+  template <typename T>
+  using type = ExtremeR<T, true>;
+  static constexpr const char* kName = "ReduceMax";
+};
+struct MinOf {
+  template <typename T>
+  using type = ExtremeR<T, false>;
+  static constexpr const char* kName = "ReduceMin";
+};
+struct ArgmaxOf {
+  template <typename T>
+  using type = ArgR<T, true>;
+  static constexpr const char* kName = "Argmax";
+};
+struct ArgminOf {
+  template <typename T>
+  using type = ArgR<T, false>;
+  static constexpr const char* kName = "Argmin";
+};
+
+// ---- softmax family along d.mid of a contiguous (outer, dim, inner) layout: float32 data, or
+// float16 on the GPU (read as float, each output rounded once). ----
+
+// One (o, i) line of `dim` elements `inner` apart, read by `lanes` threads starting at `lane`;
+// Reduce combines the lanes' partial results (a block tree, or nothing for one lane). The last
+// pass recomputes exp(x - max) rather than re-reading it from y: the same float value (so float32
+// results equal the CPU's, which stores it then scales), and no float16 rounding in between.
+template <bool kLog, typename T, typename Reduce>
+__device__ void SoftMaxLine(const T* x, T* y, int64_t dim, int64_t inner, int64_t lane,
+                            int64_t lanes, const Reduce& reduce) {
+  float mx = -INFINITY;
+  for (int64_t k = lane; k < dim; k += lanes) mx = MaxMerge{}(mx, Convert<float>(x[k * inner]));
+  mx = reduce(mx, MaxMerge{});
+  double sum = 0.0;
+  for (int64_t k = lane; k < dim; k += lanes) sum += expf(Convert<float>(x[k * inner]) - mx);
+  sum = reduce(sum, SumMerge{});
+  if (kLog) {
+    const double lse = static_cast<double>(mx) + log(sum);  // log-sum-exp
+    for (int64_t k = lane; k < dim; k += lanes)
+      y[k * inner] = Convert<T>(static_cast<float>(Convert<float>(x[k * inner]) - lse));
+  } else {
+    const double inv = 1.0 / sum;
+    for (int64_t k = lane; k < dim; k += lanes) {
+      const float e = expf(Convert<float>(x[k * inner]) - mx);
+      y[k * inner] = Convert<T>(static_cast<float>(e * inv));
+    }
+  }
+}
+
+// dx = y * (dy - sum(dy * y)) along one line.
+template <typename T, typename Reduce>
+__device__ void SoftMaxBackwardLine(const T* dy, const T* y, T* dx, int64_t dim, int64_t inner,
+                                    int64_t lane, int64_t lanes, const Reduce& reduce) {
+  double dot = 0.0;
+  for (int64_t k = lane; k < dim; k += lanes)
+    dot += static_cast<double>(Convert<float>(dy[k * inner])) * Convert<float>(y[k * inner]);
+  dot = reduce(dot, SumMerge{});
+  for (int64_t k = lane; k < dim; k += lanes) {
+    const float yk = Convert<float>(y[k * inner]), dyk = Convert<float>(dy[k * inner]);
+    dx[k * inner] = Convert<T>(static_cast<float>(yk * (dyk - dot)));
+  }
+}
+
+struct NoReduce {  // a single thread holds the whole line
+  template <typename V, typename M>
+  __device__ V operator()(V v, const M&) const { return v; }
+};
+struct BlockTree {  // the block's threads share the line
+  float* fsmem;
+  double* dsmem;
+  __device__ float operator()(float v, const MaxMerge& m) const { return BlockReduce(v, m, fsmem); }
+  __device__ double operator()(double v, const SumMerge& m) const {
+    return BlockReduce(v, m, dsmem);
+  }
+};
+
+template <bool kLog, typename T>
+__global__ void SoftMaxColumns(const T* x, T* y, int64_t outer, int64_t dim, int64_t inner) {
+  SINGA_GRID_STRIDE(c, outer * inner) {
+    const int64_t base = (c / inner) * dim * inner + c % inner;
+    SoftMaxLine<kLog>(x + base, y + base, dim, inner, 0, 1, NoReduce{});
+  }
+}
+
+template <bool kLog, typename T>
+__global__ void SoftMaxRows(const T* x, T* y, int64_t outer, int64_t dim) {
+  __shared__ float fsmem[kThreads];
+  __shared__ double dsmem[kThreads];
+  for (int64_t o = blockIdx.x; o < outer; o += gridDim.x)
+    SoftMaxLine<kLog>(x + o * dim, y + o * dim, dim, 1, threadIdx.x, blockDim.x,
+                      BlockTree{fsmem, dsmem});
+}
+
+template <typename T>
+__global__ void SoftMaxBackwardColumns(const T* dy, const T* y, T* dx, int64_t outer,
+                                       int64_t dim, int64_t inner) {
+  SINGA_GRID_STRIDE(c, outer * inner) {
+    const int64_t base = (c / inner) * dim * inner + c % inner;
+    SoftMaxBackwardLine(dy + base, y + base, dx + base, dim, inner, 0, 1, NoReduce{});
+  }
+}
+
+template <typename T>
+__global__ void SoftMaxBackwardRows(const T* dy, const T* y, T* dx, int64_t outer, int64_t dim) {
+  __shared__ float fsmem[kThreads];
+  __shared__ double dsmem[kThreads];
+  for (int64_t o = blockIdx.x; o < outer; o += gridDim.x)
+    SoftMaxBackwardLine(dy + o * dim, y + o * dim, dx + o * dim, dim, 1, threadIdx.x, blockDim.x,
+                        BlockTree{fsmem, dsmem});
+}
+
+// Calls f(T{}) with T the device type of a float32 or float16 tensor (the front checked).
+template <typename F>
+void WithSoftType(const char* op, DataType dt, F&& f) {
+  if (dt == kFloat32) return f(float{});
+  if (dt == kFloat16) return f(__half{});
+  SINGA_THROW(DTypeError, op << ": dtype " << DataTypeName(dt)
+                             << " is not supported (float32, or float16 on the GPU)");
+}
+
+template <bool kLog>
+void SoftMaxFamily(const Tensor& in, const Dims3& d, const Tensor& out, Context* ctx) {
+  const char* name = kLog ? "LogSoftMax" : "SoftMax";
+  const int64_t lines = int64_t(d.outer * d.inner);
+  if (lines == 0 || d.mid == 0) return;
+  WithSoftType(name, in.data_type(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = DevPtr<const T>(in);
+    T* y = MutDevPtr<T>(out);
+    if (d.inner == 1 && d.mid >= 64)
+      SoftMaxRows<kLog, T><<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(
+          x, y, int64_t(d.outer), int64_t(d.mid));
+    else
+      SoftMaxColumns<kLog, T><<<Blocks(lines), kThreads, 0, Stream(ctx)>>>(
+          x, y, int64_t(d.outer), int64_t(d.mid), int64_t(d.inner));
+    SINGA_CUDA_CHECK_LAUNCH(name);
+  });
+}
+
+void SoftMaxBackward(const Tensor& dy, const Tensor& y, const Dims3& d, const Tensor& dx,
+                     Context* ctx) {
+  const int64_t lines = int64_t(d.outer * d.inner);
+  if (lines == 0 || d.mid == 0) return;
+  WithSoftType("SoftMaxBackward", y.data_type(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pdy = DevPtr<const T>(dy);
+    const T* py = DevPtr<const T>(y);
+    T* pdx = MutDevPtr<T>(dx);
+    if (d.inner == 1 && d.mid >= 64)
+      SoftMaxBackwardRows<T><<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(
+          pdy, py, pdx, int64_t(d.outer), int64_t(d.mid));
+    else
+      SoftMaxBackwardColumns<T><<<Blocks(lines), kThreads, 0, Stream(ctx)>>>(
+          pdy, py, pdx, int64_t(d.outer), int64_t(d.mid), int64_t(d.inner));
+    SINGA_CUDA_CHECK_LAUNCH("SoftMaxBackward");
+  });
+}
+
+}  // namespace
+}  // namespace cuda
+
+SINGA_REGISTER_KERNEL(ReduceSum, kCuda, &cuda::ReduceKernel<cuda::SumOf>);
+SINGA_REGISTER_KERNEL(ReduceMean, kCuda, &cuda::ReduceKernel<cuda::MeanOf>);
+SINGA_REGISTER_KERNEL(ReduceMax, kCuda, &cuda::ReduceKernel<cuda::MaxOf>);
+SINGA_REGISTER_KERNEL(ReduceMin, kCuda, &cuda::ReduceKernel<cuda::MinOf>);
+SINGA_REGISTER_KERNEL(Argmax, kCuda, &cuda::ReduceKernel<cuda::ArgmaxOf>);
+SINGA_REGISTER_KERNEL(Argmin, kCuda, &cuda::ReduceKernel<cuda::ArgminOf>);
+SINGA_REGISTER_KERNEL(SoftMax, kCuda, &cuda::SoftMaxFamily<false>);
+SINGA_REGISTER_KERNEL(LogSoftMax, kCuda, &cuda::SoftMaxFamily<true>);
+SINGA_REGISTER_KERNEL(SoftMaxBackward, kCuda, &cuda::SoftMaxBackward);
+
+}  // namespace singa

@@ -1,0 +1,373 @@
+"""The GPU against the CPU: every autograd operator of test_autograd_ops.py (forward and
+backward), tensors across devices, graph == eager with CUDA Graph capture on and off, dropout,
+the GPU memory pool, errors found inside kernels, and training on the digits.
+
+    tests/gpu/run_all.sh                              # on a machine with a GPU: nothing may skip
+    SINGA_GPU_STANDIN=cpu python -m pytest test_gpu.py   # the test logic, here, on a second CPU
+
+Without a usable GPU every test skips with the reason; with SINGA_REQUIRE_GPU=1 (run_all.sh) they
+run anyway and fail, so that a GPU run cannot pass by skipping. SINGA_GPU_STANDIN=cpu runs them
+with a separate host device in the GPU's place (what a host device cannot do, CUDA Graph capture,
+is then not asserted): it checks the tests themselves on a machine without a GPU.
+
+Tolerances (stated once): forward rtol 1e-4 / atol 1e-5 (or the op row's own when looser), since
+cuBLAS/cuDNN sum in other orders than OpenBLAS/oneDNN; gradients rtol 1e-3 / atol 1e-4 scaled by
+the gradient's magnitude (reductions over the batch, atomics in cuDNN's backward-filter
+algorithms); trained model states rtol 1e-3 / atol 1e-4 after a few steps.
+"""
+import gc
+import os
+
+import numpy as np
+import pytest
+
+import test_graph_equivalence as ge  # noqa: E402  (puts examples/ on sys.path)
+from gradcheck import _outputs, _tensors, analytic_grads
+from test_autograd_ops import ALL, EAGER_ONLY
+from singa import autograd, device, opt, tensor
+from singa import singa_wrap as sw
+
+import datasets  # noqa: E402  (examples/)
+import models  # noqa: E402  (examples/)
+import train  # noqa: E402  (examples/)
+
+N = tensor.to_numpy
+STANDIN = os.environ.get("SINGA_GPU_STANDIN") == "cpu"
+REQUIRED = os.environ.get("SINGA_REQUIRE_GPU") == "1"
+HAVE_GPU = device.get_num_gpus() > 0
+
+pytestmark = pytest.mark.skipif(
+    not (HAVE_GPU or STANDIN or REQUIRED),
+    reason="no CUDA GPU is usable here (singa_wrap.USE_CUDA=%s, get_num_gpus()=0); "
+           "tests/gpu/run_all.sh runs these on a GPU" % sw.USE_CUDA)
+needs_capture = pytest.mark.skipif(STANDIN, reason="a host stand-in cannot capture CUDA Graphs")
+
+FWD = dict(rtol=1e-4, atol=1e-5)
+GRAD = dict(rtol=1e-3, atol=1e-4)
+_standin_ids = iter(range(300, 10 ** 6))
+
+
+def new_gpu():
+    """A fresh GPU device (own stream, handles, pool and graph), or the host stand-in."""
+    if STANDIN:
+        return sw.create_cpu_device(next(_standin_ids))
+    return device.create_cuda_gpu_on(0)
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return new_gpu()
+
+
+# ---- every operator: GPU == CPU, forward and backward ----------------------------------------
+def _grad_inputs(c, arrays):
+    if c.grad is not None:
+        return c.grad
+    return [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
+
+
+def _seeds(c, arrays, seed=0):
+    """Random output gradients, shaped by an eager CPU run of the op."""
+    was = autograd.training
+    autograd.training = True
+    try:
+        shapes = [y.shape for y in _outputs(c.op(autograd, *_tensors(arrays, [])))]
+    finally:
+        autograd.training = was
+    rng = np.random.RandomState(seed)
+    return [rng.uniform(-1, 1, size=s) for s in shapes]
+
+
+def _assert_same(got, want, what, tol=None):
+    g_grads, g_outs = got
+    w_grads, w_outs = want
+    fwd = {k: max(v, (tol or {}).get(k, 0.0)) for k, v in FWD.items()}  # the row's, if looser
+    assert len(g_outs) == len(w_outs)
+    for k, (a, b) in enumerate(zip(g_outs, w_outs)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (what, k, a.shape, b.shape)
+        np.testing.assert_allclose(a, b, err_msg="%s: output %d" % (what, k), **fwd)
+    assert set(g_grads) == set(w_grads), what
+    for i in w_grads:
+        scale = max(1.0, float(np.max(np.abs(w_grads[i]))) if w_grads[i].size else 1.0)
+        np.testing.assert_allclose(g_grads[i], w_grads[i], rtol=GRAD["rtol"],
+                                   atol=GRAD["atol"] * scale,
+                                   err_msg="%s: gradient of input %d" % (what, i))
+
+
+@pytest.mark.parametrize("c", ALL)
+def test_op_on_gpu_equals_cpu(c, gpu):
+    arrays = [np.asarray(a) for a in c.inputs]
+    grad = _grad_inputs(c, arrays)
+    dys = _seeds(c, arrays)
+    cpu = analytic_grads(c.op, arrays, grad, dys)
+    on_gpu = analytic_grads(c.op, arrays, grad, dys, dev=gpu)
+    _assert_same(on_gpu, cpu, c.id + " on the GPU", c.tol)
+
+
+@pytest.mark.parametrize("c", [p for p in ALL if p.values[0].id not in EAGER_ONLY])
+def test_op_in_a_gpu_graph_equals_cpu(c):
+    """Buffered into the GPU device's graph and replayed on its stream (captured where the ops
+    allow it): the CPU's eager numbers."""
+    arrays = [np.asarray(a) for a in c.inputs]
+    grad = _grad_inputs(c, arrays)
+    dys = _seeds(c, arrays)
+    cpu = analytic_grads(c.op, arrays, grad, dys)
+    dev = new_gpu()
+    try:
+        on_gpu = analytic_grads(c.op, arrays, grad, dys, graph=True, dev=dev)
+    finally:
+        dev.ResetGraph()
+    _assert_same(on_gpu, cpu, c.id + " in a GPU graph", c.tol)
+
+
+# ---- the elementwise table (cpp/include/singa/ops/elementwise.def), per dtype it allows -------
+def _ew_operand(dtype, shape, rng, name, second=False):
+    if dtype == np.int32:  # divisors and exponents stay small and positive
+        lo, hi = (1, 4) if second else (-5, 6)
+        return rng.randint(lo, hi, size=shape).astype(np.int32)
+    x = rng.uniform(0.2, 0.8, size=shape).astype(np.float32)  # inside every op's domain
+    return x + 1.5 if name == "Acosh" else x
+
+
+@pytest.mark.parametrize("name,arity,kinds", sw.ELEMENTWISE_OPS,
+                         ids=[r[0] for r in sw.ELEMENTWISE_OPS])
+def test_elementwise_table_on_gpu_equals_cpu(name, arity, kinds, gpu):
+    """Every .def row, in float32 and (kind I) int32, binary rows with broadcasting: the GPU's
+    table kernel gives the CPU's values (ints exactly)."""
+    rng = np.random.RandomState(1)
+    host = device.get_default_device()
+    for dtype in [np.float32] + ([np.int32] if "I" in kinds else []):
+        arrays = [_ew_operand(dtype, (3, 4), rng, name)]
+        if arity == 2:
+            arrays.append(_ew_operand(dtype, (4,), rng, name, second=True))
+        fn = getattr(sw, name)
+        want = sw.to_numpy(fn(*[sw.from_numpy(a, host) for a in arrays]))
+        got = sw.to_numpy(fn(*[sw.from_numpy(a, gpu) for a in arrays]))
+        assert got.dtype == want.dtype and got.shape == want.shape, (name, dtype)
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(got, want, err_msg="%s %s" % (name, dtype.__name__), **FWD)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg="%s %s" % (name, dtype.__name__))
+
+
+# ---- tensors across devices ------------------------------------------------------------------
+ARRAYS = [np.arange(12, dtype=np.float32).reshape(3, 4) / 7,
+          np.arange(-5, 7, dtype=np.int32).reshape(2, 6),
+          np.linspace(-2, 2, 10).astype(np.float16)]
+
+
+@pytest.mark.parametrize("a", ARRAYS, ids=lambda a: str(a.dtype))
+def test_round_trips_across_devices(a, gpu):
+    host = tensor.from_numpy(a)
+    t = tensor.from_numpy(a).to_device(gpu)
+    assert t.device == gpu and (STANDIN or not t.device.is_host())
+    assert t.dtype == host.dtype and t.shape == a.shape
+    np.testing.assert_array_equal(N(t), a)             # tensor.to_numpy
+    np.testing.assert_array_equal(np.asarray(t), a)    # numpy.asarray (the buffer protocol)
+    np.testing.assert_array_equal(t.to_numpy(), a)
+    back = tensor.to_host(t)                           # a host copy; t stays on the GPU
+    assert back.device.is_host() and (STANDIN or back.device != gpu) and t.device == gpu
+    np.testing.assert_array_equal(N(back), a)
+    g = tensor.Tensor(a.shape, gpu, host.dtype)
+    g.copy_from_numpy(a[::-1].copy())
+    np.testing.assert_array_equal(N(g), a[::-1])
+    g.copy_data(host)                                  # host -> GPU
+    np.testing.assert_array_equal(N(g), a)
+    h = tensor.Tensor(a.shape, dtype=host.dtype)
+    h.copy_data(g)                                     # GPU -> host
+    np.testing.assert_array_equal(N(h), a)
+    f = tensor.from_numpy(a, gpu)
+    assert f.device == gpu
+    np.testing.assert_array_equal(N(f.clone()), a)
+    f.to_host()
+    assert f.device.is_host() and (STANDIN or f.device != gpu)  # a host stand-in stays put
+    np.testing.assert_array_equal(N(f), a)
+
+
+def test_views_and_math_stay_on_the_gpu(gpu):
+    a = ARRAYS[0]
+    t = tensor.from_numpy(a, gpu)
+    for r, want in [(t.T(), a.T), (tensor.exp(t), np.exp(a)), (t + 1.5, a + 1.5),
+                    (tensor.mult(t, t.T()), a @ a.T), (t[1], a[1:2])]:
+        assert r.device == gpu
+        np.testing.assert_allclose(N(r), want, **FWD)
+
+
+# ---- graph == eager for the example models, capture on and off --------------------------------
+def _gpu_twin(name, make_opt, use_graph, init, capture=True):
+    dev = new_gpu()
+    dev.SetCaptureEnabled(capture)
+    init_t = {k: tensor.from_numpy(v, dev) for k, v in init.items()}
+    return dev, ge.twin(name, make_opt, dev, use_graph, False, init_t)
+
+
+def _assert_states(got, want, what):
+    assert got.keys() == want.keys()
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-3, atol=1e-4,
+                                   err_msg="%s: %s" % (what, k))
+
+
+@pytest.mark.parametrize("capture", [True, False], ids=["capture", "no-capture"])
+@pytest.mark.parametrize("name", ["mlp", "cnn"])
+def test_model_graph_equals_eager_on_gpu(name, capture):
+    init, cpu_losses, cpu_states = ge.eager_reference(name, "sgd")
+    batches = ge.data(name, ge.STEPS[name])
+    edev, eager = _gpu_twin(name, ge.OPTIMIZERS["sgd"], False, init)
+    e_losses, e_states = ge.run(eager, edev, batches)
+    np.testing.assert_allclose(e_losses, cpu_losses, rtol=1e-4, atol=1e-5)
+    _assert_states(e_states, cpu_states, "GPU eager vs CPU eager")
+
+    gdev, graph = _gpu_twin(name, ge.OPTIMIZERS["sgd"], True, init, capture)
+    g_losses, g_states = ge.run(graph, gdev, batches)
+    np.testing.assert_allclose(g_losses, e_losses, rtol=1e-4, atol=1e-5)
+    _assert_states(g_states, e_states, "GPU graph vs GPU eager")
+    if not STANDIN:
+        assert gdev.capture_enabled() is capture
+        assert gdev.graph_captured() is capture, "every op of this step allows capture"
+    gdev.ResetGraph()
+    assert gdev.graph_captured() is False
+
+
+@needs_capture
+def test_switching_capture_off_drops_the_captured_graph():
+    init, _, _ = ge.eager_reference("mlp", "sgd")
+    batches = ge.data("mlp", ge.STEPS["mlp"])
+    dev, net = _gpu_twin("mlp", ge.OPTIMIZERS["sgd"], True, init, capture=True)
+    losses_on, _ = ge.run(net, dev, batches[:3])
+    assert dev.graph_captured()
+    dev.SetCaptureEnabled(False)
+    losses_off, _ = ge.run(net, dev, batches[3:])
+    assert not dev.graph_captured()
+    dev2, net2 = _gpu_twin("mlp", ge.OPTIMIZERS["sgd"], True, init, capture=False)
+    ref, _ = ge.run(net2, dev2, batches)
+    np.testing.assert_allclose(np.concatenate([losses_on, losses_off]), ref, rtol=1e-5,
+                               atol=1e-6)
+    dev.ResetGraph()
+    dev2.ResetGraph()
+
+
+def test_dropout_graph_is_not_captured_and_equals_eager():
+    """Random ops (cuRAND advances its offset on the host) forbid capture: the graph replays op
+    by op, drawing the same masks as eager mode from the same seed."""
+    rng = np.random.default_rng(3)
+    batches = [(rng.standard_normal((8, 20)).astype(np.float32),
+                rng.integers(0, 10, 8).astype(np.int32)) for _ in range(5)]
+    results = []
+    for use_graph in (False, True):
+        dev = new_gpu()
+        dev.SetCaptureEnabled(True)
+        dev.SetRandSeed(7)
+        net = ge.DropoutNet()
+        net.set_optimizer(opt.SGD(lr=0.1, momentum=0.9))
+        tx = tensor.Tensor((8, 20), dev)
+        net.compile([tx], is_train=True, use_graph=use_graph, sequential=False)
+        dev.SetRandSeed(11)
+        results.append(ge.run(net, dev, batches))
+        assert dev.graph_captured() is False
+        dev.ResetGraph()
+    (e_losses, e_states), (g_losses, g_states) = results
+    np.testing.assert_allclose(g_losses, e_losses, rtol=1e-5)
+    for k in e_states:
+        np.testing.assert_allclose(g_states[k], e_states[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    assert len(set(np.round(e_losses, 5))) > 1  # dropout really drew different masks
+
+
+def test_dropout_masks_on_gpu_drop_the_requested_fraction(gpu):
+    was = autograd.training
+    autograd.training = True
+    try:
+        x = tensor.from_numpy(np.ones((200, 100), np.float32), gpu)
+        y = N(autograd.dropout(x, ratio=0.3))
+    finally:
+        autograd.training = was
+    kept = y != 0
+    assert abs(kept.mean() - 0.7) < 0.02
+    np.testing.assert_allclose(y[kept], 1 / 0.7, rtol=1e-6)  # inverted dropout scaling
+
+
+# ---- memory --------------------------------------------------------------------------------
+def test_gpu_memory_pool_stats():
+    dev = new_gpu()
+    before = device.get_memory_stats(dev)
+    assert set(before) >= {"in_use", "peak_in_use", "reserved", "peak_reserved", "num_mallocs"}
+    host_before = device.get_memory_in_use()
+    t = tensor.Tensor((1024, 256), dev)   # 1 MiB of float32
+    t.set_value(1.0)
+    during = device.get_memory_stats(dev)
+    assert during["in_use"] - before["in_use"] >= 1 << 20
+    assert during["reserved"] >= during["in_use"]
+    assert during["peak_in_use"] >= during["in_use"]
+    assert device.get_memory_in_use() == host_before  # the host pool did not pay for it
+    del t
+    gc.collect()
+    after = device.get_memory_stats(dev)
+    assert after["in_use"] == before["in_use"]
+    assert after["peak_in_use"] >= during["in_use"]
+    device.reset_peak_memory(dev)
+    assert device.get_peak_memory(dev) == device.get_memory_in_use(dev)
+
+
+def test_impossible_allocation_raises_memory_error_and_the_device_survives():
+    dev = new_gpu()
+    with pytest.raises(MemoryError) as info:
+        huge = tensor.Tensor((1 << 40,), dev)   # 4 TiB of float32
+        huge.set_value(0.0)
+    assert str(info.value)
+    ok = tensor.from_numpy(np.arange(4, dtype=np.float32), dev)
+    np.testing.assert_array_equal(N(ok * 2.0), np.arange(4) * 2.0)
+
+
+# ---- errors found inside kernels -------------------------------------------------------------
+def _survives(dev):
+    t = tensor.from_numpy(np.array([1.0, 2.0], np.float32), dev)
+    np.testing.assert_array_equal(N(t + t), [2.0, 4.0])
+
+
+def test_out_of_range_index_raises_at_the_next_read(gpu):
+    """A device kernel cannot throw: it records the error and the next read (a synchronising
+    copy to the host) raises AxisError; the process and the device live on."""
+    x = tensor.from_numpy(np.ones((2, 4), np.float32), gpu)
+    idx = tensor.from_numpy(np.array([[1, 9], [0, 0]], np.int32), gpu)
+    with pytest.raises(sw.AxisError):
+        N(autograd.gather(x, 1, idx))
+    _survives(gpu)
+
+
+def test_out_of_range_label_raises_at_the_next_read(gpu):
+    x = tensor.from_numpy(np.zeros((2, 3), np.float32), gpu)
+    labels = tensor.from_numpy(np.array([0, 7], np.int32), gpu)
+    with pytest.raises(ValueError):
+        N(autograd.softmax_cross_entropy(x, labels))
+    _survives(gpu)
+
+
+# ---- training ------------------------------------------------------------------------------
+def _train_mlp_on_digits(dev, init=None, epochs=3, bs=64):
+    (xtr, ytr), (xte, yte) = datasets.load_digits_28()
+    xtr, xte = xtr.reshape(len(xtr), -1), xte.reshape(len(xte), -1)
+    dev.SetRandSeed(0)
+    net = models.MLP(num_classes=10)
+    net.set_optimizer(opt.SGD(lr=0.05, momentum=0.9, weight_decay=1e-5))
+    tx = tensor.Tensor((bs, xtr.shape[1]), dev)
+    ty = tensor.Tensor((bs,), dev, tensor.int32)
+    net.compile([tx], is_train=True, use_graph=True, sequential=False)
+    if init is None:
+        init = {k: N(v).copy() for k, v in net.get_states().items()}
+    else:
+        net.set_states({k: tensor.from_numpy(v, dev) for k, v in init.items()})
+    for epoch in range(epochs):
+        for xb, yb in datasets.batches(xtr, ytr, bs, seed=epoch):
+            tx.copy_from_numpy(xb)
+            ty.copy_from_numpy(yb)
+            net(tx, ty)
+    acc = train.accuracy(net, xte, yte, tx, bs)
+    dev.ResetGraph()
+    return acc, init
+
+
+def test_mlp_on_digits_reaches_the_cpus_accuracy():
+    cpu_acc, init = _train_mlp_on_digits(device.create_cpu_device(299))
+    gpu_acc, _ = _train_mlp_on_digits(new_gpu(), init)
+    assert cpu_acc > 0.85
+    assert gpu_acc >= cpu_acc - 0.02, (gpu_acc, cpu_acc)
