@@ -77,8 +77,9 @@ cdef class Communicator:
         if len(args) == 4:
             raise NotImplementedError(
                 "Communicator(local_rank, world_size, nccl_id, buffSize) uses NCCL, which needs "
-                "singa built with CUDA; for CPU devices start the script with mpirun and use "
-                "Communicator(buffSize)")
+                "singa built with CUDA; for CPU devices start the script with "
+                "`mpirun -np N python script.py` or `python -m singa.launch -n N script.py` "
+                "and use Communicator(buffSize) (opt.DistOpt(opt) without nccl_id)")
         if len(args) > 1:
             raise TypeError("Communicator(buffSize=4194304): got %d arguments" % len(args))
         buff = args[0] if args else 4194304
@@ -190,10 +191,14 @@ cdef class Communicator:
 class NcclIdHolder(object):
     """Apache SINGA's holder of an NCCL unique id (for multiprocess training without mpirun).
 
-    This build has no CUDA: creating one raises. On CPU devices start the script with mpirun.
+    This build has no CUDA: creating one raises (SINGA's multiprocessing start creates it in the
+    parent, before any process starts). On CPU devices start the script with mpirun or
+    singa.launch, one MPI rank per process.
     """
 
     def __init__(self, *args, **kwargs):
         raise NotImplementedError(
-            "NcclIdHolder needs singa built with CUDA and NCCL; for CPU devices start the "
-            "script with `mpirun -np N python script.py` and use opt.DistOpt(opt)")
+            "NcclIdHolder needs singa built with CUDA and NCCL; multiprocessing training on CPU "
+            "devices is not supported: start the script with `mpirun -np N python script.py` "
+            "or `python -m singa.launch -n N script.py` and use opt.DistOpt(opt) without "
+            "nccl_id")
