@@ -7,8 +7,10 @@
 #include "singa/dist/communicator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -106,6 +108,7 @@ struct Communicator::State {
   std::vector<float> buf;       // the fusion buffer
   std::vector<Half> hbuf;       // its float16 image
   std::atomic<bool> overlap{true};
+  int poll_us = 50;  // the communication thread's sleep between MPI_Test calls
 
   // The communication thread (started by the first bucket): it runs the queued jobs in order.
   std::mutex mu;
@@ -124,25 +127,46 @@ struct Communicator::State {
   // Every rank must reduce the same number of elements: a mismatch (different models, or
   // collectives submitted in a different order) is reported on every rank, not left to hang
   // or to corrupt memory.
-  void CheckCount(const char* op, size_t n) {
+  void CheckCount(const char* op, size_t n, bool polite = false) {
     long long mine[2] = {static_cast<long long>(n), -static_cast<long long>(n)}, ext[2];
-    Check(MPI_Allreduce(mine, ext, 2, MPI_LONG_LONG, MPI_MAX, comm), op, "MPI_Allreduce");
+    if (polite) {
+      MPI_Request req;
+      Check(MPI_Iallreduce(mine, ext, 2, MPI_LONG_LONG, MPI_MAX, comm, &req), op,
+            "MPI_Iallreduce");
+      Complete(&req, op, "MPI_Iallreduce");
+    } else {
+      Check(MPI_Allreduce(mine, ext, 2, MPI_LONG_LONG, MPI_MAX, comm), op, "MPI_Allreduce");
+    }
     SINGA_CHECK_SHAPE(ext[0] == mine[0] && ext[1] == mine[1],
                       op << ": ranks reduce different numbers of elements (this rank " << n
                          << ", others between " << -ext[1] << " and " << ext[0]
                          << "): the parameter shapes or the order of collectives differ");
   }
 
-  // The all-reduce of a bucket (on the communication thread, or inline without overlap).
-  void Reduce(Job& j) {
-    CheckCount(j.op, j.total);
+  // Waits for a non-blocking call, sleeping between tests. Open MPI's blocking calls poll
+  // without pause: on the communication thread that would take a core from the computation
+  // it is meant to overlap (two ranks on two cores have none to spare); MPI_Test makes the
+  // progress that a non-blocking collective needs, the sleep gives the core back.
+  void Complete(MPI_Request* req, const char* op, const char* call) {
+    for (;;) {
+      int flag = 0;
+      Check(MPI_Test(req, &flag, MPI_STATUS_IGNORE), op, call);
+      if (flag) return;
+      if (poll_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
+    }
+  }
+
+  // The all-reduce of a bucket (on the communication thread when polite, or inline without
+  // overlap).
+  void Reduce(Job& j, bool polite) {
+    CheckCount(j.op, j.total, polite);
     if (!j.half) {
-      ReduceBcast(j.op, j.buf.data(), j.total, MPI_FLOAT, MPI_SUM);
+      ReduceBcast(j.op, j.buf.data(), j.total, MPI_FLOAT, MPI_SUM, polite);
       return;
     }
     j.hbuf.resize(j.total);
     for (size_t i = 0; i < j.total; ++i) j.hbuf[i] = FloatToHalf(j.buf[i]);
-    ReduceBcast(j.op, j.hbuf.data(), j.total, MPI_UINT16_T, half_sum);
+    ReduceBcast(j.op, j.hbuf.data(), j.total, MPI_UINT16_T, half_sum, polite);
     for (size_t i = 0; i < j.total; ++i) j.buf[i] = HalfToFloat(j.hbuf[i]);
   }
 
@@ -153,7 +177,7 @@ struct Communicator::State {
       Drain();
       std::exception_ptr err;
       try {
-        Reduce(*j);
+        Reduce(*j, false);
       } catch (...) {
         err = std::current_exception();
       }
@@ -182,7 +206,7 @@ struct Communicator::State {
       l.unlock();
       std::exception_ptr err;
       try {
-        Reduce(*j);
+        Reduce(*j, true);
       } catch (...) {  // surfaces at the wait, on the compute thread
         err = std::current_exception();
       }
@@ -221,12 +245,21 @@ struct Communicator::State {
   }
 
   template <typename T>
-  void ReduceBcast(const char* op, T* data, size_t n, MPI_Datatype type, MPI_Op sum) {
+  void ReduceBcast(const char* op, T* data, size_t n, MPI_Datatype type, MPI_Op sum,
+                   bool polite = false) {
     int rank = 0;
     Check(MPI_Comm_rank(comm, &rank), op, "MPI_Comm_rank");
     for (size_t at = 0; at < n; at += chunk) {
       const int cnt = static_cast<int>(std::min(chunk, n - at));
       void* send = rank == 0 ? MPI_IN_PLACE : static_cast<void*>(data + at);
+      if (polite) {
+        MPI_Request req;
+        Check(MPI_Ireduce(send, data + at, cnt, type, sum, 0, comm, &req), op, "MPI_Ireduce");
+        Complete(&req, op, "MPI_Ireduce");
+        Check(MPI_Ibcast(data + at, cnt, type, 0, comm, &req), op, "MPI_Ibcast");
+        Complete(&req, op, "MPI_Ibcast");
+        continue;
+      }
       Check(MPI_Reduce(send, data + at, cnt, type, sum, 0, comm), op, "MPI_Reduce");
       Check(MPI_Bcast(data + at, cnt, type, 0, comm), op, "MPI_Bcast");
     }
@@ -305,6 +338,7 @@ Communicator::Communicator(size_t buff_size) : buff_size_(buff_size) {
         "MPI_Comm_set_errhandler");
   state_ = std::make_shared<State>();
   state_->chunk = buff_size;
+  if (const char* poll = std::getenv("SINGA_DIST_POLL_US")) state_->poll_us = std::atoi(poll);
   // our own communicator: the user's MPI traffic on the world cannot interleave with ours
   Check(MPI_Comm_dup(MPI_COMM_WORLD, &state_->comm), op, "MPI_Comm_dup");
   Check(MPI_Comm_set_errhandler(state_->comm, MPI_ERRORS_RETURN), op, "MPI_Comm_set_errhandler");
