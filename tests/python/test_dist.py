@@ -176,11 +176,15 @@ def test_overlap_gives_the_numbers_of_the_blocking_path(tmp_path, world, graph, 
     for name, ranks in runs.items():
         assert_ranks_identical(ranks, steps)
     ref = runs["blocking"][0]
+    # The thread's non-blocking reduce may add 3 ranks' values in another order than the
+    # blocking one: float32 sums then differ in the last bit; float16 sums (rounded to half after
+    # each addition) by a half ulp of the gradient, times lr.
+    tol = dict(rtol=1e-6, atol=1e-7) if option == "plain" else dict(rtol=0, atol=1e-4)
     for name in ("overlap", "inline"):
         for step in range(steps):
             for k, v in params(ref, step).items():
-                np.testing.assert_allclose(params(runs[name][0], step)[k], v, rtol=1e-6,
-                                           atol=1e-7, err_msg="%s, step %d, %s" % (name, step, k))
+                np.testing.assert_allclose(params(runs[name][0], step)[k], v, **tol,
+                                           err_msg="%s, step %d, %s" % (name, step, k))
     # the run moved the parameters (so equality above is not equality of untouched values)
     assert not np.array_equal(params(ref, steps - 1)["linear1.W"], ref["init/linear1.W"])
 

@@ -115,6 +115,7 @@ struct Communicator::State {
   std::condition_variable cv;
   std::deque<std::shared_ptr<Job>> queue;
   bool busy = false, stop = false;
+  std::atomic<bool> stopping{false};  // stop, readable without the lock
   std::thread thread;
 
   ~State() {
@@ -152,6 +153,9 @@ struct Communicator::State {
       int flag = 0;
       Check(MPI_Test(req, &flag, MPI_STATUS_IGNORE), op, call);
       if (flag) return;
+      // Finalize (at exit) must not wait forever for a peer that will never join this call
+      SINGA_CHECK(!stopping.load(), Error,
+                  op << ": " << call << " still in flight when MPI was being finalised");
       if (poll_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
     }
   }
@@ -239,6 +243,7 @@ struct Communicator::State {
     {
       std::lock_guard<std::mutex> l(mu);
       stop = true;
+      stopping.store(true);
     }
     cv.notify_all();
     if (thread.joinable() && thread.get_id() != std::this_thread::get_id()) thread.join();

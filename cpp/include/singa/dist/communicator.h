@@ -16,8 +16,10 @@
 // Overlap. StartBucket and WaitBucket are operations too (collectives, chained like the others).
 // The start copies the tensors into the bucket's own buffer and queues its all-reduce on the
 // communicator's thread, which alone calls MPI while a bucket is in flight (Open MPI makes no
-// progress on a non-blocking collective unless some thread calls MPI, so a blocking reduce on a
-// thread of its own is what actually overlaps on the CPU). The wait blocks until that bucket is
+// progress on a non-blocking collective unless some thread calls MPI, so the thread drives it:
+// non-blocking calls completed by MPI_Test with a sleep of SINGA_DIST_POLL_US microseconds,
+// default 50, between tests, because Open MPI's blocking calls poll a core at full speed, a core
+// the computation needs when the ranks have one each). The wait blocks until that bucket is
 // reduced, rethrows an error the thread met (as the singa::Error it was), and writes the scaled
 // sum back into the tensors. The start only reads the tensors, so backward may still read a
 // gradient whose bucket is in flight. set_overlap(false) makes the start reduce at once on the
