@@ -17,9 +17,10 @@
 // The start copies the tensors into the bucket's own buffer and queues its all-reduce on the
 // communicator's thread, which alone calls MPI while a bucket is in flight (Open MPI makes no
 // progress on a non-blocking collective unless some thread calls MPI, so the thread drives it:
-// non-blocking calls completed by MPI_Test with a sleep of SINGA_DIST_POLL_US microseconds,
-// default 50, between tests, because Open MPI's blocking calls poll a core at full speed, a core
-// the computation needs when the ranks have one each). The wait blocks until that bucket is
+// non-blocking calls completed by MPI_Test with sleeps of SINGA_DIST_POLL_US microseconds
+// (default 50) between tests while the computation runs: Open MPI's blocking
+// calls poll a core at full speed, a core the computation needs when the ranks have one each;
+// without sleeps once the compute thread waits for a bucket). The wait blocks until that bucket is
 // reduced, rethrows an error the thread met (as the singa::Error it was), and writes the scaled
 // sum back into the tensors. The start only reads the tensors, so backward may still read a
 // gradient whose bucket is in flight. set_overlap(false) makes the start reduce at once on the
