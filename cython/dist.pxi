@@ -4,6 +4,8 @@
 #     comm = sw.Communicator(4194304)      # MPI world (world size 1 outside mpirun)
 #     comm.synch(t)                        # t <- sum over ranks, in place
 #     comm.fusedSynch([a, b], True)        # both through one buffer
+#     h = comm.startBucket([a, b])         # overlap: reduces on the communication thread...
+#     comm.waitBucket(h, 0.5)              # ...a, b <- 0.5 * sum over ranks
 #
 # Method names are Apache SINGA's (its SWIG Communicator). Collectives release the GIL.
 from libcpp.memory cimport unique_ptr
@@ -24,6 +26,11 @@ cdef extern from "singa/dist/communicator.h" namespace "singa" nogil:
         void FusedSparsification(vector[CTensor]&, float, bool) except +raise_py_error
         void FusedSparsification(vector[CTensor]&, CTensor&, float, bool) except +raise_py_error
         void Wait() except +raise_py_error
+        int StartBucket(vector[CTensor]&, bool) except +raise_py_error
+        void WaitBucket(int, float) except +raise_py_error
+        int pending_buckets()
+        void set_overlap(bool)
+        bool overlap()
     void c_CommAbort "singa::Communicator::Abort"(int)
     void c_CommFinalize "singa::Communicator::Finalize"()
 
@@ -70,8 +77,9 @@ cdef class Communicator:
         if len(args) == 4:
             raise NotImplementedError(
                 "Communicator(local_rank, world_size, nccl_id, buffSize) uses NCCL, which needs "
-                "singa built with CUDA; for CPU devices start the script with mpirun and use "
-                "Communicator(buffSize)")
+                "singa built with CUDA; for CPU devices start the script with "
+                "`mpirun -np N python script.py` or `python -m singa.launch -n N script.py` "
+                "and use Communicator(buffSize) (opt.DistOpt(opt) without nccl_id)")
         if len(args) > 1:
             raise TypeError("Communicator(buffSize=4194304): got %d arguments" % len(args))
         buff = args[0] if args else 4194304
@@ -151,14 +159,46 @@ cdef class Communicator:
         with nogil:
             self.c.get().Wait()
 
+    def startBucket(self, tensors, bool half=False):
+        """Starts the all-reduce of ``tensors`` as one bucket (float16 on the wire when half)
+        and returns its handle; the tensors are only read, so they may still be used."""
+        cdef vector[CTensor] v = _tensor_list("Communicator.startBucket", tensors)
+        cdef int h
+        with nogil:
+            h = self.c.get().StartBucket(v, half)
+        return h
+
+    def waitBucket(self, int handle, float scale=1.0):
+        """Waits for bucket ``handle``: its tensors <- scale * sum over ranks."""
+        with nogil:
+            self.c.get().WaitBucket(handle, scale)
+
+    @property
+    def pending_buckets(self):
+        """Buckets started whose wait has not been submitted."""
+        return self.c.get().pending_buckets()
+
+    def set_overlap(self, bool on):
+        """True (default): buckets reduce on the communication thread while computation goes
+        on; False: each bucket reduces at its start operation (for comparison)."""
+        self.c.get().set_overlap(on)
+
+    @property
+    def overlap(self):
+        return self.c.get().overlap()
+
 
 class NcclIdHolder(object):
     """Apache SINGA's holder of an NCCL unique id (for multiprocess training without mpirun).
 
-    This build has no CUDA: creating one raises. On CPU devices start the script with mpirun.
+    This build has no CUDA: creating one raises (SINGA's multiprocessing start creates it in the
+    parent, before any process starts). On CPU devices start the script with mpirun or
+    singa.launch, one MPI rank per process.
     """
 
     def __init__(self, *args, **kwargs):
         raise NotImplementedError(
-            "NcclIdHolder needs singa built with CUDA and NCCL; for CPU devices start the "
-            "script with `mpirun -np N python script.py` and use opt.DistOpt(opt)")
+            "NcclIdHolder needs singa built with CUDA and NCCL; multiprocessing training on CPU "
+            "devices is not supported: start the script with `mpirun -np N python script.py` "
+            "or `python -m singa.launch -n N script.py` and use opt.DistOpt(opt) without "
+            "nccl_id")

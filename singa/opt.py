@@ -461,11 +461,22 @@ class Adam(Optimizer):
 # batch N ranks on batch B take the step one process takes on the N*B concatenated batch. Every
 # collective is an operation of the device: with the graph on it is recorded and replayed.
 #
+# Overlap (beyond SINGA; DistOpt(..., overlap=True), the default): backward_and_update and
+# backward_and_update_half fuse the gradients, in the order backward completes them, into
+# buckets of about `threshold` elements (default 2097152 = 8 MB of float32), and start each
+# bucket's all-reduce as soon as it is full (Communicator.startBucket: the gradients are copied,
+# then reduced on the communicator's thread) while backward goes on; the waits
+# (Communicator.waitBucket) come after backward, before the update. Both are operations of the
+# device, so a graph records and replays them. The numbers are those of overlap=False, which
+# reduces after backward as SINGA's code does (SINGA's fused_all_reduce path).
+#
 # Differences from SINGA 3.3, on purpose:
-#   * The collectives run after backward has finished, not while it runs. They reduce the gradient
-#     tensors in place, and backward may still read a tensor it has yielded (a gradient shared with
-#     the flow to the inputs: SINGA would then propagate already-reduced values); reducing after
-#     backward keeps every rank's backward exact. (On the CPU the MPI calls block anyway.)
+#   * No collective writes a gradient while backward runs. SINGA reduces the gradient tensors in
+#     place as they come, and backward may still read a tensor it has yielded (a gradient shared
+#     with the flow to the inputs: SINGA would then propagate already-reduced values). Here the
+#     overlapped start only reads (copies) the gradients, and the waits that write them, like
+#     the blocking collectives of overlap=False, come after backward, so every rank's backward is
+#     exact.
 #   * backward_and_partial_update updates from the parameters' local gradients after backward, for
 #     the same reason (SINGA updates a weight that backward still reads).
 #   * fused_all_reduce(..., send=False) stages nothing: the tensors are packed when the send=True
@@ -505,12 +516,16 @@ class DistOpt(object):
         nccl_id: an NcclIdHolder (NCCL, CUDA builds only); None: the MPI world of mpirun.
         local_rank, world_size: with nccl_id only.
         buffSize: elements of the fusion buffer (a larger fused list is reduced in rounds).
+        overlap: (beyond SINGA) reduce gradient buckets while backward runs in
+            backward_and_update(_half); False: after backward, as SINGA. Same numbers.
 
-    Attributes: world_size, local_rank, global_rank.
+    Attributes: world_size, local_rank, global_rank, overlap; last_step_buckets and
+    last_step_elements: the buckets and gradient elements all-reduced by the last training step
+    (recorded when the step was run in Python, i.e. eagerly or while a graph was recorded).
     """
 
     def __init__(self, opt=None, nccl_id=None, local_rank=None, world_size=None,
-                 buffSize=4194304):
+                 buffSize=4194304, overlap=True):
         if not singa.USE_DIST:
             raise NotImplementedError(
                 "DistOpt: this singa was built without MPI (singa_wrap.USE_DIST is False); "
@@ -523,6 +538,8 @@ class DistOpt(object):
         self.world_size = self.communicator.world_size
         self.local_rank = self.communicator.local_rank
         self.global_rank = self.communicator.global_rank
+        self.overlap = bool(overlap)
+        self.last_step_buckets = self.last_step_elements = 0
         if self.world_size > 1:
             _install_abort_hook()
 
@@ -585,29 +602,63 @@ class DistOpt(object):
             out.append(("fused", group))
         return out
 
+    def _count(self, buckets, elements):
+        self.last_step_buckets, self.last_step_elements = buckets, elements
+
+    def _update_all(self, plist):
+        for p, g in plist:
+            self.update(p, g)
+        self.opt.step()
+
     def _reduce_and_update(self, plist, threshold, one, fused):
-        for kind, group in self._buckets(plist, lambda pg: pg[1].size(), threshold):
+        buckets = self._buckets(plist, lambda pg: pg[1].size(), threshold)
+        for kind, group in buckets:
             if kind == "one":
                 one(group[0][1].data)
             else:
                 fused([g.data for _, g in group])
         self.wait()
-        for p, g in plist:
-            self.update(p, g)
-        self.opt.step()
+        self._count(len(buckets), sum(g.size() for _, g in plist))
+        self._update_all(plist)
+
+    def _overlapped_update(self, pairs, threshold, half):
+        """Starts a bucket's all-reduce each time the gradients yielded so far reach threshold
+        elements (while backward, which produces ``pairs``, goes on), then waits for them all
+        and updates."""
+        comm = self.communicator
+        plist, group, size, handles = [], [], 0, []
+        for p, g in pairs:
+            plist.append((p, g))
+            group.append(g.data)
+            size += g.size()
+            if size >= threshold:
+                handles.append(comm.startBucket(group, half))
+                group, size = [], 0
+        if group:
+            handles.append(comm.startBucket(group, half))
+        for h in handles:
+            comm.waitBucket(h, 1.0)
+        self._count(len(handles), sum(g.size() for _, g in plist))
+        self._update_all(plist)
 
     def backward_and_update(self, loss, threshold=2097152):
-        """Backward, all-reduce the gradients (those <= threshold elements fused), update."""
+        """Backward, all-reduce the gradients (fused up to threshold elements), update."""
+        if self.overlap:
+            self._overlapped_update(autograd.backward(loss), threshold, False)
+            return
         self._reduce_and_update(list(autograd.backward(loss)), threshold, self.all_reduce,
                                 self.fused_all_reduce)
 
     def backward_and_update_half(self, loss, threshold=2097152, clipping=False, clip_Value=100):
         """As backward_and_update, the gradients travelling as float16; optionally clipped to
         [-clip_Value, clip_Value] first."""
-        plist = list(autograd.backward(loss))
+        pairs = autograd.backward(loss)
         if clipping:
-            plist = [(p, autograd.clip(g, -clip_Value, clip_Value)) for p, g in plist]
-        self._reduce_and_update(plist, threshold, self.all_reduce_half,
+            pairs = ((p, autograd.clip(g, -clip_Value, clip_Value)) for p, g in pairs)
+        if self.overlap:
+            self._overlapped_update(pairs, threshold, True)
+            return
+        self._reduce_and_update(list(pairs), threshold, self.all_reduce_half,
                                 self.fused_all_reduce_half)
 
     def backward_and_partial_update(self, loss, threshold=2097152):

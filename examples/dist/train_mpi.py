@@ -2,11 +2,13 @@
 
     mpirun -np 2 --oversubscribe python examples/dist/train_mpi.py mlp --dist-option plain
     mpirun -np 2 python examples/dist/train_mpi.py cnn --graph --dist-option sparseTopK --spars 0.05
+    python -m singa.launch -n 2 examples/dist/train_mpi.py mlp --no-overlap   # no mpirun typed
     python examples/dist/train_mpi.py mlp          # no mpirun: one process, world size 1
 
 Each rank trains on its shard of the training set (rank r takes every world_size-th example);
 DistOpt all-reduces the gradients, so the replicas stay identical. --dist-option picks SINGA's
-variants: plain, half (float16 transfer), partialUpdate, sparseTopK, sparseThreshold.
+variants: plain, half (float16 transfer), partialUpdate, sparseTopK, sparseThreshold. plain and
+half overlap the all-reduce with backward unless --no-overlap (same numbers).
 """
 import argparse
 import os
@@ -60,10 +62,13 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=32, help="per process")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--graph", action="store_true")
+    ap.add_argument("--no-overlap", action="store_true",
+                    help="all-reduce after backward instead of while it runs")
     ap.add_argument("--max-steps", type=int, default=0, help="stop each epoch early (0: no)")
     a = ap.parse_args(argv)
 
-    sgd = opt.DistOpt(opt.SGD(lr=a.lr, momentum=0.9, weight_decay=1e-5))
+    sgd = opt.DistOpt(opt.SGD(lr=a.lr, momentum=0.9, weight_decay=1e-5),
+                      overlap=not a.no_overlap)
     rank, world = sgd.global_rank, sgd.world_size
     (x, y), (xt, yt) = datasets.load_digits_28()
     if a.model == "mlp":

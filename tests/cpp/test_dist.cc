@@ -134,3 +134,61 @@ TEST_F(DistTest, BadArgumentsThrow) {
   EXPECT_THROW(c.Sparsification(g, acc, 0.5f, true), ShapeError);
   EXPECT_THROW(Communicator bad(0), ValueError);
 }
+
+// Overlap: the start copies the tensors (later writes to them do not change what is reduced),
+// the wait writes scale * sum back; on the communication thread or inline, eager or replayed.
+TEST_F(DistTest, BucketReducesWhatTheStartCopiedAndTheWaitWritesItBack) {
+  for (bool overlap : {true, false}) {
+    Communicator c(2);  // 2-element rounds: the 5 elements go in three
+    c.set_overlap(overlap);
+    EXPECT_EQ(c.overlap(), overlap);
+    Tensor a = FromVector({1, 2}, {2}), b = FromVector({3, 4, 5}, {3});
+    std::vector<Tensor> ts{a, b};
+    const int h = c.StartBucket(ts);
+    EXPECT_EQ(c.pending_buckets(), 1);
+    a.CopyDataFromHostPtr(std::vector<float>{-7, -7}.data(), 2);  // backward may reuse it
+    c.WaitBucket(h, 2.0f);
+    EXPECT_EQ(c.pending_buckets(), 0);
+    EXPECT_EQ(Values(a), (std::vector<float>{2, 4})) << "overlap " << overlap;
+    EXPECT_EQ(Values(b), (std::vector<float>{6, 8, 10})) << "overlap " << overlap;
+  }
+}
+
+TEST_F(DistTest, BucketsAreRecordedAndReplayedByTheGraph) {
+  Communicator c(16);
+  auto dev = std::make_shared<CppCPU>();
+  Tensor a(Shape{2}, dev), b(Shape{1}, dev);
+  a.CopyDataFromHostPtr(std::vector<float>{1, 2}.data(), 2);
+  b.CopyDataFromHostPtr(std::vector<float>{3}.data(), 1);
+  singa_test::Hold ha(a), hb(b);
+  std::vector<Tensor> ta{a}, tb{b};
+  dev->EnableGraph(true);
+  const int h0 = c.StartBucket(ta), h1 = c.StartBucket(tb, /*half=*/true);
+  c.WaitBucket(h0, 2.0f);
+  c.WaitBucket(h1, 3.0f);
+  dev->EnableGraph(false);
+  EXPECT_EQ(Values(a), (std::vector<float>{1, 2}));  // recorded, not run
+  dev->RunGraph();
+  dev->RunGraph();
+  EXPECT_EQ(Values(a), (std::vector<float>{4, 8}));
+  EXPECT_EQ(Values(b), (std::vector<float>{27}));
+  // start, start, wait, wait: one chain of collectives
+  const auto& n = dev->graph()->nodes();
+  ASSERT_EQ(n.size(), 4u);
+  EXPECT_EQ(n[0].succ, (std::vector<size_t>{1, 2}));
+  dev->ResetGraph();
+}
+
+TEST_F(DistTest, BucketMisuseThrows) {
+  Communicator c(16);
+  EXPECT_THROW(c.WaitBucket(5), ValueError);
+  Tensor i(Shape{3}, kInt);
+  std::vector<Tensor> ints{i};
+  EXPECT_THROW(c.StartBucket(ints), DTypeError);
+  EXPECT_EQ(c.pending_buckets(), 0);
+  Tensor a = FromVector({1}, {1});
+  std::vector<Tensor> ta{a};
+  const int h = c.StartBucket(ta);
+  c.WaitBucket(h);
+  EXPECT_THROW(c.WaitBucket(h), ValueError);  // waited for already
+}

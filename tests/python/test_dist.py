@@ -5,7 +5,10 @@ and off, N = 2 and 3); the parameters are bitwise identical on every rank after 
 each DistOpt option; a plain run without mpirun is world size 1; the sparse all-reduce sends
 nothing below its threshold and everything with topK fraction 1; a rank that raises stops the
 job (MPI_Abort from DistOpt's excepthook), and so does a killed rank (mpirun), within a
-bounded time; mismatched parameter shapes raise a clear error on every rank; half and the sparse options still train the digits
+bounded time; mismatched parameter shapes raise a clear error on every rank (with the error met on
+the communication thread of the overlap path too); overlap of the all-reduce with backward gives
+the numbers of the blocking path (DistOpt overlap on/off, the thread on/off, graph on/off, 2 and 3
+ranks, float32 and half); half and the sparse options still train the digits
 (examples/dist/train_mpi.py). Skipped only when mpirun or the build's MPI is missing.
 """
 import os
@@ -151,10 +154,39 @@ def test_a_killed_rank_stops_the_job(tmp_path):
     assert "signal 9" in p.stdout + p.stderr or "Killed" in p.stdout + p.stderr, p.stderr
 
 
-def test_mismatched_parameter_shapes_raise_on_every_rank(tmp_path):
-    p = launch(tmp_path, 2, mismatch=True, steps=2, timeout=30)
+@pytest.mark.parametrize("overlap", [0, 1])
+def test_mismatched_parameter_shapes_raise_on_every_rank(tmp_path, overlap):
+    p = launch(tmp_path, 2, mismatch=True, steps=2, timeout=30, overlap=overlap)
     assert p.returncode != 0
     assert "ranks reduce different numbers of elements" in p.stdout + p.stderr
+
+
+# the MLP has 4 parameters: threshold 1 gives each gradient its own bucket
+@pytest.mark.parametrize("threshold,buckets", [(1, 4), (2097152, 1)])
+@pytest.mark.parametrize("world,graph,option", [(2, 0, "plain"), (2, 1, "plain"), (3, 1, "plain"),
+                                                (3, 0, "half"), (2, 1, "half")])
+def test_overlap_gives_the_numbers_of_the_blocking_path(tmp_path, world, graph, option,
+                                                        threshold, buckets):
+    steps = 4
+    common = dict(graph=graph, steps=steps, option=option, threshold=threshold)
+    runs = {"blocking": run_ok(tmp_path / "b", world, overlap=0, **common),
+            "overlap": run_ok(tmp_path / "o", world, overlap=1, **common),
+            "inline": run_ok(tmp_path / "i", world, overlap=1, comm_overlap=0, **common)}
+    assert int(runs["overlap"][0]["buckets"]) == buckets
+    for name, ranks in runs.items():
+        assert_ranks_identical(ranks, steps)
+    ref = runs["blocking"][0]
+    # The thread's non-blocking reduce may add 3 ranks' values in another order than the
+    # blocking one: float32 sums then differ in the last bit; float16 sums (rounded to half after
+    # each addition) by a half ulp of the gradient, times lr.
+    tol = dict(rtol=1e-6, atol=1e-7) if option == "plain" else dict(rtol=0, atol=1e-4)
+    for name in ("overlap", "inline"):
+        for step in range(steps):
+            for k, v in params(ref, step).items():
+                np.testing.assert_allclose(params(runs[name][0], step)[k], v, **tol,
+                                           err_msg="%s, step %d, %s" % (name, step, k))
+    # the run moved the parameters (so equality above is not equality of untouched values)
+    assert not np.array_equal(params(ref, steps - 1)["linear1.W"], ref["init/linear1.W"])
 
 
 EXAMPLE = os.path.join(ROOT, "examples", "dist", "train_mpi.py")

@@ -31,6 +31,7 @@ LAYERS = [
     {"layer", "utils", "initializer", "snapshot", "graph", "data", "image_tool"},
     {"model", "opt"},
     {"sonnx"},  # ONNX import and export: builds models from the layers below
+    {"launch"},  # python -m singa.launch: an mpirun command line, imports no other module
 ]
 RANK = {g: i for i, layer_set in enumerate(LAYERS) for g in layer_set}
 

@@ -7,10 +7,18 @@
 #include "singa/dist/communicator.h"
 
 #include <algorithm>
+#include <chrono>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include "singa/core/error.h"
 
@@ -29,6 +37,7 @@ enum Mode { kDense = 0, kHalf = 1, kSparse = 2 };
 bool BuiltWithDist() { return false; }
 
 struct Communicator::State {};
+struct Communicator::Job {};
 
 Communicator::Communicator(size_t buff_size) : buff_size_(buff_size) {
   throw NotImplementedError(
@@ -37,6 +46,13 @@ Communicator::Communicator(size_t buff_size) : buff_size_(buff_size) {
 }
 Communicator::~Communicator() = default;
 void Communicator::Submit(std::vector<Tensor>&, const char*, int, float, float, bool, Tensor*) {}
+int Communicator::StartBucket(std::vector<Tensor>&, bool) {
+  throw NotImplementedError("Communicator.startBucket: singa was built without MPI");
+}
+void Communicator::WaitBucket(int, float) {
+  throw NotImplementedError("Communicator.waitBucket: singa was built without MPI");
+}
+void Communicator::set_overlap(bool on) { overlap_ = on; }
 void Communicator::Abort(int) {}
 void Communicator::Finalize() {}
 
@@ -71,6 +87,19 @@ void HalfSum(void* in, void* inout, int* len, MPI_Datatype*) {
 
 }  // namespace
 
+// One bucket of the overlap path: the tensors, their packed copy, the state of its all-reduce.
+// Shared by the start and wait operations (a graph replays both with the same job).
+struct Communicator::Job {
+  std::vector<Tensor> ts;
+  const char* op = "";
+  bool half = false;
+  size_t total = 0;
+  std::vector<float> buf;
+  std::vector<Half> hbuf;
+  bool done = true;  // guarded by State::mu
+  std::exception_ptr err;
+};
+
 struct Communicator::State {
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Op half_sum = MPI_OP_NULL;
@@ -78,7 +107,20 @@ struct Communicator::State {
   size_t chunk = 4194304;
   std::vector<float> buf;       // the fusion buffer
   std::vector<Half> hbuf;       // its float16 image
+  std::atomic<bool> overlap{true};
+  int poll_us = 50;  // the communication thread's sleep between MPI_Test calls
+  std::atomic<int> awaiting{0};  // compute threads blocked in Await
+
+  // The communication thread (started by the first bucket): it runs the queued jobs in order.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<Job>> queue;
+  bool busy = false, stop = false;
+  std::atomic<bool> stopping{false};  // stop, readable without the lock
+  std::thread thread;
+
   ~State() {
+    StopThread();
     if (MpiFinalized()) return;
     if (half_sum != MPI_OP_NULL) MPI_Op_free(&half_sum);
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
@@ -87,22 +129,150 @@ struct Communicator::State {
   // Every rank must reduce the same number of elements: a mismatch (different models, or
   // collectives submitted in a different order) is reported on every rank, not left to hang
   // or to corrupt memory.
-  void CheckCount(const char* op, size_t n) {
+  void CheckCount(const char* op, size_t n, bool polite = false) {
     long long mine[2] = {static_cast<long long>(n), -static_cast<long long>(n)}, ext[2];
-    Check(MPI_Allreduce(mine, ext, 2, MPI_LONG_LONG, MPI_MAX, comm), op, "MPI_Allreduce");
+    if (polite) {
+      MPI_Request req;
+      Check(MPI_Iallreduce(mine, ext, 2, MPI_LONG_LONG, MPI_MAX, comm, &req), op,
+            "MPI_Iallreduce");
+      Complete(&req, op, "MPI_Iallreduce");
+    } else {
+      Check(MPI_Allreduce(mine, ext, 2, MPI_LONG_LONG, MPI_MAX, comm), op, "MPI_Allreduce");
+    }
     SINGA_CHECK_SHAPE(ext[0] == mine[0] && ext[1] == mine[1],
                       op << ": ranks reduce different numbers of elements (this rank " << n
                          << ", others between " << -ext[1] << " and " << ext[0]
                          << "): the parameter shapes or the order of collectives differ");
   }
 
+  // Waits for a non-blocking call on the communication thread. Open MPI's blocking calls poll
+  // without pause: that would take a core from the computation the thread is meant to overlap
+  // (two ranks on two cores have none to spare). So while the computation runs, the thread
+  // tests (MPI_Test makes the progress a non-blocking collective needs) and sleeps poll_us
+  // between tests; once the compute thread waits for a bucket (Await), it has nothing else to
+  // do and the thread polls without sleeping. Longer sleeps starve the transfer: shared-memory
+  // messages move in fragments, each needing a test on both sides (1 ms sleeps made a ResNet-18
+  // step 2-5x slower).
+  void Complete(MPI_Request* req, const char* op, const char* call) {
+    for (;;) {
+      int flag = 0;
+      Check(MPI_Test(req, &flag, MPI_STATUS_IGNORE), op, call);
+      if (flag) return;
+      // Finalize (at exit) must not wait forever for a peer that will never join this call
+      SINGA_CHECK(!stopping.load(), Error,
+                  op << ": " << call << " still in flight when MPI was being finalised");
+      if (awaiting.load() > 0 || poll_us <= 0) continue;
+      std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
+    }
+  }
+
+  // The all-reduce of a bucket (on the communication thread when polite, or inline without
+  // overlap).
+  void Reduce(Job& j, bool polite) {
+    CheckCount(j.op, j.total, polite);
+    if (!j.half) {
+      ReduceBcast(j.op, j.buf.data(), j.total, MPI_FLOAT, MPI_SUM, polite);
+      return;
+    }
+    j.hbuf.resize(j.total);
+    for (size_t i = 0; i < j.total; ++i) j.hbuf[i] = FloatToHalf(j.buf[i]);
+    ReduceBcast(j.op, j.hbuf.data(), j.total, MPI_UINT16_T, half_sum, polite);
+    for (size_t i = 0; i < j.total; ++i) j.buf[i] = HalfToFloat(j.hbuf[i]);
+  }
+
+  // Runs job j: queued for the thread, or at once without overlap. (A singleton uses the
+  // thread too: one code path, and tests outside mpirun exercise it.)
+  void Start(const std::shared_ptr<Job>& j) {
+    if (!overlap.load()) {
+      Drain();
+      std::exception_ptr err;
+      try {
+        Reduce(*j, false);
+      } catch (...) {
+        err = std::current_exception();
+      }
+      std::lock_guard<std::mutex> l(mu);
+      j->err = err;
+      j->done = true;
+      return;
+    }
+    std::lock_guard<std::mutex> l(mu);
+    SINGA_CHECK(!stop, Error, j->op << ": MPI was finalised; no collective can start");
+    j->done = false;
+    j->err = nullptr;
+    if (!thread.joinable()) thread = std::thread([this] { Loop(); });
+    queue.push_back(j);
+    cv.notify_all();
+  }
+
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu);
+    for (;;) {
+      cv.wait(l, [this] { return stop || !queue.empty(); });
+      if (queue.empty()) return;  // stopping, nothing left to run
+      std::shared_ptr<Job> j = queue.front();
+      queue.pop_front();
+      busy = true;
+      l.unlock();
+      std::exception_ptr err;
+      try {
+        Reduce(*j, true);
+      } catch (...) {  // surfaces at the wait, on the compute thread
+        err = std::current_exception();
+      }
+      l.lock();
+      j->err = err;
+      j->done = true;
+      busy = false;
+      cv.notify_all();
+    }
+  }
+
+  // Blocks until j is reduced; rethrows what its reduction threw.
+  void Await(Job& j) {
+    std::unique_lock<std::mutex> l(mu);
+    awaiting.fetch_add(1);
+    cv.wait(l, [&j] { return j.done; });
+    awaiting.fetch_sub(1);
+    if (j.err) {
+      std::exception_ptr e = j.err;
+      j.err = nullptr;
+      std::rethrow_exception(e);
+    }
+  }
+
+  // Blocks until the thread has nothing queued or running (before a blocking collective).
+  void Drain() {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [this] { return queue.empty() && !busy; });
+  }
+
+  void StopThread() {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      stop = true;
+      stopping.store(true);
+    }
+    cv.notify_all();
+    if (thread.joinable() && thread.get_id() != std::this_thread::get_id()) thread.join();
+  }
+
   template <typename T>
-  void ReduceBcast(const char* op, T* data, size_t n, MPI_Datatype type, MPI_Op sum) {
+  void ReduceBcast(const char* op, T* data, size_t n, MPI_Datatype type, MPI_Op sum,
+                   bool polite = false) {
     int rank = 0;
     Check(MPI_Comm_rank(comm, &rank), op, "MPI_Comm_rank");
     for (size_t at = 0; at < n; at += chunk) {
       const int cnt = static_cast<int>(std::min(chunk, n - at));
       void* send = rank == 0 ? MPI_IN_PLACE : static_cast<void*>(data + at);
+      if (polite) {
+        MPI_Request req;
+        Check(MPI_Ireduce(send, data + at, cnt, type, sum, 0, comm, &req), op, "MPI_Ireduce");
+        Complete(&req, op, "MPI_Ireduce");
+        Check(MPI_Ibcast(data + at, cnt, type, 0, comm, &req), op, "MPI_Ibcast");
+        Complete(&req, op, "MPI_Ibcast");
+        continue;
+      }
       Check(MPI_Reduce(send, data + at, cnt, type, sum, 0, comm), op, "MPI_Reduce");
       Check(MPI_Bcast(data + at, cnt, type, 0, comm), op, "MPI_Bcast");
     }
@@ -152,6 +322,15 @@ struct Communicator::State {
   }
 };
 
+namespace {
+// Every live communicator state: Finalize stops their threads before MPI_Finalize.
+std::mutex g_states_mu;
+std::vector<std::weak_ptr<Communicator::State>>& States() {
+  static auto* v = new std::vector<std::weak_ptr<Communicator::State>>();
+  return *v;
+}
+}  // namespace
+
 Communicator::Communicator(size_t buff_size) : buff_size_(buff_size) {
   const char* op = "Communicator";
   SINGA_CHECK_VALUE(buff_size > 0 && buff_size <= (1u << 30),
@@ -161,8 +340,10 @@ Communicator::Communicator(size_t buff_size) : buff_size_(buff_size) {
   if (!inited) {
     SINGA_CHECK(!MpiFinalized(), Error, op << ": MPI was already finalised in this process");
     int provided = 0;
-    // collectives are chained in a graph (one at a time) but may run on a worker thread
-    Check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), op,
+    // Our own calls are serialised (a bucket's thread runs alone while it is busy: see Drain),
+    // but MPI_Abort from the excepthook may come while that thread waits in a collective, and
+    // a user may call MPI from threads of their own: ask for full thread support.
+    Check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), op,
           "MPI_Init_thread");
     g_we_initialised = true;
   }
@@ -170,6 +351,7 @@ Communicator::Communicator(size_t buff_size) : buff_size_(buff_size) {
         "MPI_Comm_set_errhandler");
   state_ = std::make_shared<State>();
   state_->chunk = buff_size;
+  if (const char* poll = std::getenv("SINGA_DIST_POLL_US")) state_->poll_us = std::atoi(poll);
   // our own communicator: the user's MPI traffic on the world cannot interleave with ours
   Check(MPI_Comm_dup(MPI_COMM_WORLD, &state_->comm), op, "MPI_Comm_dup");
   Check(MPI_Comm_set_errhandler(state_->comm, MPI_ERRORS_RETURN), op, "MPI_Comm_set_errhandler");
@@ -183,6 +365,8 @@ Communicator::Communicator(size_t buff_size) : buff_size_(buff_size) {
   MPI_Comm_free(&node);
   Check(rc, op, "MPI_Comm_rank");
   Check(MPI_Op_create(&HalfSum, 1, &state_->half_sum), op, "MPI_Op_create");
+  std::lock_guard<std::mutex> l(g_states_mu);
+  States().push_back(state_);
 }
 
 Communicator::~Communicator() = default;
@@ -194,14 +378,21 @@ void Communicator::Abort(int code) {
 }
 
 void Communicator::Finalize() {
+  {
+    std::lock_guard<std::mutex> l(g_states_mu);
+    for (auto& w : States())
+      if (auto st = w.lock()) st->StopThread();
+    States().clear();
+  }
   if (g_we_initialised && !MpiFinalized()) MPI_Finalize();
 }
 
-void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale,
-                          float spars, bool topK, Tensor* acc) {
+namespace {
+// The blocks of ts (float32, contiguous, one CPU device), checked; total = their elements.
+std::vector<Block*> CheckedBlocks(const std::vector<Tensor>& ts, const char* op, size_t* total) {
   SINGA_CHECK_VALUE(!ts.empty(), op << ": no tensor to reduce");
   std::vector<Block*> blocks;
-  size_t total = 0;
+  *total = 0;
   for (size_t i = 0; i < ts.size(); ++i) {
     const Tensor& t = ts[i];
     SINGA_CHECK_VALUE(t.block() != nullptr, op << ": tensor " << i << " is empty (no memory)");
@@ -214,8 +405,69 @@ void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, flo
                        op << ": MPI collectives take tensors of one CPU device (tensor " << i
                           << "); CUDA tensors need the NCCL build");
     blocks.push_back(t.block());
-    total += t.Size();
+    *total += t.Size();
   }
+  return blocks;
+}
+}  // namespace
+
+void Communicator::set_overlap(bool on) {
+  overlap_ = on;
+  state_->overlap.store(on);
+}
+
+int Communicator::StartBucket(std::vector<Tensor>& ts, bool half) {
+  auto j = std::make_shared<Job>();
+  j->op = half ? "Communicator.startBucket(half)" : "Communicator.startBucket";
+  std::vector<Block*> reads = CheckedBlocks(ts, j->op, &j->total);
+  j->ts = ts;  // the job keeps the blocks alive for a graph
+  j->half = half;
+  j->buf.resize(j->total);
+  auto st = state_;
+  ts[0].device()->Exec(
+      [st, j](Context*) {
+        size_t at = 0;
+        for (const Tensor& t : j->ts) {
+          std::memcpy(j->buf.data() + at, t.block()->data(), t.Size() * sizeof(float));
+          at += t.Size();
+        }
+        st->Start(j);
+      },
+      reads, {}, j->op, /*use_rand_generator=*/false, /*relu_fused=*/nullptr,
+      /*collective=*/true);
+  const int handle = next_handle_++;
+  pending_[handle] = j;
+  return handle;
+}
+
+void Communicator::WaitBucket(int handle, float scale) {
+  auto it = pending_.find(handle);
+  SINGA_CHECK_VALUE(it != pending_.end(), "Communicator.waitBucket: no started bucket "
+                                              << handle << " (already waited for, or never "
+                                              << "started)");
+  std::shared_ptr<Job> j = it->second;
+  pending_.erase(it);
+  std::vector<Block*> writes;
+  for (const Tensor& t : j->ts) writes.push_back(t.block());
+  auto st = state_;
+  j->ts[0].device()->Exec(
+      [st, j, scale](Context*) {
+        st->Await(*j);
+        size_t at = 0;
+        for (const Tensor& t : j->ts) {
+          float* dst = static_cast<float*>(t.block()->mutable_data());
+          for (size_t i = 0; i < t.Size(); ++i) dst[i] = j->buf[at + i] * scale;
+          at += t.Size();
+        }
+      },
+      {}, writes, "Communicator.waitBucket", /*use_rand_generator=*/false,
+      /*relu_fused=*/nullptr, /*collective=*/true);
+}
+
+void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale,
+                          float spars, bool topK, Tensor* acc) {
+  size_t total = 0;
+  std::vector<Block*> blocks = CheckedBlocks(ts, op, &total);
   std::vector<Block*> reads = blocks;
   if (acc) {
     SINGA_CHECK_SHAPE(acc->block() != nullptr && acc->data_type() == kFloat32 &&
@@ -231,6 +483,7 @@ void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, flo
   auto st = state_;
   ts[0].device()->Exec(
       [st, keep, acc_t, has_acc, op, mode, scale, spars, topK, total](Context*) {
+        st->Drain();  // MPI on this communicator from one thread at a time
         st->CheckCount(op, total);
         st->buf.resize(total);
         float* buf = st->buf.data();
@@ -293,5 +546,7 @@ void Communicator::FusedSparsification(std::vector<Tensor>& ts, Tensor& acc, flo
   Submit(ts, "Communicator.fusedSparsification", kSparse, 1.0f, spars, topK, &acc);
 }
 void Communicator::Wait() {}
+int Communicator::pending_buckets() const { return static_cast<int>(pending_.size()); }
+bool Communicator::overlap() const { return overlap_; }
 
 }  // namespace singa

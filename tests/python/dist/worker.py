@@ -4,7 +4,8 @@
 
 Every rank builds the same MLP from the same seed, takes its shard (rows r*B..(r+1)*B) of each
 global batch of world_size*B rows, and writes its parameters after every step to
-<out>/rank<r>.npz (keys "init/<param>" and "<step>/<param>") plus its losses.
+<out>/rank<r>.npz (keys "init/<param>" and "<step>/<param>") plus its losses and the number of
+buckets its first step all-reduced.
 """
 import argparse
 import os
@@ -28,13 +29,13 @@ class MLP(model.Model):
     def forward(self, x):
         return self.linear2(self.relu(self.linear1(x)))
 
-    def train_one_batch(self, x, y, dist_option, spars):
+    def train_one_batch(self, x, y, dist_option, spars, threshold=2097152):
         out = self.forward(x)
         loss = self.softmax_cross_entropy(out, y)
         if dist_option == "plain":
-            self.optimizer(loss)
+            self.optimizer.backward_and_update(loss, threshold)
         elif dist_option == "half":
-            self.optimizer.backward_and_update_half(loss)
+            self.optimizer.backward_and_update_half(loss, threshold)
         elif dist_option == "partialUpdate":
             self.optimizer.backward_and_partial_update(loss)
         elif dist_option == "sparseTopK":
@@ -60,10 +61,15 @@ def main():
     ap.add_argument("--die-rank", type=int, default=-1, help="this rank is killed at step 1")
     ap.add_argument("--mismatch", action="store_true",
                     help="rank 1 has a wider hidden layer (parameter shapes differ)")
+    ap.add_argument("--overlap", type=int, default=1, help="DistOpt(overlap=...)")
+    ap.add_argument("--comm-overlap", type=int, default=1,
+                    help="Communicator.set_overlap (0: buckets reduce at their start)")
+    ap.add_argument("--threshold", type=int, default=2097152, help="bucket size (elements)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
-    sgd = opt.DistOpt(opt.SGD(lr=0.1, momentum=0.9))
+    sgd = opt.DistOpt(opt.SGD(lr=0.1, momentum=0.9), overlap=bool(a.overlap))
+    sgd.communicator.set_overlap(bool(a.comm_overlap))
     rank, world = sgd.global_rank, sgd.world_size
     dev = device.create_cpu_device(7)
     net = MLP(HIDDEN + 1 if a.mismatch and rank == 1 else HIDDEN)
@@ -90,13 +96,17 @@ def main():
             os.kill(os.getpid(), signal.SIGKILL)  # dies without Python's cleanup
         if step == 1 and rank == a.fail_rank:
             raise RuntimeError("worker: rank %d fails on purpose" % rank)
-        _, loss = net(tx, ty, a.option, a.spars)
+        _, loss = net(tx, ty, a.option, a.spars, a.threshold)
         losses.append(float(tensor.to_numpy(loss).ravel()[0]))
+        if step == 0:
+            buckets = sgd.last_step_buckets
+        assert sgd.communicator.pending_buckets == 0
         for k, v in net.get_states().items():
             saved["%d/%s" % (step, k)] = tensor.to_numpy(v).copy()
     os.makedirs(a.out, exist_ok=True)
     np.savez(os.path.join(a.out, "rank%d.npz" % rank), losses=np.array(losses),
-             world=np.array(world), **saved)
+             world=np.array(world),
+             buckets=np.array(buckets), **saved)
 
 
 if __name__ == "__main__":

@@ -4,11 +4,28 @@
 //   comm.Synch(grad);                         // grad <- sum over ranks of grad (in place)
 //   comm.FusedSynch(grads, /*send=*/true);    // one all-reduce through the fusion buffer
 //   comm.Wait();                              // no-op on CPU (calls are blocking when they run)
+//   int b = comm.StartBucket(grads, false);   // overlap: reduce on the communication thread...
+//   ...                                       // ...while backward goes on
+//   comm.WaitBucket(b, 0.5f);                 // grads <- 0.5 * sum over ranks, once it is done
 //
 // Every collective is submitted through Device::Exec with the blocks it reads and writes, so a
 // buffered graph records it and replays it. They are submitted as collectives (Exec's
 // `collective` flag): a graph chains them in submission order, as it chains the random-number
 // ops, so every rank runs its collectives in the same order whatever the schedule.
+//
+// Overlap. StartBucket and WaitBucket are operations too (collectives, chained like the others).
+// The start copies the tensors into the bucket's own buffer and queues its all-reduce on the
+// communicator's thread, which alone calls MPI while a bucket is in flight (Open MPI makes no
+// progress on a non-blocking collective unless some thread calls MPI, so the thread drives it:
+// non-blocking calls completed by MPI_Test with sleeps of SINGA_DIST_POLL_US microseconds
+// (default 50) between tests while the computation runs: Open MPI's blocking
+// calls poll a core at full speed, a core the computation needs when the ranks have one each;
+// without sleeps once the compute thread waits for a bucket). The wait blocks until that bucket is
+// reduced, rethrows an error the thread met (as the singa::Error it was), and writes the scaled
+// sum back into the tensors. The start only reads the tensors, so backward may still read a
+// gradient whose bucket is in flight. set_overlap(false) makes the start reduce at once on the
+// calling thread (same numbers, no overlap: for comparison). Blocking collectives first wait for
+// the thread to be idle, so MPI calls on this communicator never run on two threads at once.
 //
 // Errors throw singa::Error (MPI's error handler on the world communicator is set to return
 // errors; every return code is checked). A build without MPI (USE_DIST=OFF) compiles this header
@@ -16,6 +33,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -57,17 +75,33 @@ class Communicator {
   void FusedSparsification(std::vector<Tensor>& ts, Tensor& acc, float spars, bool topK);
   /// Waits for pending collectives (they are blocking on the CPU: returns at once).
   void Wait();
+
+  /// Overlap: submits the start of an all-reduce of `ts` (float32 values, or float16 on the
+  /// wire when `half`) as one bucket and returns its handle for WaitBucket.
+  int StartBucket(std::vector<Tensor>& ts, bool half = false);
+  /// Submits the wait for bucket `handle`: then each tensor <- scale * sum over ranks.
+  void WaitBucket(int handle, float scale = 1.0f);
+  /// Buckets started but not yet waited for (submission time).
+  int pending_buckets() const;
+  /// true (default): buckets reduce on the communication thread; false: at the start op.
+  void set_overlap(bool on);
+  bool overlap() const;
   /// MPI_Abort on the world: the other ranks stop instead of waiting in a collective.
   static void Abort(int code);
   /// MPI_Finalize, when this process initialised MPI and has not finalised it.
   static void Finalize();
 
+  struct State;  // defined in communicator.cc
+  struct Job;
+
  private:
-  struct State;
   void Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale, float spars,
               bool topK, Tensor* acc);
   int world_size_ = 1, global_rank_ = 0, local_rank_ = 0;
   size_t buff_size_;
+  bool overlap_ = true;
+  int next_handle_ = 0;
+  std::map<int, std::shared_ptr<Job>> pending_;  // started, wait not yet submitted
   std::shared_ptr<State> state_;  // shared with the recorded operations (a graph may outlive us)
 };
 
