@@ -36,6 +36,31 @@ cdef extern from "singa/dist/communicator.h" namespace "singa" nogil:
 
 USE_DIST = c_BuiltWithDist()
 
+cdef extern from *:
+    """
+    #include <algorithm>
+    #include <cstring>
+    #include <string>
+    #include "singa/dist/communicator.h"
+    // The NCCL id crosses into Python as 128 bytes (picklable: multiprocessing hands it to the
+    // child processes, as Apache SINGA's NcclIdHolder is used).
+    static std::string singa_new_nccl_id() {
+      singa::NcclUniqueId id = singa::NewNcclId();
+      return std::string(id.bytes.data(), id.bytes.size());
+    }
+    static singa::Communicator* singa_nccl_communicator(int rank, int world, const std::string& id,
+                                                        size_t buff) {
+      singa::NcclUniqueId u;
+      std::memcpy(u.bytes.data(), id.data(), std::min(id.size(), u.bytes.size()));
+      return new singa::Communicator(rank, world, u, buff);
+    }
+    """
+    bool c_BuiltWithNccl "singa::BuiltWithNccl"()
+    string singa_new_nccl_id() except +raise_py_error
+    CCommunicator* singa_nccl_communicator(int, int, const string&, size_t) except +raise_py_error
+
+USE_NCCL = c_BuiltWithNccl()
+
 
 cdef vector[CTensor] _tensor_list(str op, tensors) except *:
     cdef vector[CTensor] v
@@ -75,11 +100,8 @@ cdef class Communicator:
     def __init__(self, *args):
         global _mpi_finalize_registered
         if len(args) == 4:
-            raise NotImplementedError(
-                "Communicator(local_rank, world_size, nccl_id, buffSize) uses NCCL, which needs "
-                "singa built with CUDA; for CPU devices start the script with "
-                "`mpirun -np N python script.py` or `python -m singa.launch -n N script.py` "
-                "and use Communicator(buffSize) (opt.DistOpt(opt) without nccl_id)")
+            self._init_nccl(*args)
+            return
         if len(args) > 1:
             raise TypeError("Communicator(buffSize=4194304): got %d arguments" % len(args))
         buff = args[0] if args else 4194304
@@ -91,6 +113,20 @@ cdef class Communicator:
             import atexit
             atexit.register(c_CommFinalize)
             _mpi_finalize_registered = True
+
+    def _init_nccl(self, local_rank, world_size, nccl_id, buffSize):
+        if not USE_NCCL:
+            raise NotImplementedError(
+                "Communicator(local_rank, world_size, nccl_id, buffSize) uses NCCL, which needs "
+                "singa built with CUDA; for CPU devices start the script with "
+                "`mpirun -np N python script.py` or `python -m singa.launch -n N script.py` "
+                "and use Communicator(buffSize) (opt.DistOpt(opt) without nccl_id)")
+        if not isinstance(nccl_id, NcclIdHolder):
+            raise TypeError("Communicator: nccl_id must be an NcclIdHolder, got %s"
+                            % type(nccl_id).__name__)
+        cdef string raw = nccl_id.id
+        self.c.reset(singa_nccl_communicator(int(local_rank), int(world_size), raw,
+                                             <size_t>int(buffSize)))
 
     @property
     def world_size(self):
@@ -191,14 +227,19 @@ cdef class Communicator:
 class NcclIdHolder(object):
     """Apache SINGA's holder of an NCCL unique id (for multiprocess training without mpirun).
 
-    This build has no CUDA: creating one raises (SINGA's multiprocessing start creates it in the
-    parent, before any process starts). On CPU devices start the script with mpirun or
-    singa.launch, one MPI rank per process.
+        holder = singa_wrap.NcclIdHolder()          # in the parent, before starting processes
+        # each process: opt.DistOpt(sgd, nccl_id=holder, local_rank=r, world_size=n)
+
+    ``id`` is the id's 128 bytes, so the holder pickles into the child processes. A build
+    without CUDA cannot make one: on CPU devices start the script with mpirun or singa.launch,
+    one MPI rank per process.
     """
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            "NcclIdHolder needs singa built with CUDA and NCCL; multiprocessing training on CPU "
-            "devices is not supported: start the script with `mpirun -np N python script.py` "
-            "or `python -m singa.launch -n N script.py` and use opt.DistOpt(opt) without "
-            "nccl_id")
+    def __init__(self):
+        if not USE_NCCL:
+            raise NotImplementedError(
+                "NcclIdHolder needs singa built with CUDA and NCCL; multiprocessing training on "
+                "CPU devices is not supported: start the script with `mpirun -np N python "
+                "script.py` or `python -m singa.launch -n N script.py` and use "
+                "opt.DistOpt(opt) without nccl_id")
+        self.id = singa_new_nccl_id()

@@ -526,7 +526,7 @@ class DistOpt(object):
 
     def __init__(self, opt=None, nccl_id=None, local_rank=None, world_size=None,
                  buffSize=4194304, overlap=True):
-        if not singa.USE_DIST:
+        if not singa.USE_DIST and nccl_id is None:
             raise NotImplementedError(
                 "DistOpt: this singa was built without MPI (singa_wrap.USE_DIST is False); "
                 "install openmpi-bin libopenmpi-dev and rebuild")

@@ -142,3 +142,28 @@ def test_layers_use_the_common_handles_on_a_gpu_device():
     assert _util.handle_class("NoSuchHandle", "CudnnNoSuchHandle", gpu) is None
     with pytest.raises(NotImplementedError, match="CudnnNoSuchHandle"):
         _util.make_handle("NoSuchHandle", "CudnnNoSuchHandle", gpu)
+
+
+def test_nccl_comes_with_cuda():
+    assert sw.USE_NCCL == sw.USE_CUDA
+
+
+@pytest.mark.skipif(not sw.USE_NCCL, reason="the NCCL form needs a CUDA build")
+def test_nccl_form_of_the_communicator_checks_its_arguments():
+    with pytest.raises(TypeError, match="NcclIdHolder"):
+        sw.Communicator(0, 2, object(), 1024)
+    try:
+        holder = sw.NcclIdHolder()
+    except sw.SingaError as e:  # NCCL may need a GPU even to make an id: an error, not an abort
+        assert "NewNcclId" in str(e)
+        return
+    import pickle
+    assert isinstance(holder.id, bytes) and len(holder.id) == 128
+    assert pickle.loads(pickle.dumps(holder)).id == holder.id  # multiprocessing hands it over
+    with pytest.raises(sw.ArgumentError, match="outside a world"):
+        sw.Communicator(3, 2, holder, 1024)
+    comm = sw.Communicator(0, 1, holder, 1024)
+    assert (comm.world_size, comm.global_rank, comm.local_rank) == (1, 0, 0)
+    t = tensor.from_numpy(np.ones(4, np.float32))
+    with pytest.raises(sw.DeviceError, match="CUDA tensors only"):
+        comm.synch(t.data)

@@ -45,11 +45,18 @@ Communicator::Communicator(size_t buff_size) : buff_size_(buff_size) {
       "(openmpi-bin libopenmpi-dev) and rebuild, then start the script with mpirun");
 }
 Communicator::~Communicator() = default;
-void Communicator::Submit(std::vector<Tensor>&, const char*, int, float, float, bool, Tensor*) {}
-int Communicator::StartBucket(std::vector<Tensor>&, bool) {
+void Communicator::SubmitMpi(std::vector<Tensor>&, const char* op, int, float, float, bool,
+                             Tensor*) {
+  SINGA_THROW(NotImplementedError, op << ": CPU tensors need MPI; singa was built without it");
+}
+void Communicator::BroadcastNcclId() {
+  SINGA_THROW(NotImplementedError, "Communicator: sharing an NCCL id under mpirun needs MPI; "
+                                   "singa was built without it (use NcclIdHolder)");
+}
+int Communicator::StartBucketMpi(std::vector<Tensor>&, bool) {
   throw NotImplementedError("Communicator.startBucket: singa was built without MPI");
 }
-void Communicator::WaitBucket(int, float) {
+void Communicator::WaitBucketMpi(int, float) {
   throw NotImplementedError("Communicator.waitBucket: singa was built without MPI");
 }
 void Communicator::set_overlap(bool on) { overlap_ = on; }
@@ -413,10 +420,19 @@ std::vector<Block*> CheckedBlocks(const std::vector<Tensor>& ts, const char* op,
 
 void Communicator::set_overlap(bool on) {
   overlap_ = on;
-  state_->overlap.store(on);
+  if (state_) state_->overlap.store(on);
 }
 
-int Communicator::StartBucket(std::vector<Tensor>& ts, bool half) {
+void Communicator::BroadcastNcclId() {
+  NcclUniqueId id;
+  if (global_rank_ == 0) id = NewNcclId();
+  state_->Drain();  // the communication thread is idle: MPI from this thread only
+  Check(MPI_Bcast(id.bytes.data(), static_cast<int>(id.bytes.size()), MPI_CHAR, 0, state_->comm),
+        "Communicator (NCCL id)", "MPI_Bcast");
+  nccl_id_ = std::make_unique<NcclUniqueId>(id);
+}
+
+int Communicator::StartBucketMpi(std::vector<Tensor>& ts, bool half) {
   auto j = std::make_shared<Job>();
   j->op = half ? "Communicator.startBucket(half)" : "Communicator.startBucket";
   std::vector<Block*> reads = CheckedBlocks(ts, j->op, &j->total);
@@ -440,7 +456,7 @@ int Communicator::StartBucket(std::vector<Tensor>& ts, bool half) {
   return handle;
 }
 
-void Communicator::WaitBucket(int handle, float scale) {
+void Communicator::WaitBucketMpi(int handle, float scale) {
   auto it = pending_.find(handle);
   SINGA_CHECK_VALUE(it != pending_.end(), "Communicator.waitBucket: no started bucket "
                                               << handle << " (already waited for, or never "
@@ -464,8 +480,8 @@ void Communicator::WaitBucket(int handle, float scale) {
       /*relu_fused=*/nullptr, /*collective=*/true);
 }
 
-void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale,
-                          float spars, bool topK, Tensor* acc) {
+void Communicator::SubmitMpi(std::vector<Tensor>& ts, const char* op, int mode, float scale,
+                             float spars, bool topK, Tensor* acc) {
   size_t total = 0;
   std::vector<Block*> blocks = CheckedBlocks(ts, op, &total);
   std::vector<Block*> reads = blocks;
@@ -516,6 +532,66 @@ void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, flo
 
 #endif  // SINGA_USE_DIST
 
+Communicator::Communicator(int local_rank, int world_size, const NcclUniqueId& id,
+                           size_t buff_size)
+    : world_size_(world_size), global_rank_(local_rank), local_rank_(local_rank),
+      buff_size_(buff_size), nccl_id_(std::make_unique<NcclUniqueId>(id)), nccl_only_(true) {
+  SINGA_CHECK_VALUE(world_size >= 1 && local_rank >= 0 && local_rank < world_size,
+                    "Communicator: local_rank " << local_rank << " is outside a world of size "
+                                                << world_size);
+}
+
+bool Communicator::OnGpu(const std::vector<Tensor>& ts) {
+  return !ts.empty() && ts[0].device() && ts[0].device()->lang() == kCuda;
+}
+
+NcclComm* Communicator::Nccl(const Tensor& t) {
+  if (!nccl_) {
+    if (!nccl_id_) BroadcastNcclId();  // every rank reaches its first GPU collective in order
+    nccl_ = std::make_unique<NcclComm>(*nccl_id_, world_size_, global_rank_, t.device());
+  }
+  SINGA_CHECK_DEVICE(nccl_->device() == t.device(),
+                     "Communicator: NCCL collectives of one communicator run on one GPU; this "
+                     "tensor is on another device (one process per GPU, as in SINGA)");
+  return nccl_.get();
+}
+
+void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale,
+                          float spars, bool topK, Tensor* acc) {
+  if (OnGpu(ts)) {
+    SINGA_CHECK(mode != kSparse, NotImplementedError,
+                op << ": sparsification of CUDA tensors is not implemented (use plain or half)");
+    Nccl(ts[0])->AllReduce(ts, scale, mode == kHalf);
+    return;
+  }
+  SINGA_CHECK(!nccl_only_, DeviceError,
+              op << ": this communicator was made from an NcclIdHolder and reduces CUDA tensors "
+                    "only; for CPU tensors start the script with mpirun");
+  SubmitMpi(ts, op, mode, scale, spars, topK, acc);
+}
+
+// A GPU bucket: NCCL runs on the device's stream, ordered with the backward kernels, so the
+// reduction is simply submitted at the wait (the overlap the CPU gets from its communication
+// thread would need a second stream and events: not done).
+int Communicator::StartBucket(std::vector<Tensor>& ts, bool half) {
+  if (!OnGpu(ts)) {
+    SINGA_CHECK(!nccl_only_, DeviceError,
+                "Communicator.startBucket: this communicator reduces CUDA tensors only");
+    return StartBucketMpi(ts, half);
+  }
+  const int handle = next_handle_++;
+  nccl_pending_[handle] = {ts, half};
+  return handle;
+}
+
+void Communicator::WaitBucket(int handle, float scale) {
+  auto it = nccl_pending_.find(handle);
+  if (it == nccl_pending_.end()) return WaitBucketMpi(handle, scale);
+  auto [ts, half] = it->second;
+  nccl_pending_.erase(it);
+  Nccl(ts[0])->AllReduce(ts, scale, half);
+}
+
 void Communicator::Synch(Tensor& t, float scale) {
   std::vector<Tensor> ts{t};
   Submit(ts, "Communicator.synch", kDense, scale, 0, false, nullptr);
@@ -546,7 +622,9 @@ void Communicator::FusedSparsification(std::vector<Tensor>& ts, Tensor& acc, flo
   Submit(ts, "Communicator.fusedSparsification", kSparse, 1.0f, spars, topK, &acc);
 }
 void Communicator::Wait() {}
-int Communicator::pending_buckets() const { return static_cast<int>(pending_.size()); }
+int Communicator::pending_buckets() const {
+  return static_cast<int>(pending_.size() + nccl_pending_.size());
+}
 bool Communicator::overlap() const { return overlap_; }
 
 }  // namespace singa

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "singa/core/tensor.h"
+#include "singa/dist/nccl.h"
 
 namespace singa {
 
@@ -49,6 +50,10 @@ class Communicator {
   /// Joins MPI's world (initialising MPI when nobody has). `buff_size`: elements of the fusion
   /// buffer; a fused list larger than it is reduced in several rounds.
   explicit Communicator(size_t buff_size = 4194304);
+  /// Apache SINGA's multiprocess form (Python's multiprocessing + NcclIdHolder, no mpirun):
+  /// NCCL only, this process is rank `local_rank` of `world_size`, CUDA tensors only. Needs a
+  /// CUDA build (NcclComm throws NotImplementedError otherwise, at the first collective).
+  Communicator(int local_rank, int world_size, const NcclUniqueId& id, size_t buff_size);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -97,6 +102,20 @@ class Communicator {
  private:
   void Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale, float spars,
               bool topK, Tensor* acc);
+  void SubmitMpi(std::vector<Tensor>& ts, const char* op, int mode, float scale, float spars,
+                 bool topK, Tensor* acc);
+  int StartBucketMpi(std::vector<Tensor>& ts, bool half);
+  void WaitBucketMpi(int handle, float scale);
+  // CUDA tensors go to NCCL (singa/dist/nccl.h): one clique per communicator, made on the first
+  // collective on a GPU tensor, on that tensor's device. Under mpirun rank 0 makes the id and
+  // broadcasts it over MPI; the multiprocess form was given it.
+  static bool OnGpu(const std::vector<Tensor>& ts);
+  NcclComm* Nccl(const Tensor& t);
+  void BroadcastNcclId();  // MPI builds; fills nccl_id_
+  std::unique_ptr<NcclUniqueId> nccl_id_;
+  std::unique_ptr<NcclComm> nccl_;
+  bool nccl_only_ = false;
+  std::map<int, std::pair<std::vector<Tensor>, bool>> nccl_pending_;  // GPU buckets started
   int world_size_ = 1, global_rank_ = 0, local_rank_ = 0;
   size_t buff_size_;
   bool overlap_ = true;
