@@ -1,0 +1,48 @@
+"""Model defaults and checkpoint value types that SINGA code relies on (found by mutation
+testing: TESTING.md)."""
+import numpy as np
+
+from singa import layer, model, opt, tensor
+
+
+class _Net(model.Model):
+    def __init__(self):
+        super(_Net, self).__init__()
+        self.fc = layer.Linear(3)
+        self.loss = layer.SoftMaxCrossEntropy()
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def train_one_batch(self, x, y):
+        out = self.forward(x)
+        loss = self.loss(out, y)
+        self.optimizer(loss)
+        return out, loss
+
+
+def _x():
+    return tensor.from_numpy(np.random.RandomState(0).randn(4, 5).astype(np.float32))
+
+
+def test_compile_trains_by_default():
+    m = _Net()
+    m.set_optimizer(opt.SGD(lr=0.1))
+    m.eval()
+    m.compile([_x()])  # SINGA 3.3: compile(inputs, is_train=True, use_graph=False, ...)
+    assert m.training is True
+    m.compile([_x()], is_train=False)
+    assert m.training is False
+
+
+def test_python_number_states_come_back_with_their_type(tmp_path):
+    m = _Net()
+    m.set_optimizer(opt.SGD(lr=0.1))
+    m.compile([_x()], is_train=True, use_graph=False)
+    path = str(tmp_path / "ckpt.zip")
+    m.save_states(path, aux_states={"flag": True, "epoch": 3, "best": 0.25})
+    aux = m.load_states(path)
+    assert aux["flag"] is True
+    assert aux["epoch"] == 3 and type(aux["epoch"]) is int
+    assert aux["best"] == 0.25 and type(aux["best"]) is float
+    assert list(tmp_path.iterdir()) == [tmp_path / "ckpt.zip"]  # no temporary file left behind
