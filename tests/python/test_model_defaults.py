@@ -46,3 +46,49 @@ def test_python_number_states_come_back_with_their_type(tmp_path):
     assert aux["epoch"] == 3 and type(aux["epoch"]) is int
     assert aux["best"] == 0.25 and type(aux["best"]) is float
     assert list(tmp_path.iterdir()) == [tmp_path / "ckpt.zip"]  # no temporary file left behind
+
+
+def test_a_failed_save_leaves_no_temporary_file(tmp_path):
+    m = _Net()
+    m.set_optimizer(opt.SGD(lr=0.1))
+    m.compile([_x()], is_train=True, use_graph=False)
+    target = tmp_path / "ckpt.zip"
+    target.mkdir()  # os.replace(file, directory) fails after the temporary file is written
+    (target / "keep").write_text("x")
+    try:
+        m.save_states(str(target))
+    except OSError:
+        pass
+    else:
+        raise AssertionError("saving over a directory must raise OSError")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.zip"]
+
+
+class _Fwd(model.Model):
+    def __init__(self, seed):
+        super(_Fwd, self).__init__()
+        self.fc = layer.Linear(3)
+        self.seed = seed
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def train_one_batch(self, x):
+        return self.forward(x)
+
+
+def test_two_graph_models_on_one_device_each_replay_their_own_graph():
+    x = _x()
+    outs = {}
+    models = []
+    for seed in (1, 2):
+        m = _Fwd(seed)
+        m.compile([x], is_train=True, use_graph=True)
+        w = np.random.RandomState(seed).randn(5, 3).astype(np.float32)
+        m.fc.W.copy_from_numpy(w)
+        m.fc.b.copy_from_numpy(np.zeros(m.fc.b.shape, np.float32))
+        outs[seed] = tensor.to_numpy(x) @ w
+        models.append(m)
+    for _ in range(2):  # alternate: each call must run that model's own operations
+        for m in models:
+            np.testing.assert_allclose(tensor.to_numpy(m(x)), outs[m.seed], rtol=1e-5, atol=1e-5)
