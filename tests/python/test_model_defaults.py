@@ -92,3 +92,31 @@ def test_two_graph_models_on_one_device_each_replay_their_own_graph():
     for _ in range(2):  # alternate: each call must run that model's own operations
         for m in models:
             np.testing.assert_allclose(tensor.to_numpy(m(x)), outs[m.seed], rtol=1e-5, atol=1e-5)
+
+
+class _Two(_Net):
+    def __init__(self):
+        super(_Two, self).__init__()
+        self.fc2 = layer.Linear(2)
+
+    def forward(self, x):
+        return self.fc2(self.fc(x))
+
+
+def test_loading_extra_states_names_only_them(tmp_path):
+    big = _Two()
+    big.set_optimizer(opt.SGD(lr=0.1))
+    big.compile([_x()], is_train=True, use_graph=False)
+    path = str(tmp_path / "big.zip")
+    big.save_states(path)
+    small = _Net()
+    small.set_optimizer(opt.SGD(lr=0.1))
+    small.compile([_x()], is_train=True, use_graph=False)
+    try:
+        small.load_states(path)
+    except ValueError as e:
+        msg = str(e)
+    else:
+        raise AssertionError("a checkpoint with states the model lacks must not load")
+    assert "no state named fc2.W, fc2.b" in msg
+    assert "lacks" not in msg  # nothing is missing: only the extra states are named
