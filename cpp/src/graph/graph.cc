@@ -127,6 +127,11 @@ void Graph::Build(bool sequential) {
   FuseReLUs();
   AnalyseBlocks();
   if (planned_) PlanArena();
+  // Whether the operations themselves allow a capture: fixed per build, so a replay does not
+  // scan the nodes again. cuRAND advances its offset on the host at each call (a capture would
+  // replay one draw forever); collectives synchronise with other processes outside the stream.
+  ops_capturable_ = std::none_of(nodes_.begin(), nodes_.end(),
+                                 [](const Node& n) { return n.use_rand || n.collective; });
   built_ = true;
   built_sequential_ = sequential;
   built_planned_ = planned_;
@@ -316,12 +321,7 @@ void Graph::RunAll() {
 }
 
 bool Graph::Capturable() const {
-  if (!device_->capture_enabled() || !planned_ || profiling_) return false;
-  // cuRAND advances its offset on the host at each call (a capture would replay one draw
-  // forever); collectives synchronise with other processes outside the stream.
-  for (const Node& n : nodes_)
-    if (n.use_rand || n.collective) return false;
-  return true;
+  return ops_capturable_ && planned_ && !profiling_ && device_->capture_enabled();
 }
 
 void Graph::DropCapture() {

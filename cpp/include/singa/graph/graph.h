@@ -164,6 +164,7 @@ class Graph {
   int iterations_ = 0;
   int runs_since_build_ = 0;
   bool captured_ = false;
+  bool ops_capturable_ = false;  ///< no random op, no collective (set by Build)
   void* arena_ = nullptr;
 };
 
