@@ -102,6 +102,7 @@ cdef extern from "singa/core/device.h" namespace "singa" nogil:
         CGraph* graph()
         void RunGraph(bool sequential) except +raise_py_error
         void ResetGraph() except +raise_py_error
+        uint64_t graph_version()
         void SetVerbosity(int verbosity)
         int verbosity()
         void SetSkipIteration(int n)

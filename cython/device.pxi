@@ -60,6 +60,10 @@ cdef class Device:
         with nogil:
             self.c.get().ResetGraph()
 
+    def graph_version(self):
+        """Changes whenever the recorded operations change (an operation recorded, a reset)."""
+        return self.c.get().graph_version()
+
     def SetVerbosity(self, int verbosity):
         self.c.get().SetVerbosity(verbosity)
 

@@ -162,6 +162,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
         d["_results"] = None
         d["_buffer_inputs"] = None
         d["_buffer_device"] = None
+        d["_buffer_version"] = None
 
     # ---- setup -------------------------------------------------------------------------------
     def compile(self, inputs, is_train=True, use_graph=False, sequential=False):
@@ -249,7 +250,9 @@ class Model(layer.Layer, metaclass=ModelMeta):
         tensors when they are other tensors."""
         d = self.__dict__
         recorded = d["_buffer_inputs"]
-        if not d["_buffer_device"] == dev or _graph_owner.get(dev) is not self or \
+        # The device's graph must still be the one recorded here: another model, compile() or a
+        # user's dev.ResetGraph() / EnableGraph(True) in between changes its version.
+        if not d["_buffer_device"] == dev or dev.graph_version() != d["_buffer_version"] or \
                 len(recorded) != len(inputs):
             return False
         sig = [(tuple(t.shape), t.dtype) for t in inputs]
@@ -281,6 +284,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
         d["_results"] = results
         d["_buffer_inputs"] = [t.data for t in inputs]
         d["_buffer_device"] = dev
+        d["_buffer_version"] = dev.graph_version()
         d["_buffered"] = True
         _graph_owner[dev] = self
         # Drawings of the graph show "conv1.W", "input[0]", "result[1]" instead of block ids.

@@ -47,6 +47,24 @@ TEST(Graph, BufferingRecordsInsteadOfRunning) {
   dev->ResetGraph();
 }
 
+TEST(Graph, VersionChangesWithEachRecordedOperationAndReset) {
+  auto dev = std::make_shared<CppCPU>();
+  Tensor a({2}, dev);
+  const uint64_t v0 = dev->graph_version();
+  a.SetValue(1.f);  // eager: nothing recorded
+  EXPECT_EQ(dev->graph_version(), v0);
+  dev->EnableGraph(true);
+  a.SetValue(2.f);
+  const uint64_t v1 = dev->graph_version();
+  dev->EnableGraph(false);
+  EXPECT_NE(v1, v0);
+  dev->RunGraph();  // replaying changes nothing recorded
+  EXPECT_EQ(dev->graph_version(), v1);
+  dev->ResetGraph();
+  EXPECT_NE(dev->graph_version(), v1);
+  EXPECT_NE(dev->graph_version(), v0);
+}
+
 TEST(Graph, ReadingValuesWhileBufferingThrows) {
   auto dev = std::make_shared<CppCPU>();
   Tensor a({2}, dev);

@@ -120,3 +120,49 @@ def test_loading_extra_states_names_only_them(tmp_path):
         raise AssertionError("a checkpoint with states the model lacks must not load")
     assert "no state named fc2.W, fc2.b" in msg
     assert "lacks" not in msg  # nothing is missing: only the extra states are named
+
+
+def test_a_graph_reset_by_hand_between_steps_is_recorded_again():
+    # SINGA code may call dev.ResetGraph() (or record other operations with EnableGraph) between
+    # two steps of a graph model: the next step must run the model's operations again, not the
+    # emptied (or foreign) graph.
+    x = _x()
+    dev = x.device
+    m = _Fwd(0)
+    m.compile([x], is_train=True, use_graph=True)
+    rs = np.random.RandomState(3)
+    for meddle in ("reset", "record"):
+        w = rs.randn(5, 3).astype(np.float32)
+        m.fc.W.copy_from_numpy(w)
+        m.fc.b.copy_from_numpy(np.zeros(3, np.float32))
+        np.testing.assert_allclose(tensor.to_numpy(m(x)), tensor.to_numpy(x) @ w, rtol=1e-5,
+                                   atol=1e-5)
+        if meddle == "reset":
+            dev.ResetGraph()
+        else:
+            dev.EnableGraph(True)
+            tensor.relu(x)
+            dev.EnableGraph(False)
+        w2 = rs.randn(5, 3).astype(np.float32)
+        m.fc.W.copy_from_numpy(w2)
+        np.testing.assert_allclose(tensor.to_numpy(m(x)), tensor.to_numpy(x) @ w2, rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_graph_version_changes_with_every_recorded_operation_and_reset():
+    x = _x()
+    dev = x.device
+    v0 = dev.graph_version()
+    dev.EnableGraph(True)
+    try:
+        tensor.relu(x)
+        v1 = dev.graph_version()
+        tensor.relu(x)
+        v2 = dev.graph_version()
+    finally:
+        dev.EnableGraph(False)
+    tensor.relu(x)  # eager: records nothing
+    assert dev.graph_version() == v2
+    dev.ResetGraph()
+    v3 = dev.graph_version()
+    assert len({v0, v1, v2, v3}) == 4
