@@ -74,17 +74,8 @@ def _torch_step(cfg, rank, distributed):
     net = torch_models.build(cfg["model"])
     if distributed:
         net = torch.nn.parallel.DistributedDataParallel(net)
-    sgd = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-5)
-    lossf = torch.nn.CrossEntropyLoss()
     x, y = _data(cfg, rank)
-    tx, ty = torch.from_numpy(x), torch.from_numpy(y).long()
-
-    def step():
-        sgd.zero_grad()
-        loss = lossf(net(tx), ty)
-        loss.backward()
-        sgd.step()
-        return loss
+    step = torch_models.train_step(net, torch.from_numpy(x), torch.from_numpy(y).long())
 
     def comm():
         if not distributed:

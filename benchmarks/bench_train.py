@@ -72,19 +72,10 @@ def worker(cfg):
         reset_peak()
         base = rss_kb("VmRSS")
         net = torch_models.build(name)
-        sgd = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-5)
-        lossf = torch.nn.CrossEntropyLoss()
         tx, ty = torch.from_numpy(x), torch.from_numpy(y).long()
         if on_gpu:
             net, tx, ty = net.cuda(), tx.cuda(), ty.cuda()
-            sgd = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-5)
-
-        def step():
-            sgd.zero_grad()
-            loss = lossf(net(tx), ty)
-            loss.backward()
-            sgd.step()
-            return loss
+        step = torch_models.train_step(net, tx, ty)
     else:
         import models
         from singa import autograd, device, layer, opt, tensor

@@ -82,3 +82,19 @@ def build(name):
     if name == "resnet50":
         return resnet(Bottle, [3, 4, 6, 3], 1000, False)
     raise ValueError(name)
+
+
+def train_step(net, tx, ty):
+    """One SGD step of ``net`` on (tx, ty), the optimizer settings singa's side uses in every
+    benchmark (lr 0.01, momentum 0.9, weight decay 1e-5); returns ``step() -> loss``."""
+    sgd = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-5)
+    lossf = nn.CrossEntropyLoss()
+
+    def step():
+        sgd.zero_grad()
+        loss = lossf(net(tx), ty)
+        loss.backward()
+        sgd.step()
+        return loss
+
+    return step

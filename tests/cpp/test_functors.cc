@@ -5,7 +5,10 @@
 //   in test_registry.cc, FunctorHeaderMatchesTheOps);
 // - cuda::StridedIndexer (ops/cuda/strided_indexer.h), the n-d index math of the CUDA
 //   elementwise and copy kernels: for every element, the offsets it computes after collapsing
-//   axes equal the offsets computed directly from the element's multi-index.
+//   axes equal the offsets computed directly from the element's multi-index;
+// - the pooling geometry (ops/pool_window.h): the CUDA backward gathers, for each input cell,
+//   from the outputs RowsReading/ColsReading name; they must be exactly the outputs whose
+//   clipped windows hold the cell (the CPU backward scatters over the windows instead).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "ops/cuda/strided_indexer.h"
+#include "ops/pool_window.h"
 #include "singa/ops/elementwise.h"
 #include "singa/ops/elementwise_functors.h"
 #include "singa/ops/shape.h"
@@ -174,3 +178,42 @@ TEST(StridedIndexer, TooManyUnmergeableAxesRaiseNotImplemented) {
 
 }  // namespace
 }  // namespace singa
+
+TEST(PoolWindow, OutputsReadingACellAreThoseWhoseWindowsHoldIt) {
+  struct Case {
+    size_t H, W, k, s, p;
+  };
+  for (const Case& t : {Case{5, 7, 3, 1, 1}, Case{6, 6, 2, 2, 0}, Case{7, 5, 3, 2, 1},
+                        Case{9, 4, 4, 3, 2}, Case{3, 3, 3, 3, 1}, Case{8, 8, 1, 2, 0}}) {
+    singa::PoolingHandle h({1, 1, t.H, t.W}, {t.k, t.k}, {t.s, t.s}, {t.p, t.p}, true);
+    const singa::PoolGeom g = singa::PoolGeom::Of(h);
+    for (int r = 0; r < g.H; ++r)
+      for (int c = 0; c < g.W; ++c) {
+        int oh0, oh1, ow0, ow1;
+        g.RowsReading(r, &oh0, &oh1);
+        g.ColsReading(c, &ow0, &ow1);
+        for (int oh = 0; oh < g.PH; ++oh)
+          for (int ow = 0; ow < g.PW; ++ow) {
+            const singa::PoolWindow w = g.WindowOf(oh, ow);
+            const bool holds = w.h0 <= r && r < w.h1 && w.w0 <= c && c < w.w1;
+            const bool named = oh0 <= oh && oh <= oh1 && ow0 <= ow && ow <= ow1;
+            EXPECT_EQ(holds, named) << "H=" << t.H << " W=" << t.W << " k=" << t.k << " s="
+                                    << t.s << " p=" << t.p << " cell (" << r << "," << c
+                                    << ") output (" << oh << "," << ow << ")";
+          }
+      }
+  }
+}
+
+TEST(PoolWindow, DivisorAndFirstMaximum) {
+  singa::PoolingHandle h({1, 1, 4, 4}, {3, 3}, {2, 2}, {1, 1}, false, false);
+  singa::PoolGeom g = singa::PoolGeom::Of(h);
+  const singa::PoolWindow corner = g.WindowOf(0, 0);  // rows/cols [-1, 2) clipped to [0, 2)
+  EXPECT_EQ(corner.h0, 0);
+  EXPECT_EQ(corner.h1, 2);
+  EXPECT_EQ(g.Divisor(corner), 4.f);
+  g.include_pad = true;
+  EXPECT_EQ(g.Divisor(corner), 9.f);
+  const float x[16] = {0, 5, 1, 0, 5, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // a tie: 5 at 1 and 4
+  EXPECT_EQ(singa::FirstMaxOf(x, 4, corner, [](float v) { return v; }), 1);
+}

@@ -1,6 +1,7 @@
 """Model defaults and checkpoint value types that SINGA code relies on (found by mutation
 testing: TESTING.md)."""
 import numpy as np
+import pytest
 
 from singa import layer, model, opt, tensor
 
@@ -166,3 +167,73 @@ def test_graph_version_changes_with_every_recorded_operation_and_reset():
     dev.ResetGraph()
     v3 = dev.graph_version()
     assert len({v0, v1, v2, v3}) == 4
+
+
+def test_errors_start_with_the_method_that_raised():
+    # messages name the op first ("compile: ...", "load_states: ..."), as every singa error does
+    m = _Net()
+    try:
+        m.compile("x")
+    except TypeError as e:
+        assert str(e).startswith("compile: expected a non-empty list of Tensors"), str(e)
+    else:
+        raise AssertionError("compile('x') must raise")
+
+
+def _compiled(features=5):
+    m = _Net()
+    m.set_optimizer(opt.SGD(lr=0.1))
+    m.compile([tensor.from_numpy(np.zeros((4, features), np.float32))], is_train=True,
+              use_graph=False)
+    return m
+
+
+def test_load_states_errors_start_with_load_states(tmp_path):
+    import zipfile
+    other = str(tmp_path / "other.zip")
+    with zipfile.ZipFile(other, "w") as zf:
+        zf.writestr("readme.txt", "hello")
+    m = _compiled()
+    with pytest.raises(model.CheckpointError) as e:
+        m.load_states(other)
+    assert str(e.value).startswith("load_states: %r is not a singa checkpoint" % other)
+    assert str(e.value).endswith("inside)")
+    path = str(tmp_path / "wide.zip")
+    _compiled(features=6).save_states(path)
+    with pytest.raises(model.CheckpointError) as e:
+        m.load_states(path)
+    assert str(e.value).startswith("load_states: %r holds 'fc.W' of shape (6, 3)" % path)
+    assert str(e.value).endswith("shape (5, 3)")
+
+
+def test_compile_leaves_the_device_buffering_as_it_found_it():
+    x = _x()
+    dev = x.device
+    for buffering in (True, False):
+        m = _Fwd(0)
+        dev.EnableGraph(buffering)
+        try:
+            m.compile([x], is_train=True, use_graph=True)
+            assert dev.graph_enabled() is buffering
+        finally:
+            dev.EnableGraph(False)
+            dev.ResetGraph()
+
+
+def test_a_dropped_graph_releases_the_inputs_it_recorded():
+    from singa import device
+    dev = device.create_cpu_device(7)
+    n = 1 << 18  # a 1 MiB input, far above everything else on this device
+
+    def batch():
+        return tensor.from_numpy(np.ones((n // 5, 5), np.float32), dev)
+
+    a, b = _Fwd(0), _Fwd(1)
+    a.compile([batch()], is_train=True, use_graph=True)
+    b.compile([tensor.from_numpy(np.ones((2, 5), np.float32), dev)], is_train=True,
+              use_graph=True)
+    a(batch())   # a records, holding the input it recorded (the caller dropped it)
+    assert dev.mem_stats()["in_use"] >= n * 4
+    b(tensor.from_numpy(np.ones((2, 5), np.float32), dev))  # b's graph replaces a's
+    assert dev.mem_stats()["in_use"] < n * 4 // 2, dev.mem_stats()
+    dev.ResetGraph()

@@ -16,11 +16,7 @@
 
 #include <cmath>
 
-#ifdef __CUDACC__
-#define SINGA_HOST_DEVICE __host__ __device__
-#else
-#define SINGA_HOST_DEVICE
-#endif
+#include "singa/core/host_device.h"
 
 namespace singa {
 namespace fn {
