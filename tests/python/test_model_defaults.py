@@ -237,3 +237,16 @@ def test_a_dropped_graph_releases_the_inputs_it_recorded():
     b(tensor.from_numpy(np.ones((2, 5), np.float32), dev))  # b's graph replaces a's
     assert dev.mem_stats()["in_use"] < n * 4 // 2, dev.mem_stats()
     dev.ResetGraph()
+
+
+def test_a_model_without_forward_or_step_says_which_method_to_define():
+    class Bare(model.Model):
+        pass
+
+    m = Bare()
+    with pytest.raises(NotImplementedError) as e:
+        m.forward(_x())
+    assert str(e.value) == "Bare must define forward()"
+    with pytest.raises(NotImplementedError) as e:
+        m.train_one_batch(_x())
+    assert str(e.value) == "Bare must define train_one_batch()"
