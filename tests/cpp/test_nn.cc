@@ -161,7 +161,8 @@ TEST(NnPool, BadInputsThrow) {
   EXPECT_THROW_MSG(Pool2dForward(flat, h), ShapeError, "Pool2d: expected a 4-d input");
   Tensor x({2, 4, 8, 8});
   x.SetValue(1.f);
-  EXPECT_THROW_MSG(Pool2dForward(x, h), ShapeError, "Pool2d: the input has shape (2, 4, 8, 8)");
+  EXPECT_THROW_MSG(Pool2dForward(x, h), ShapeError,
+                   "Pool2d: the input (2, 4, 8, 8) has 4 channels but the handle expects 3");
   Tensor x3({2, 3, 8, 8}), dy({2, 3, 3, 4});
   x3.SetValue(1.f);
   dy.SetValue(1.f);

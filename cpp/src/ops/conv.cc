@@ -13,36 +13,8 @@ SINGA_KERNEL_SLOT(Conv2dBackwardB, PrepareFn<ConvBwdBArgs>);
 
 namespace {
 
-void PairOf(const char* op, const char* what, const std::vector<size_t>& v, size_t* h,
-            size_t* w) {
-  SINGA_CHECK_VALUE(v.size() == 1 || v.size() == 2,
-                    op << ": " << what << " needs 1 or 2 values (h, w), got " << v.size());
-  *h = v[0];
-  *w = v.size() == 2 ? v[1] : v[0];
-}
-
-void CheckFloat(const char* op, const char* what, const Tensor& t) {
-  SINGA_CHECK(t.block() != nullptr, ValueError, op << ": the " << what << " tensor is empty");
-  SINGA_CHECK_DTYPE(IsNnFloat(t), op << ": expects a float32 " << what
-                                    << " (or float16 on a CUDA device), got " << t.data_type());
-}
-
-// x (or dy) must be 4-d with the handle's C, H, W (or out_channels, conv_height, conv_width).
-void CheckImage(const char* op, const char* what, const Tensor& t, size_t c, size_t hh,
-                size_t ww) {
-  SINGA_CHECK_SHAPE(t.nDim() == 4, op << ": expected a 4-d " << what << " (N, C, H, W), got "
-                                      << t.shape());
-  SINGA_CHECK_SHAPE(t.shape(1) == c, op << ": the " << what << " " << t.shape() << " has "
-                                        << t.shape(1) << " channels but the handle expects "
-                                        << c);
-  SINGA_CHECK_SHAPE(t.shape(2) == hh && t.shape(3) == ww,
-                    op << ": the " << what << " " << t.shape() << " has spatial size "
-                       << t.shape(2) << "x" << t.shape(3) << " but the handle expects " << hh
-                       << "x" << ww);
-}
-
 void CheckWeight(const char* op, const Tensor& W, const ConvHandle& h) {
-  CheckFloat(op, "weight", W);
+  CheckNnFloat(op, "weight", W);
   SINGA_CHECK_SHAPE(W.shape() == h.WeightShape(),
                     op << ": the weight has shape " << W.shape() << ", expected "
                        << h.WeightShape() << " (out_channels, in_channels / groups, kh, kw)");
@@ -96,12 +68,12 @@ ConvHandle::ConvHandle(const Shape& input_shape, const std::vector<size_t>& kern
 Tensor Conv2dForward(const Tensor& x_in, const Tensor& W_in, const Tensor& b_in,
                      const ConvHandle& h, bool relu) {
   const char* op = "Conv2d";
-  CheckFloat(op, "input", x_in);
+  CheckNnFloat(op, "input", x_in);
   CheckImage(op, "input", x_in, h.channels, h.height, h.width);
   CheckWeight(op, W_in, h);
   const bool has_bias = !b_in.empty();
   if (has_bias) {
-    CheckFloat(op, "bias", b_in);
+    CheckNnFloat(op, "bias", b_in);
     SINGA_CHECK_SHAPE(b_in.Size() == h.num_filters, op << ": the bias has shape " << b_in.shape()
                                                        << ", expected (" << h.num_filters
                                                        << ",)");
@@ -124,7 +96,7 @@ Tensor Conv2dForward(const Tensor& x_in, const Tensor& W_in, const Tensor& b_in,
 
 Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle& h) {
   const char* op = "Conv2dBackwardX";
-  CheckFloat(op, "gradient dy", dy_in);
+  CheckNnFloat(op, "gradient dy", dy_in);
   CheckImage(op, "gradient dy", dy_in, h.num_filters, h.conv_height, h.conv_width);
   CheckWeight(op, W_in, h);
   CheckSameDevice(op, {&dy_in, &W_in});
@@ -142,8 +114,8 @@ Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle
 
 Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle& h) {
   const char* op = "Conv2dBackwardW";
-  CheckFloat(op, "gradient dy", dy_in);
-  CheckFloat(op, "input", x_in);
+  CheckNnFloat(op, "gradient dy", dy_in);
+  CheckNnFloat(op, "input", x_in);
   CheckImage(op, "gradient dy", dy_in, h.num_filters, h.conv_height, h.conv_width);
   CheckImage(op, "input", x_in, h.channels, h.height, h.width);
   SINGA_CHECK_SHAPE(dy_in.shape(0) == x_in.shape(0),
@@ -160,7 +132,7 @@ Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle
 
 Tensor Conv2dBackwardB(const Tensor& dy_in, const ConvHandle& h) {
   const char* op = "Conv2dBackwardB";
-  CheckFloat(op, "gradient dy", dy_in);
+  CheckNnFloat(op, "gradient dy", dy_in);
   CheckImage(op, "gradient dy", dy_in, h.num_filters, h.conv_height, h.conv_width);
   ConvBwdBArgs a{dy_in.Contiguous(),
                  Tensor(Shape{h.num_filters}, dy_in.device(), dy_in.data_type()), h};

@@ -110,6 +110,36 @@ inline void CheckSameDtype(const char* op, std::initializer_list<const Tensor*> 
                                               << " and " << x->data_type());
 }
 
+/// A non-empty float tensor (IsNnFloat): the `what` operand of `op`.
+inline void CheckNnFloat(const char* op, const char* what, const Tensor& t) {
+  SINGA_CHECK(t.block() != nullptr, ValueError, op << ": the " << what << " tensor is empty");
+  SINGA_CHECK_DTYPE(IsNnFloat(t), op << ": expects a float32 " << what
+                                    << " (or float16 on a CUDA device), got " << t.data_type());
+}
+
+/// A 2-d geometry argument given as (h, w) or one value for both.
+inline void PairOf(const char* op, const char* what, const std::vector<size_t>& v, size_t* h,
+                   size_t* w) {
+  SINGA_CHECK_VALUE(v.size() == 1 || v.size() == 2,
+                    op << ": " << what << " needs 1 or 2 values (h, w), got " << v.size());
+  *h = v[0];
+  *w = v.size() == 2 ? v[1] : v[0];
+}
+
+/// An image batch (N, c, hh, ww) as a handle expects it (x, or dy with the output's sizes).
+inline void CheckImage(const char* op, const char* what, const Tensor& t, size_t c, size_t hh,
+                       size_t ww) {
+  SINGA_CHECK_SHAPE(t.nDim() == 4, op << ": expected a 4-d " << what << " (N, C, H, W), got "
+                                      << t.shape());
+  SINGA_CHECK_SHAPE(t.shape(1) == c, op << ": the " << what << " " << t.shape() << " has "
+                                        << t.shape(1) << " channels but the handle expects "
+                                        << c);
+  SINGA_CHECK_SHAPE(t.shape(2) == hh && t.shape(3) == ww,
+                    op << ": the " << what << " " << t.shape() << " has spatial size "
+                       << t.shape(2) << "x" << t.shape(3) << " but the handle expects " << hh
+                       << "x" << ww);
+}
+
 /// Data pointers, fetched inside kernels (a replayed graph may move a block between runs).
 inline const float* InPtr(const Tensor& t) { return static_cast<const float*>(t.block()->data()); }
 inline float* OutPtr(const Tensor& t) { return static_cast<float*>(t.block()->mutable_data()); }

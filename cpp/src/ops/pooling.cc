@@ -7,33 +7,6 @@ namespace singa {
 SINGA_KERNEL_SLOT(Pool2dForward, PrepareFn<PoolFwdArgs>);
 SINGA_KERNEL_SLOT(Pool2dBackward, PrepareFn<PoolBwdArgs>);
 
-namespace {
-
-void PairOf(const char* op, const char* what, const std::vector<size_t>& v, size_t* h,
-            size_t* w) {
-  SINGA_CHECK_VALUE(v.size() == 1 || v.size() == 2,
-                    op << ": " << what << " needs 1 or 2 values (h, w), got " << v.size());
-  *h = v[0];
-  *w = v.size() == 2 ? v[1] : v[0];
-}
-
-void CheckFloat(const char* op, const char* what, const Tensor& t) {
-  SINGA_CHECK(t.block() != nullptr, ValueError, op << ": the " << what << " tensor is empty");
-  SINGA_CHECK_DTYPE(IsNnFloat(t), op << ": expects a float32 " << what
-                                    << " (or float16 on a CUDA device), got " << t.data_type());
-}
-
-void CheckImage(const char* op, const char* what, const Tensor& t, const Shape& want) {
-  SINGA_CHECK_SHAPE(t.nDim() == 4, op << ": expected a 4-d " << what << " (N, C, H, W), got "
-                                      << t.shape());
-  SINGA_CHECK_SHAPE(t.shape(1) == want[1] && t.shape(2) == want[2] && t.shape(3) == want[3],
-                    op << ": the " << what << " has shape " << t.shape()
-                       << " but the handle expects (N, " << want[1] << ", " << want[2] << ", "
-                       << want[3] << ")");
-}
-
-}  // namespace
-
 PoolingHandle::PoolingHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
                              const std::vector<size_t>& stride,
                              const std::vector<size_t>& padding, bool is_max,
@@ -65,8 +38,8 @@ PoolingHandle::PoolingHandle(const Shape& input_shape, const std::vector<size_t>
 
 Tensor Pool2dForward(const Tensor& x_in, const PoolingHandle& h) {
   const char* op = "Pool2d";
-  CheckFloat(op, "input", x_in);
-  CheckImage(op, "input", x_in, {0, h.channels, h.height, h.width});
+  CheckNnFloat(op, "input", x_in);
+  CheckImage(op, "input", x_in, h.channels, h.height, h.width);
   PoolFwdArgs a{x_in.Contiguous(),
                 Tensor(h.OutputShape(x_in.shape(0)), x_in.device(), x_in.data_type()), h};
   if (a.y.Size() == 0) return a.y;
@@ -78,9 +51,9 @@ Tensor Pool2dForward(const Tensor& x_in, const PoolingHandle& h) {
 Tensor Pool2dBackward(const Tensor& dy_in, const Tensor& x_in, const Tensor& y_in,
                       const PoolingHandle& h) {
   const char* op = "Pool2dBackward";
-  CheckFloat(op, "gradient dy", dy_in);
-  CheckFloat(op, "input x", x_in);
-  CheckImage(op, "input x", x_in, {0, h.channels, h.height, h.width});
+  CheckNnFloat(op, "gradient dy", dy_in);
+  CheckNnFloat(op, "input x", x_in);
+  CheckImage(op, "input x", x_in, h.channels, h.height, h.width);
   const Shape out_shape = h.OutputShape(x_in.shape(0));
   SINGA_CHECK_SHAPE(dy_in.shape() == out_shape, op << ": dy has shape " << dy_in.shape()
                                                    << ", expected " << out_shape
