@@ -1,7 +1,8 @@
 """Models of the examples and benchmarks, written against the Apache SINGA 3.x API.
 
-    from models import MLP, CNN, resnet18, resnet50
+    from models import MLP, CNN, resnet18, resnet50, Xception
     net = resnet18(num_classes=10, cifar=True)   # 3x3 stem, no max pooling: 32x32 inputs
+    net = Xception(num_classes=10, num_channels=1, image_size=28)   # separable convolutions
 
 CNN is the seed's model (../shared/seeds/model-graph.md) verbatim in structure.
 """
@@ -189,3 +190,73 @@ def resnet18(num_classes=10, num_channels=3, cifar=True):
 
 def resnet50(num_classes=1000, num_channels=3, cifar=False):
     return ResNet(Bottleneck, [3, 4, 6, 3], num_classes, num_channels, cifar)
+
+
+class XceptionBlock(layer.Layer):
+    """Xception's unit: (ReLU, 3x3 separable convolution, batch norm) ``reps`` times, an optional
+    strided max pooling, plus a shortcut (a strided 1x1 convolution when the shape changes).
+    The sub-layers live in a list registered with ``register_layers`` (named
+    ``<ClassName>_<index>``), the way Apache SINGA's xceptionnet example keeps them."""
+
+    def __init__(self, in_filters, out_filters, reps, stride=1, relu_first=True):
+        super(XceptionBlock, self).__init__()
+        self.skip = None
+        if out_filters != in_filters or stride != 1:
+            self.skip = layer.Conv2d(in_filters, out_filters, 1, stride=stride, bias=False)
+            self.skipbn = layer.BatchNorm2d(out_filters)
+        seq, filters = [], in_filters
+        for i in range(reps):
+            if i > 0 or relu_first:
+                seq.append(layer.ReLU())
+            seq.append(layer.SeparableConv2d(filters, out_filters, 3, stride=1, padding=1,
+                                             bias=False))
+            seq.append(layer.BatchNorm2d(out_filters))
+            filters = out_filters
+        if stride != 1:
+            seq.append(layer.MaxPool2d(3, stride, 1))
+        self.seq = seq
+        self.register_layers(*seq)
+        self.add = layer.Add()
+
+    def forward(self, x):
+        y = x
+        for sub in self.seq:
+            y = sub(y)
+        shortcut = self.skipbn(self.skip(x)) if self.skip is not None else x
+        return self.add(y, shortcut)
+
+
+class Xception(Classifier):
+    """A small Xception (Chollet, 2017) for 28x28 or 32x32 images: a 3x3 stem, two strided entry
+    blocks, ``middle`` residual blocks of separable convolutions, a separable exit convolution,
+    average pooling over the whole map and a linear classifier."""
+
+    def __init__(self, num_classes=10, num_channels=3, image_size=32, middle=2, width=16):
+        super(Xception, self).__init__()
+        self.num_classes = num_classes
+        self.input_size = image_size
+        self.dimension = 4
+        self.middle = middle
+        self.conv1 = layer.Conv2d(num_channels, width, 3, 1, 1, bias=False)
+        self.bn1 = layer.BatchNorm2d(width)
+        self.relu1 = layer.ReLU()
+        self.block1 = XceptionBlock(width, 2 * width, 2, stride=2, relu_first=False)
+        self.block2 = XceptionBlock(2 * width, 4 * width, 2, stride=2)
+        for i in range(middle):
+            setattr(self, "middle%d" % i, XceptionBlock(4 * width, 4 * width, 3))
+        self.conv2 = layer.SeparableConv2d(4 * width, 8 * width, 3, 1, 1, bias=False)
+        self.bn2 = layer.BatchNorm2d(8 * width)
+        self.relu2 = layer.ReLU()
+        side = -(-(-(-image_size // 2)) // 2)  # two stride-2 poolings with padding 1 round up
+        self.pool = layer.AvgPool2d(side, 1)
+        self.flatten = layer.Flatten()
+        self.fc = layer.Linear(num_classes)
+        self.softmax_cross_entropy = layer.SoftMaxCrossEntropy()
+
+    def forward(self, x):
+        x = self.relu1(self.bn1(self.conv1(x)))
+        x = self.block2(self.block1(x))
+        for i in range(self.middle):
+            x = getattr(self, "middle%d" % i)(x)
+        x = self.relu2(self.bn2(self.conv2(x)))
+        return self.fc(self.flatten(self.pool(x)))

@@ -37,7 +37,7 @@ def load(name, data_dir):
     raise ValueError("unknown data set %r" % name)
 
 
-def build(name, num_classes, channels):
+def build(name, num_classes, channels, image_size=32):
     if name == "mlp":
         return models.MLP(num_classes=num_classes)
     if name == "cnn":
@@ -46,6 +46,9 @@ def build(name, num_classes, channels):
         return models.resnet18(num_classes=num_classes, num_channels=channels, cifar=True)
     if name == "resnet50":
         return models.resnet50(num_classes=num_classes, num_channels=channels, cifar=True)
+    if name == "xception":
+        return models.Xception(num_classes=num_classes, num_channels=channels,
+                               image_size=image_size)
     raise ValueError("unknown model %r" % name)
 
 
@@ -63,7 +66,7 @@ def accuracy(net, x, y, tx, batch_size):
 
 def run(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("model", choices=["mlp", "cnn", "resnet18", "resnet50"])
+    ap.add_argument("model", choices=["mlp", "cnn", "resnet18", "resnet50", "xception"])
     ap.add_argument("--data", default="digits", choices=["digits", "mnist", "cifar10"])
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--epochs", type=int, default=3)
@@ -85,7 +88,7 @@ def run(argv=None):
 
     dev = device.get_default_device()
     dev.SetRandSeed(args.seed)
-    net = build(args.model, num_classes, channels)
+    net = build(args.model, num_classes, channels, image_size=x_train.shape[-1])
     net.set_optimizer(opt.SGD(lr=args.lr, momentum=0.9, weight_decay=1e-5))
     bs = args.batch_size
     tx = tensor.Tensor((bs,) + x_train.shape[1:], dev, tensor.float32)

@@ -33,6 +33,13 @@ def test_resnet18_trains_a_few_steps(capsys):
     assert "final test accuracy" in capsys.readouterr().out
 
 
+def test_xception_learns_digits(capsys):
+    # separable convolutions, layer lists registered with register_layers, residual Add: the
+    # Apache SINGA xceptionnet example's building blocks (examples/models.py: Xception)
+    acc = train.run(["xception", "--data", "digits", "--epochs", "3", "--lr", "0.02", "--graph"])
+    assert acc >= 0.85, capsys.readouterr().out
+
+
 def test_onnx_roundtrip_example(tmp_path, capsys):
     # Export -> onnxruntime and sonnx -> fine-tune, a few steps: the reloaded outputs agree.
     pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")

@@ -1,4 +1,5 @@
-"""Graph mode gives eager mode's numbers: the example models (MLP, the seed's CNN, ResNet-18),
+"""Graph mode gives eager mode's numbers: the example models (MLP, the seed's CNN, ResNet-18, a
+small Xception: separable convolutions in layer lists registered with register_layers),
 both execution orders, the static planner on and off, every optimizer, batch norm and dropout."""
 import os
 import sys
@@ -11,9 +12,9 @@ import models  # noqa: E402
 from singa import device, layer, model, opt, tensor  # noqa: E402
 
 N = tensor.to_numpy
-SHAPES = {"mlp": (784,), "cnn": (1, 28, 28), "resnet18": (3, 32, 32)}
-BATCH = {"mlp": 8, "cnn": 4, "resnet18": 2}
-STEPS = {"mlp": 6, "cnn": 4, "resnet18": 3}
+SHAPES = {"mlp": (784,), "cnn": (1, 28, 28), "resnet18": (3, 32, 32), "xception": (3, 32, 32)}
+BATCH = {"mlp": 8, "cnn": 4, "resnet18": 2, "xception": 2}
+STEPS = {"mlp": 6, "cnn": 4, "resnet18": 3, "xception": 3}
 OPTIMIZERS = {
     "sgd": lambda: opt.SGD(lr=0.05, momentum=0.9, weight_decay=1e-4),
     "nesterov": lambda: opt.SGD(lr=opt.ExponentialDecay(0.05, 2, 0.5), momentum=0.9,
@@ -25,7 +26,8 @@ OPTIMIZERS = {
 
 
 def build(name):
-    return {"mlp": models.MLP, "cnn": models.CNN, "resnet18": models.resnet18}[name]()
+    return {"mlp": models.MLP, "cnn": models.CNN, "resnet18": models.resnet18,
+            "xception": models.Xception}[name]()
 
 
 def data(name, steps, seed=0):
@@ -93,7 +95,7 @@ def check(name, opt_name, sequential, planned):
 
 @pytest.mark.parametrize("planned", [True, False], ids=["planner", "no-planner"])
 @pytest.mark.parametrize("sequential", [False, True], ids=["bfs", "serial"])
-@pytest.mark.parametrize("name", ["mlp", "cnn", "resnet18"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "resnet18", "xception"])
 def test_models_graph_matches_eager(name, sequential, planned):
     check(name, "sgd", sequential, planned)
 
