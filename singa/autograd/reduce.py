@@ -38,8 +38,8 @@ class _Reduce(Operator):
         self.count = 1
         for a in self.axes:
             self.count *= self.x_shape[a]
-        if not self.axes:
-            return x if not self.mean else singa.Div(x, 1.0)
+        if not self.axes:  # nothing to reduce: a copy (an output never aliases the input)
+            return x.Clone()
         fn = singa.ReduceMean if self.mean else singa.ReduceSum
         return fn(x, self.axes, self.keepdims)
 
