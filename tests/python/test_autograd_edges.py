@@ -166,3 +166,33 @@ def test_an_operator_without_backward_names_its_class():
     with pytest.raises(NotImplementedError) as e:
         Forward().backward(None)
     assert str(e.value) == "Forward.backward"
+
+
+def test_shape_backward_is_a_float_zero_gradient_of_the_input_shape():
+    x = t(u(2, 3), grad=True)
+    autograd.training = True
+    try:
+        s = autograd.shape(x)
+    finally:
+        autograd.training = False
+    assert s.creator is not None and type(s.creator).__name__ == "Shape"
+    dy = tensor.from_numpy(np.ones(2, np.int32))  # the shape's own dtype
+    dx = s.creator.backward(dy.data)
+    assert dx.data_type() == sw.kFloat32
+    np.testing.assert_array_equal(tensor.to_numpy(tensor.from_raw_tensor(dx)), np.zeros((2, 3)))
+
+
+def test_release_graph_releases_each_operator_once(monkeypatch):
+    from singa.autograd import base
+    released = []
+    real = base._release
+    monkeypatch.setattr(base, "_release", lambda op: (released.append(op), real(op)))
+    autograd.training = True
+    try:
+        y = t(u(2, 2), grad=True)
+        for _ in range(6):  # six diamonds: 2**6 paths from the top to the input
+            y = autograd.add(autograd.relu(y), y)
+        autograd.release_graph(y)
+    finally:
+        autograd.training = False
+    assert len(released) == len(set(map(id, released))) == 12
