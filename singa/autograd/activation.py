@@ -5,6 +5,8 @@
     p = autograd.softmax(logits, axis=1)
     y = autograd.prelu(x, slope)      # slope is a Tensor, broadcast against x
 """
+import numpy as np
+
 from .. import singa_wrap as singa
 from .base import Operator, float_dtype, reduce_to, norm_axis
 
@@ -127,7 +129,11 @@ def prelu(x, slope):
 
 
 class SoftMax(Operator):
-    """exp(x) / sum(exp(x)) along ``axis`` (default 1, as in SINGA)."""
+    """Softmax as Apache SINGA computes it: x is read as a matrix of prod(shape[:axis]) rows
+    and prod(shape[axis:]) columns and each row is normalised (ONNX's Softmax before opset
+    13). On a matrix with axis=1, or with the last axis, this is the softmax along that axis;
+    on (N, C, H, W) with the default axis=1 it normalises each sample over C*H*W. For one
+    inner axis alone (PyTorch's dim, ONNX 13's axis), transpose it to the end first."""
 
     def __init__(self, axis=1):
         super(SoftMax, self).__init__()
@@ -135,15 +141,19 @@ class SoftMax(Operator):
 
     def forward(self, x):
         self.axis = norm_axis(self.axis, x.nDim(), "softmax")
-        self.y = singa.SoftMax(x, self.axis)
-        return self.y
+        self.shape = list(x.shape())
+        rows = int(np.prod(self.shape[:self.axis], dtype=np.int64))
+        cols = int(np.prod(self.shape[self.axis:], dtype=np.int64))
+        self.y = singa.SoftMax(singa.Reshape(x, [rows, cols]), 1)  # (rows, cols)
+        return singa.Reshape(self.y, self.shape)
 
     def backward(self, dy):
-        return singa.SoftMaxBackward(dy, self.y, self.axis)
+        dy2 = singa.Reshape(dy, list(self.y.shape()))
+        return singa.Reshape(singa.SoftMaxBackward(dy2, self.y, 1), self.shape)
 
 
 def softmax(x, axis=1):
-    """Softmax of x along ``axis``."""
+    """Softmax of x over the axes from ``axis`` on, flattened (SINGA's; see SoftMax)."""
     return SoftMax(axis)(x)[0]
 
 

@@ -17,7 +17,7 @@ from .. import singa_wrap as singa
 from .errors import ShapeError, AxisError, InputError
 from ..tensor import Tensor
 from . import base
-from .base import Operator, norm_axis, fill
+from .base import Operator, norm_axis, fill, float_dtype
 from .errors import NoGradientError
 
 _INT = singa.kInt
@@ -269,7 +269,9 @@ def onehot(axis, indices, depth, values):
 
 class Embedding(Operator):
     """table[ids]: rows of w (V, D) picked by the integer ids x (any shape) -> x.shape + (D,).
-    The gradient of w adds every row's gradient at its id; ids get none."""
+    The gradient of w adds every row's gradient at its id. The ids get a gradient of their
+    shape, as in SINGA (its callers unpack ``dx, dW``): zeros, since integer ids are not
+    differentiable."""
 
     def forward(self, x, w):
         if w.nDim() != 2:
@@ -279,7 +281,8 @@ class Embedding(Operator):
         return singa.IndexSelect(w, 0, x)
 
     def backward(self, dy):
-        return None, singa.IndexAdd(dy, 0, self.x, list(self.w_shape))
+        dx = fill(self.x.shape(), 0, dy, float_dtype(dy)) if self.need(0) else None
+        return dx, singa.IndexAdd(dy, 0, self.x, list(self.w_shape))
 
 
 def embedding(x, w):

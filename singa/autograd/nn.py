@@ -204,7 +204,9 @@ class Dropout(Operator):
         if not 0.0 <= ratio < 1.0:
             raise InputError("dropout: ratio must be in [0, 1), got %r" % (ratio,))
         if isinstance(seed, bool) or int(seed) != seed or seed < 0:
-            raise InputError("dropout: seed must be a non-negative int, got %r" % (seed,))
+            raise InputError("dropout: seed must be a non-negative int, got %r (SINGA 3.x "
+                             "takes dropout(x, seed=0, ratio=0.5): give a drop ratio as "
+                             "ratio=)" % (seed,))
         self.seed, self.ratio = int(seed), ratio
         self.init_seed = self.seed == 0
 

@@ -177,7 +177,17 @@ class _Exporter(TensorExports):
         self.node("Flatten", ins, outs, axis=int(op.axis))
 
     def _op_SoftMax(self, op, ins, outs):
-        self.node("Softmax", ins, outs, axis=int(op.axis))
+        # ours normalises over the axes from op.axis on (SINGA's, ONNX's before opset 13);
+        # ONNX 13's Softmax normalises along one axis: the same when it is the last one,
+        # else flatten to (rows, cols), normalise the rows, and reshape back
+        nd = len(op.shape)
+        if op.axis == nd - 1:
+            return self.node("Softmax", ins, outs, axis=nd - 1)
+        flat, rows = self.fresh(outs[0] + ":flat"), self.fresh(outs[0] + ":rows")
+        self.node("Flatten", ins, [flat], axis=int(op.axis))
+        self.node("Softmax", [flat], [rows], axis=1)
+        shape = self.const(op.name + ":shape", np.array(op.shape, np.int64))
+        self.node("Reshape", [rows, shape], outs)
 
     def _op_LogSoftMax(self, op, ins, outs):
         self.node("LogSoftmax", ins, outs, axis=int(op.axis))

@@ -172,8 +172,14 @@ def _gemm(ins, attrs, opset, cache):
 def _softmax(fn):
     def run(ins, attrs, opset, cache):
         x = ins[0]
-        if opset >= 13:
-            return [fn(x, int(attrs.get("axis", -1)))]
+        if opset >= 13:  # along one axis: moved last, where both conventions agree
+            nd = len(x.shape)
+            axis = int(attrs.get("axis", -1)) % nd
+            if axis == nd - 1:
+                return [fn(x, axis)]
+            perm = [i for i in range(nd) if i != axis] + [axis]
+            back = list(np.argsort(perm))
+            return [autograd.transpose(fn(autograd.transpose(x, perm), nd - 1), back)]
         # before opset 13: softmax over the flattened trailing axes from ``axis``
         axis = int(attrs.get("axis", 1))
         y = fn(_flatten(x, axis), 1)

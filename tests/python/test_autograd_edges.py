@@ -196,3 +196,32 @@ def test_release_graph_releases_each_operator_once(monkeypatch):
     finally:
         autograd.training = False
     assert len(released) == len(set(map(id, released))) == 12
+
+
+def _softmax_rows(x, axis):
+    """SINGA's softmax: x as a (prod(shape[:axis]), prod(shape[axis:])) matrix, rows normalised."""
+    m = x.reshape(int(np.prod(x.shape[:axis])), -1).astype(np.float64)
+    e = np.exp(m - m.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).reshape(x.shape)
+
+
+@pytest.mark.parametrize("axis", [1, 2, 3, 0, -1, -3])
+def test_softmax_normalises_the_axes_from_axis_on_as_singa_does(axis):
+    # SINGA's C++ SoftMax coerces x to 2-d at axis: with the default axis=1 a 4-d input is
+    # normalised over C*H*W per sample, not over C alone
+    x = R.uniform(-2, 2, size=(2, 3, 2, 2)).astype(np.float32)
+    check_op(lambda ag, t: ag.softmax(t, axis), lambda a: _softmax_rows(a, axis % 4), [x])
+
+
+def test_softmax_layer_keeps_singas_default_axis():
+    from singa import layer
+    x = R.uniform(-2, 2, size=(2, 3, 4)).astype(np.float32)
+    got = tensor.to_numpy(layer.SoftMax()(t(x)))
+    np.testing.assert_allclose(got, _softmax_rows(x, 1), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got.reshape(2, -1).sum(axis=1), [1.0, 1.0], rtol=1e-5)
+
+
+def test_dropout_with_a_ratio_in_the_seed_position_says_how_to_call_it():
+    # the pre-3.x call dropout(x, 0.5) meant the ratio; SINGA 3.x's second parameter is the seed
+    raises(ValueError, lambda: autograd.dropout(t(u(2, 2)), 0.5),
+           "dropout: seed must be a non-negative int, got 0.5", "ratio=")

@@ -118,13 +118,14 @@ def test_one_input_sum_returns_a_sequence_of_one():
     np.testing.assert_allclose(np_(dxs[0]), dy)
 
 
-def test_embedding_returns_none_for_the_ids_and_the_table_gradient():
+def test_embedding_returns_zeros_of_the_ids_shape_and_the_table_gradient():
+    # SINGA's callers unpack `dx, dW = y.creator.backward(dy)` and read dx.shape() == ids'
     ids = np.array([[0, 3], [3, 1]], np.int32)
     w = u(5, 2)
     dy = u(2, 2, 2)
     (dids, dw), y = direct_backward(lambda ag, i, t: ag.embedding(i, t), [ids, w], dy)
     np.testing.assert_allclose(y, w[ids])
-    assert dids is None
+    np.testing.assert_array_equal(np_(dids), np.zeros(ids.shape, np.float32))
     want = np.zeros_like(w)
     np.add.at(want, ids, dy)
     np.testing.assert_allclose(np_(dw), want, rtol=1e-6)
@@ -432,3 +433,13 @@ def test_release_graph_frees_a_finished_graph_and_later_backward_refuses():
         assert op.src == [] and not any(isinstance(v, sw.Tensor) for v in vars(op).values())
     with pytest.raises(RuntimeError, match="freed"):
         autograd.gradients(loss)
+
+
+def test_core_pb2_dtypes_are_singas():
+    # SINGA code spells dtypes through its protobuf module
+    from singa.proto import core_pb2
+    assert (core_pb2.kFloat32, core_pb2.kFloat16, core_pb2.kInt) == (0, 1, 2)
+    assert core_pb2.kFloat32 == tensor.float32 and core_pb2.kInt == tensor.int32
+    assert tensor.sizeof(core_pb2.kFloat32) == 4 and tensor.sizeof(core_pb2.kInt) == 4
+    t = tensor.Tensor((2, 3), dtype=core_pb2.kInt)
+    assert t.dtype == tensor.int32
