@@ -23,7 +23,7 @@ void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
                   bool use_rand_generator, OpFunc relu_fused, bool collective) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (buffering_) {
-    ++graph_version_;
+    graph_version_.fetch_add(1, std::memory_order_relaxed);
     graph_->AddOperation(std::move(fn), read_blocks, write_blocks, op_name, use_rand_generator,
                          std::move(relu_fused), collective);
   } else {
@@ -53,7 +53,7 @@ void Device::RunGraph(bool sequential) {
 
 void Device::ResetGraph() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  ++graph_version_;
+  graph_version_.fetch_add(1, std::memory_order_relaxed);
   graph_->Reset();
 }
 

@@ -534,8 +534,8 @@ void Communicator::SubmitMpi(std::vector<Tensor>& ts, const char* op, int mode, 
 
 Communicator::Communicator(int local_rank, int world_size, const NcclUniqueId& id,
                            size_t buff_size)
-    : world_size_(world_size), global_rank_(local_rank), local_rank_(local_rank),
-      buff_size_(buff_size), nccl_id_(std::make_unique<NcclUniqueId>(id)), nccl_only_(true) {
+    : nccl_id_(std::make_unique<NcclUniqueId>(id)), nccl_only_(true), world_size_(world_size),
+      global_rank_(local_rank), local_rank_(local_rank), buff_size_(buff_size) {
   SINGA_CHECK_VALUE(world_size >= 1 && local_rank >= 0 && local_rank < world_size,
                     "Communicator: local_rank " << local_rank << " is outside a world of size "
                                                 << world_size);

@@ -13,19 +13,17 @@ SINGA_KERNEL_SLOT(BatchNormBackward, PrepareFn<BnBwdArgs>);
 
 namespace {
 
-// float32; activations (x, dy) may also be float16 on a CUDA device (computed in float there),
-// per-channel tensors stay float32 (cuDNN's convention).
-void CheckFloat(const char* op, const char* what, const Tensor& t, bool activation = false) {
+// Per-channel tensors stay float32 (cuDNN's convention); activations (x, dy) are checked with
+// CheckNnFloat (float16 too on a CUDA device, computed in float there).
+void CheckFloat32(const char* op, const char* what, const Tensor& t) {
   SINGA_CHECK(t.block() != nullptr, ValueError, op << ": the " << what << " tensor is empty");
-  SINGA_CHECK_DTYPE(activation ? IsNnFloat(t) : t.data_type() == kFloat32,
-                    op << ": expects a float32 " << what
-                       << (activation ? " (or float16 on a CUDA device)" : "") << ", got "
-                       << t.data_type());
+  SINGA_CHECK_DTYPE(t.data_type() == kFloat32,
+                    op << ": expects a float32 " << what << ", got " << t.data_type());
 }
 
 // Checks x and returns the (N, C, S) view of it.
 void CheckInput(const char* op, const Tensor& x, size_t* N, size_t* C, size_t* S) {
-  CheckFloat(op, "input", x, true);
+  CheckNnFloat(op, "input", x);
   SINGA_CHECK_SHAPE(x.nDim() >= 2, op << ": expected an input (N, C) or (N, C, H, W), got "
                                       << x.shape());
   *N = x.shape(0);
@@ -35,7 +33,7 @@ void CheckInput(const char* op, const Tensor& x, size_t* N, size_t* C, size_t* S
 
 // A per-channel parameter: C float32 values on x's device.
 void CheckChannelVector(const char* op, const char* what, const Tensor& v, const Tensor& x) {
-  CheckFloat(op, what, v);
+  CheckFloat32(op, what, v);
   SINGA_CHECK_SHAPE(v.Size() == x.shape(1),
                     op << ": " << what << " has shape " << v.shape() << ", expected "
                        << x.shape(1) << " values (one per channel of the input " << x.shape()
@@ -123,7 +121,7 @@ std::vector<Tensor> BatchNormBackward(const Tensor& dy_in, const Tensor& x_in,
   const char* op = "BatchNormBackward";
   BnBwdArgs a;
   CheckInput(op, x_in, &a.N, &a.C, &a.S);
-  CheckFloat(op, "gradient dy", dy_in, true);
+  CheckNnFloat(op, "gradient dy", dy_in);
   SINGA_CHECK_SHAPE(dy_in.shape() == x_in.shape(), op << ": dy has shape " << dy_in.shape()
                                                       << " but x has shape " << x_in.shape());
   CheckSameDevice(op, {&x_in, &dy_in});

@@ -117,7 +117,7 @@ class Device {
   /// Changes whenever the recorded operations change (each operation recorded, each reset):
   /// whoever recorded a graph keeps the version it saw and replays only while it still holds
   /// (singa.model re-records when, say, a user reset the device's graph between two steps).
-  uint64_t graph_version() const { return graph_version_; }
+  uint64_t graph_version() const { return graph_version_.load(std::memory_order_relaxed); }
   /// 0: quiet; 1 or more: profile each operation's time during RunGraph.
   void SetVerbosity(int verbosity);
   int verbosity() const { return verbosity_; }
@@ -160,7 +160,7 @@ class Device {
   Context ctx_;
   std::unique_ptr<Graph> graph_;
   bool buffering_ = false;
-  uint64_t graph_version_ = 0;
+  std::atomic<uint64_t> graph_version_{0};  // read without the mutex (Python, other threads)
   int verbosity_ = 0;
   int skip_iteration_ = 5;
   bool capture_enabled_ = true;

@@ -2,7 +2,6 @@
 //
 // Each (n, c) plane is independent: planes are split between OpenMP threads. The window, the
 // divisor and the max's routing are ../pool_window.h's (shared with the CUDA kernels).
-#include <algorithm>
 #include <cstring>
 
 #include "../nn_kernels.h"
