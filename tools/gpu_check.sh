@@ -13,18 +13,19 @@
 # prefix of our own (never into /), which CMake is pointed at explicitly. Open MPI stays behind
 # (USE_DIST=OFF there: one GPU, no collectives to test).
 #
-# Steps (GPU_CHECK_STEPS, comma-separated; default all): unpack, configure, build, cpp, pygpu,
+# Steps (GPU_CHECK_STEPS, comma-separated; default all): unpack, configure, build, cpp, diag, pygpu,
 # bench, pyall, compile (torch.compile rows). Each has its own time limit, and all of them share
 # GPU_CHECK_DEADLINE (560 s), so a slow step cannot eat the report. The
 # outputs go to $OUT (the device tool's folder; default build/gpu-check/out): summary.txt,
-# gpu-report.md (the benchmark tables), cpp.log, python-gpu.log, python-all.log, build.log.
+# gpu-report.md (the benchmark tables), diag.txt, cpp.log, python-gpu.log, python-all.log,
+# build.log (8 files: the device tool brings back no more).
 # Exit status: 0 only when every step that ran passed and no GPU test skipped.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 DRY=${GPU_CHECK_DRY:-0}
-STEPS=",${GPU_CHECK_STEPS:-unpack,configure,build,cpp,pygpu,bench,pyall,compile},"
+STEPS=",${GPU_CHECK_STEPS:-unpack,configure,build,cpp,diag,pygpu,bench,pyall,compile},"
 JOBS=${JOBS:-$(nproc)}
 DEPS=${GPU_DEPS_DIR:-$ROOT/.gpu-deps}
 PREFIX=${GPU_PREFIX:-/tmp/gpu-prefix}
@@ -120,6 +121,8 @@ build() {
 }
 
 export LD_LIBRARY_PATH="$LIB:$LIB/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# what diag found to work (an environment assignment or nothing), for the Python steps
+diag_env() { [ -s "$B/.diag-env" ] && export "$(cat "$B/.diag-env")"; true; }
 
 cpp() {  # every C++ test (one process: ctest would start one per test); no GPU test may skip
   "$B/tests/cpp/singa_tests" --gtest_brief=1 2>&1 | tee "$OUT/cpp.log"; local rc=${PIPESTATUS[0]}
@@ -127,6 +130,44 @@ cpp() {  # every C++ test (one process: ctest would start one per test); no GPU 
   if [ "$DRY" != 1 ] && grep -Eq '^\[  SKIPPED \] [^ ]*(Cuda|Gpu|GPU)' "$OUT/cpp.log"; then
     echo "GPU tests skipped on the GPU machine"; return 1; fi
   return $rc
+}
+
+# diag: does a C++ exception reach Python? On the first GPU day (2026-11-26, H200, Ubuntu's
+# Python 3.12.3) every singa error raised into Python ended in a segfault while the C++ tests
+# caught theirs. Each variant below runs one raising call in a fresh process; the first that
+# survives is used by the later steps (printed in summary.txt), and diag.txt keeps the evidence.
+diag() {
+  local probe='
+import numpy as np
+from singa import tensor
+a, b = tensor.from_numpy(np.ones((2, 3), np.float32)), tensor.from_numpy(np.ones((4,), np.float32))
+try:
+    a + b
+except ValueError as e:
+    print("raised:", type(e).__name__)
+'
+  local d=$OUT/diag.txt v env
+  {
+    echo "## kernel $(uname -r); $(grep -m1 -o 'user_shstk\|shstk' /proc/cpuinfo | head -1 || echo 'no shstk flag')"
+    echo "## $(ldd --version | head -1)"
+    "$PY" -c 'import sys; print(sys.version)'
+    grep -i 'x86_Thread_features' /proc/self/status || true
+    echo "## ldd singa_wrap"; ldd "$B"/py/singa/singa_wrap*.so 2>&1 | grep -v 'linux-vdso'
+  } >"$d" 2>&1
+  for v in plain noshstk preload noprefix; do
+    case $v in
+      plain) env="" ;;
+      noshstk) env="GLIBC_TUNABLES=glibc.cpu.x86_shstk=off" ;;
+      preload) env="LD_PRELOAD=$(gcc -print-file-name=libgcc_s.so.1):$(gcc -print-file-name=libstdc++.so.6)" ;;
+      noprefix) env="LD_LIBRARY_PATH=" ;;
+    esac
+    echo "## variant $v: $env" >>"$d"
+    (cd /tmp && env $env PYTHONPATH="$B/py" "$PY" -X faulthandler -c "$probe") >>"$d" 2>&1
+    local rc=$?
+    echo "## variant $v: exit $rc" >>"$d"
+    if [ $rc -eq 0 ]; then [ -n "$env" ] && echo "$env" >"$B/.diag-env"; echo "exceptions reach Python with variant '$v' ($env)"; return 0; fi
+  done
+  echo "every variant crashed: see diag.txt"; return 1
 }
 
 pygpu() {  # the GPU test files; with SINGA_REQUIRE_GPU=1 a missing GPU fails instead of skipping
@@ -184,15 +225,17 @@ pyall() {  # the whole suite against the CUDA build (CPU-only tests may skip), i
 }
 
 want unpack && { step unpack 120 bash -c "$(declare -f unpack); DEPS='$DEPS' PREFIX='$PREFIX' DRY=$DRY unpack" || exit 1; }
-for s in configure build cpp pygpu bench pyall compile; do
+rm -f "$B/.diag-env"
+for s in configure build cpp diag pygpu bench pyall compile; do
   want $s || continue
   case $s in
     configure) step configure 120 bash -c "$(declare -f configure); $(declare -p PREFIX LIB B BUILD_PY PY CUDA); configure" || break ;;
     build) step build "${GPU_BUILD_LIMIT:-330}" bash -c "$(declare -f build); $(declare -p B OUT JOBS BUILD_PY ROOT); build" || break ;;
     cpp) step cpp 90 bash -c "$(declare -f cpp); $(declare -p B OUT DRY); cpp" ;;
-    pygpu) [ "$BUILD_PY" = ON ] && step pygpu 150 bash -c "$(declare -f pygpu); $(declare -p B OUT DRY PY CUDA ROOT); pygpu" ;;
-    bench) [ "$BUILD_PY" = ON ] && step bench "${GPU_BENCH_LIMIT:-200}" bash -c "$(declare -f bench); $(declare -p B OUT DRY PY CUDA); bench" ;;
-    pyall) [ "$BUILD_PY" = ON ] && step pyall "${GPU_PYALL_LIMIT:-150}" bash -c "$(declare -f pyall); $(declare -p B OUT PY CUDA ROOT); pyall" ;;
+    diag) [ "$BUILD_PY" = ON ] && step diag 60 bash -c "$(declare -f diag); $(declare -p B OUT PY); diag" ;;
+    pygpu) [ "$BUILD_PY" = ON ] && step pygpu 150 bash -c "$(declare -f pygpu diag_env); $(declare -p B OUT DRY PY CUDA ROOT); diag_env; pygpu" ;;
+    bench) [ "$BUILD_PY" = ON ] && step bench "${GPU_BENCH_LIMIT:-200}" bash -c "$(declare -f bench diag_env); $(declare -p B OUT DRY PY CUDA); diag_env; bench" ;;
+    pyall) [ "$BUILD_PY" = ON ] && step pyall "${GPU_PYALL_LIMIT:-150}" bash -c "$(declare -f pyall diag_env); $(declare -p B OUT PY CUDA ROOT); diag_env; pyall" ;;
     compile) [ "$BUILD_PY" = ON ] && step compile 200 bash -c "$(declare -f compile); $(declare -p B OUT PY); compile" ;;
   esac
 done
