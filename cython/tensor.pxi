@@ -260,6 +260,9 @@ cdef class Tensor:
 
     def _inplace(self, str sym, fn, other):
         op = "singa_wrap.Tensor " + sym
+        if isinstance(getattr(other, "data", None), Tensor):
+            raise TypeError("%s: the operand is a singa.tensor.Tensor; pass its core tensor "
+                            "(.data), as in W.data += delta.data" % op)
         if not isinstance(other, Tensor):
             other = as_float(op, other)  # TypeError for anything but a real number
         if any(st == 0 and d > 1 for st, d in zip(self.stride(), self.shape())):

@@ -138,6 +138,12 @@ def test_anything_but_a_tensor_or_a_number_is_a_type_error(bad):
     assert isinstance(x, sw.Tensor)
 
 
+def test_a_python_tensor_operand_is_refused_with_a_hint():
+    x = ct(u(3))
+    with pytest.raises(TypeError, match=r"\.data"):
+        x += tensor.from_numpy(u(3))
+
+
 def test_nan_and_inf_propagate_like_numpy():
     a = np.array([1.0, np.nan, np.inf, -2.0], np.float32)
     b = np.array([np.nan, 1.0, -np.inf, 0.0], np.float32)
