@@ -154,6 +154,21 @@ def test_nan_and_inf_propagate_like_numpy():
             np.testing.assert_array_equal(N(x), ref(a, b))
 
 
+def test_inplace_ops_record_into_a_graph_and_replay_in_place():
+    dev = device.create_cpu_device(2)
+    a, b = u(2, 3), u(3)
+    x, y = sw.from_numpy(a, dev), sw.from_numpy(b, dev)
+    dev.EnableGraph(True)
+    x += y
+    x *= 0.5
+    dev.EnableGraph(False)
+    np.testing.assert_array_equal(N(x), a)  # recorded, not run
+    dev.RunGraph()
+    dev.RunGraph()
+    np.testing.assert_allclose(N(x), ((a + b) * 0.5 + b) * 0.5, rtol=1e-6)
+    dev.ResetGraph()
+
+
 def test_lora_merge_through_the_parameter_data():
     # singa_peft's LinearLoRALayer.merge_weights, then unmerge
     W = tensor.from_numpy(u(6, 4))
