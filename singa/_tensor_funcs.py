@@ -66,7 +66,9 @@ def from_numpy(np_array, dev=None):
 
 
 def to_numpy(t):
-    """A numpy copy of the values of ``t``."""
+    """A numpy copy of the values of ``t`` (through t.to_numpy(): a schedule's step refuses)."""
+    if isinstance(t, Tensor):
+        return t.to_numpy()
     return singa.to_numpy(_ct(t, "to_numpy"))
 
 

@@ -29,7 +29,7 @@ LAYERS = [
     {"tensor"},
     {"autograd"},
     {"layers"},
-    {"layer", "utils", "initializer", "snapshot", "graph", "data", "image_tool"},
+    {"layer", "utils", "initializer", "snapshot", "graph", "data", "image_tool", "_schedules"},
     {"model", "opt"},
     {"sonnx"},  # ONNX import and export: builds models from the layers below
     {"launch"},  # python -m singa.launch: an mpirun command line, imports no other module
