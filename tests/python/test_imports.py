@@ -24,6 +24,7 @@ LAYERS = [
     {"proto"},  # SINGA's core_pb2 dtype names: singa_wrap's constants
     {"errors"},
     {"device"},
+    {"_indexing"},  # the Tensor class's indexing helpers, on core tensors
     {"_core"},
     {"_tensor_funcs"},
     {"tensor"},
