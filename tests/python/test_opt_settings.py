@@ -405,6 +405,25 @@ def test_reduce_lr_on_plateau_follows_pytorchs_rule(kw, rng):
     assert plateau.num_reductions == len(set(expected)) - 1 > 0
 
 
+def test_reduce_lr_on_plateau_matches_pytorch(rng):
+    torch = pytest.importorskip("torch")
+    metrics = [float(m) for m in np.round(np.cumsum(rng.standard_normal(60)) * 0.1, 2)]
+    for kw in (dict(mode="min", factor=0.3, patience=3, threshold=0.05, threshold_mode="rel",
+                    cooldown=1, min_lr=1e-3),
+               dict(mode="max", factor=0.5, patience=0, threshold=0.0, threshold_mode="abs",
+                    cooldown=0, min_lr=0.0)):
+        w = torch.nn.Parameter(torch.zeros(1))
+        topt = torch.optim.SGD([w], lr=0.1)
+        tsched = torch.optim.lr_scheduler.ReduceLROnPlateau(topt, **kw)
+        sgd = opt.SGD(lr=0.1)
+        ours = opt.ReduceLROnPlateau(sgd, **kw)
+        for m in metrics:
+            tsched.step(m)
+            ours.step(m)
+            assert sgd.lr.init_value == pytest.approx(topt.param_groups[0]["lr"], rel=1e-12)
+        assert ours.num_reductions > 0
+
+
 def test_reduce_lr_on_plateau_reaches_the_replayed_graph():
     dev = device.create_cpu_device(66)
     m = tiny_nets.compiled(opt.SGD(lr=0.1), dev, use_graph=True)
