@@ -451,7 +451,8 @@ class Model(layer.Layer, metaclass=ModelMeta):
             if not current:
                 msg += " (create the parameters first: compile() the model)"
             if strict:
-                raise CheckpointError(msg)
+                raise CheckpointError(msg + " (load_states(..., strict=False) loads what fits "
+                                            "and reports the rest)")
             warnings.warn(msg + "; loaded the rest (strict=False)", RuntimeWarning, stacklevel=2)
         skip = set(result.mismatched_keys)
         dev = next(iter(current.values())).device if current else None
