@@ -566,6 +566,21 @@ class DistOpt(object):
     def __call__(self, loss):
         self.backward_and_update(loss)
 
+    # The wrapped optimizer's hyper-parameters read and set through the wrapper
+    # (``dist.lr = 0.01``), instead of a new attribute of the wrapper that nothing reads.
+    def __getattr__(self, name):
+        opt = self.__dict__.get("opt")
+        if opt is not None and name in opt.__dict__.get("_hyper_names", {}):
+            return getattr(opt, name)
+        raise AttributeError("'DistOpt' object has no attribute %r" % (name,))
+
+    def __setattr__(self, name, value):
+        opt = self.__dict__.get("opt")
+        if opt is not None and name in opt.__dict__.get("_hyper_names", {}):
+            setattr(opt, name, value)
+        else:
+            object.__setattr__(self, name, value)
+
     def update(self, param, grad):
         """Updates ``param`` from the all-reduced (summed) ``grad``: grad / world_size."""
         grad /= self.world_size

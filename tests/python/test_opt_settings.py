@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tiny_nets
-from singa import device, opt, tensor
+from singa import device, opt, singa_wrap, tensor
 
 F32 = np.float32
 
@@ -132,6 +132,18 @@ def test_bad_values_raise_and_change_nothing():
     sgd.nesterov = False  # any other attribute is a plain attribute
     sgd.dampening = 0.5
     assert sgd.dampening.init_value == 0.5
+
+
+@pytest.mark.skipif(not singa_wrap.USE_DIST, reason="singa built without MPI")
+def test_distopt_forwards_the_wrapped_optimizers_hyper_parameters():
+    dist = opt.DistOpt(opt.SGD(lr=0.1, momentum=0.9))
+    dist.lr = 0.01
+    assert dist.opt.lr.init_value == 0.01 and float(dist.opt.lr_value) == pytest.approx(0.01)
+    assert dist.lr is dist.opt.lr and dist.momentum.init_value == 0.9
+    with pytest.raises(AttributeError):
+        dist.not_an_attribute
+    dist.threshold = 3  # other attributes stay the wrapper's
+    assert dist.threshold == 3 and "threshold" not in dist.opt.__dict__
 
 
 # ---- graph mode ----------
