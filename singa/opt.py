@@ -7,6 +7,7 @@ training over MPI; see its section below) (Apache SINGA 3.x's singa.opt).
     for p, g in autograd.backward(loss):
         sgd.update(p, g)
     adam = opt.Adam(lr=opt.ExponentialDecay(0.1, decay_steps=100, decay_rate=0.5))
+    sgd.lr = 0.01                    # between steps: a number or a schedule (singa/_schedules.py)
 
 Note: why hyper-parameters are device tensors
   With the computational graph on, a training step is recorded once and replayed from C++; Python
@@ -17,6 +18,10 @@ Note: why hyper-parameters are device tensors
   State tensors (momentum buffers, Adam's m and v) are created the first time a parameter is
   seen, with the device taken out of buffering, so they hold their zeros before the graph runs.
   Gradients are never modified in place: backward may still read them after yielding.
+  A hyper-parameter set between steps (``sgd.lr = 0.01``) is written into its value tensor, which
+  the next step (eager or replayed) reads; a change that needs other operations (a schedule, or
+  a momentum or weight decay turning zero or non-zero) resets the device's graph, so the model
+  records its step again.
 
 Note: float16 (Apache SINGA 3.3's ``-p float16``)
   ``SGD(..., dtype=tensor.float16)`` updates float16 parameters (layers make them float16 for a
