@@ -29,8 +29,8 @@ _ELEMENTWISE = tuple(py_name(name) for name, _, _ in singa.ELEMENTWISE_OPS)
 
 __all__ = [
     # creation and conversion
-    "from_raw_tensor", "from_raw_tensors", "sizeof", "dtype_name", "from_numpy", "to_numpy", "to_host",
-    "copy_from_numpy", "zeros", "ones", "zeros_like", "ones_like", "random", "_call_singa_func",
+    "from_raw_tensor", "from_raw_tensors", "sizeof", "dtype_name", "from_numpy", "to_numpy",
+    "to_host", "copy_from_numpy", "zeros", "ones", "zeros_like", "ones_like", "random", "_call_singa_func",
     # element-wise: the table's ops, and two with parameters
     *_ELEMENTWISE, "clip", "leakyrelu",
     # reductions
