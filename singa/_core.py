@@ -9,13 +9,13 @@ It sits below both singa.tensor (the public module) and singa._tensor_funcs (the
 functions): neither imports the other's private names, and this module imports neither.
 """
 import builtins
-import itertools
 from functools import reduce
 
 import numpy as np
 
 from . import singa_wrap as singa
 from . import _state
+from ._indexing import copy_region, drop_leading_ones, slice_axis, take
 from .device import get_default_device
 from .errors import CheckShapeError
 
@@ -145,6 +145,7 @@ class Tensor(object):
     ``dtype`` converts and ``device`` moves the data.
     """
     tensor_count = 0
+    dtype_name = dict(_NAMES)  # Apache SINGA 3.3's class attribute: {dtype code: name}
     __array_ufunc__ = None  # numpy defers to our reflected operators (np_array + t -> Tensor)
 
     def __init__(self, shape=(), device=None, dtype=float32, data=None, requires_grad=True,
@@ -336,6 +337,19 @@ class Tensor(object):
         """A numpy copy of the values."""
         return singa.to_numpy(self.data)
 
+    def numpy(self):
+        """A numpy copy of the values (PyTorch's name for to_numpy; a copy, not a view)."""
+        return self.to_numpy()
+
+    def item(self):
+        """The value of a one-element tensor as a Python number (float; int for int32), as
+        PyTorch's item(); ValueError for any other size."""
+        if self.data.Size() != 1:
+            raise ValueError("item: only one-element tensors can be converted to a Python "
+                             "number, this one has shape %s (%d elements)"
+                             % (self.shape, self.data.Size()))
+        return self.to_numpy().reshape(()).item()
+
     def reset_like(self, t):
         """Reallocates this tensor with the shape, dtype and device of ``t`` (values undefined)."""
         self.data.ResetLike(_ct(t, "reset_like"))
@@ -496,19 +510,36 @@ class Tensor(object):
             if step < 0:
                 raise singa.ArgumentError("%s: negative slice steps are not supported" % op)
             return start, builtins.max(start, stop), step
-        raise TypeError("%s: only integers, slices, None and ... are valid indices, got %s"
+        raise TypeError("%s: only integers, slices, None and ... are valid indices (an integer "
+                        "list or a boolean mask only as the whole index, for reading), got %s"
                         % (op, type(key).__name__))
 
     def __getitem__(self, keys):
-        """A copy of the selected elements. An integer index keeps its axis with size 1 (as in
-        SINGA); slices may have positive steps; None inserts an axis of size 1."""
+        """A copy of the selected elements (a new tensor, never a view).
+
+        An integer index keeps its axis with size 1, as Apache SINGA 3.3's Tensor.__getitem__
+        does (it slices [i, i+1) on that axis): for t of shape (3, 4), ``t[0]`` has shape
+        (1, 4) and ``t[1, 2]`` shape (1, 1), where numpy and PyTorch give (4,) and ().
+        Use ``t[0].reshape((4,))``, ``t.numpy()[0]`` or ``t[1, 2].item()`` for those.
+        Slices may have positive steps (SINGA ignores the step); None inserts an axis of
+        size 1; ... stands for the remaining axes.
+
+        Beyond SINGA, as in numpy: a list or array of integers picks rows of axis 0 (``t[[2,
+        0]]`` has shape (2, 4)), and a boolean mask (numpy array or list) of the shape of the
+        leading axes picks those entries (``t[t.numpy() > 0]`` is 1-d). Both only as the
+        whole index, for reading."""
+        if isinstance(keys, Tensor):
+            keys = keys.to_numpy()
+        taken = take(self.data, keys, "Tensor.__getitem__")
+        if taken is not None:
+            return _wrap(taken)
         ct, shape, axis, out_shape = self.data, self.shape, 0, []
         for key in self._expand_keys(keys, "Tensor.__getitem__"):
             if key is None:
                 out_shape.append(1)
                 continue
             start, stop, step = self._index(key, shape[axis], axis, "Tensor.__getitem__")
-            ct = _slice(ct, start, stop, step, axis)
+            ct = slice_axis(ct, start, stop, step, axis)
             out_shape.append(ct.shape()[axis])
             axis += 1
         if ct is self.data:
@@ -540,14 +571,14 @@ class Tensor(object):
                 raise TypeError("%s: cannot assign a %s" % (op, type(value).__name__))
             if src.data_type() != self.dtype:
                 src = src.AsType(self.dtype)
-            src = singa.Broadcast(_drop_leading_ones(src, len(rshape)), rshape)
+            src = singa.Broadcast(drop_leading_ones(src, len(rshape)), rshape)
         target, order = self._writable()
         if order is not None:
             region = [region[i] for i in order]
             src = singa.Transpose(src, order)
             shape = target.shape()
         src = src.Contiguous()
-        _copy_region(target, shape, region, src)
+        copy_region(target, shape, region, src)
 
     # ---- in-place operators -----------------------------------------------------------------
     def _inplace(self, fn, x, op):
@@ -708,54 +739,6 @@ class Tensor(object):
 
 
 PlaceHolder = Tensor
-
-
-# ---- indexing helpers -----------------------------------------------------------------------
-def _slice(ct, start, stop, step, axis):
-    """Elements start, start+step, ... (< stop) along ``axis``, through SliceOn/Reshape/ConcatOn
-    (a copy), or ct itself when everything is selected."""
-    dim = ct.shape()[axis]
-    n = len(range(start, stop, step))
-    if step == 1 or n <= 1:
-        if start == 0 and n == dim:
-            return ct
-        return singa.SliceOn(ct, start, start + n, axis)
-    # The first n-1 picks: a block of (n-1)*step elements seen as (n-1, step), keep column 0.
-    shape = list(ct.shape())
-    head = singa.SliceOn(ct, start, start + (n - 1) * step, axis)
-    head = singa.Reshape(head, shape[:axis] + [n - 1, step] + shape[axis + 1:])
-    head = singa.SliceOn(head, 0, 1, axis + 1)
-    head = singa.Reshape(head, shape[:axis] + [n - 1] + shape[axis + 1:])
-    last = start + (n - 1) * step
-    return singa.ConcatOn([head, singa.SliceOn(ct, last, last + 1, axis)], axis)
-
-
-def _drop_leading_ones(ct, nd):
-    """Removes leading size-1 axes beyond rank nd (numpy allows them when assigning)."""
-    shape = list(ct.shape())
-    while len(shape) > nd and shape[0] == 1:
-        shape.pop(0)
-    return ct if len(shape) == ct.nDim() else singa.Reshape(ct, shape)
-
-
-def _copy_region(target, shape, region, src):
-    """Copies contiguous ``src`` (the region's shape) into the box ``region`` of the contiguous
-    ``target`` of ``shape``, one run of consecutive elements at a time."""
-    nd = len(shape)
-    if builtins.any(b <= a for a, b in region):
-        return
-    j = nd - 1  # the last axis where the region is not the whole axis
-    while j >= 0 and region[j] == (0, shape[j]):
-        j -= 1
-    if j < 0:
-        singa.CopyDataToFrom(target, src, src.Size(), 0, 0)
-        return
-    strides = [product(shape[i + 1:]) for i in range(nd)]
-    run = (region[j][1] - region[j][0]) * strides[j]
-    base = region[j][0] * strides[j]
-    for n, idx in enumerate(itertools.product(*[range(a, b) for a, b in region[:j]])):
-        off = base + builtins.sum(i * s for i, s in zip(idx, strides))
-        singa.CopyDataToFrom(target, src, run, off, n * run)
 
 
 def _is_int(x):

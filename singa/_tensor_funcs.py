@@ -12,8 +12,8 @@ cpp/include/singa/ops/elementwise.def, so a new line there gets its tensor funct
 import numpy as np
 
 from . import singa_wrap as singa
-from ._core import (Tensor, _wrap, _ct, _operand, _dev, _dtype, _np_input, product, float16,
-                    float32, int32)
+from ._core import (Tensor, _NAMES, _wrap, _ct, _operand, _dev, _dtype, _np_input, product,
+                    float16, float32, int32)
 from .errors import CheckShapeError
 
 # SINGA's names where they are not the C++ name lower-cased (ReLUBackward: not in SINGA).
@@ -29,8 +29,8 @@ _ELEMENTWISE = tuple(py_name(name) for name, _, _ in singa.ELEMENTWISE_OPS)
 
 __all__ = [
     # creation and conversion
-    "from_raw_tensor", "from_raw_tensors", "sizeof", "from_numpy", "to_numpy", "to_host",
-    "copy_from_numpy", "zeros", "ones", "zeros_like", "ones_like", "random", "_call_singa_func",
+    "from_raw_tensor", "from_raw_tensors", "sizeof", "dtype_name", "from_numpy", "to_numpy",
+    "to_host", "copy_from_numpy", "zeros", "ones", "zeros_like", "ones_like", "random", "_call_singa_func",
     # element-wise: the table's ops, and two with parameters
     *_ELEMENTWISE, "clip", "leakyrelu",
     # reductions
@@ -54,6 +54,16 @@ def from_raw_tensors(tt):
     return [from_raw_tensor(t) for t in tt]
 
 
+def dtype_name(t):
+    """The name of the dtype of Tensor ``t`` (or of a dtype code): "float32", "float16" or
+    "int32"."""
+    if isinstance(t, (Tensor, singa.Tensor)):
+        code = t.dtype if isinstance(t, Tensor) else t.data_type()
+    else:
+        code = _dtype(t, "dtype_name")
+    return _NAMES[code]
+
+
 def sizeof(dtype):
     """Bytes per element of a singa dtype."""
     return {float32: 4, float16: 2, int32: 4}[_dtype(dtype, "sizeof")]
@@ -66,7 +76,9 @@ def from_numpy(np_array, dev=None):
 
 
 def to_numpy(t):
-    """A numpy copy of the values of ``t``."""
+    """A numpy copy of the values of ``t`` (through t.to_numpy(): a schedule's step refuses)."""
+    if isinstance(t, Tensor):
+        return t.to_numpy()
     return singa.to_numpy(_ct(t, "to_numpy"))
 
 

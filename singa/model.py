@@ -42,6 +42,7 @@ Note: graph mode
   call records it again; operations that ran before the failure keep their effect.
 """
 import gc
+import inspect
 import io
 import json
 import os
@@ -63,7 +64,18 @@ from .errors import CheckTypeError, CheckpointError, CheckpointNotFound
 from .layers import base as _layer_base
 from .tensor import Tensor
 
-__all__ = ["Model", "ModelMeta", "CheckpointError", "CheckpointNotFound"]
+__all__ = ["Model", "ModelMeta", "CheckpointError", "CheckpointNotFound", "ModelCallError",
+           "NoOptimizerError", "LoadedStates"]
+
+
+class ModelCallError(TypeError):
+    """A model was called with arguments that do not fit its mode: in training mode
+    ``m(...)`` runs train_one_batch, in evaluation mode forward (the message says which, and
+    what to call instead)."""
+
+
+class NoOptimizerError(AttributeError):
+    """``self.optimizer`` was used (by train_one_batch) before set_optimizer."""
 
 
 # device -> the model whose recorded graph the device holds now
@@ -77,6 +89,30 @@ def _invalidate_graph(dev, new_owner=None):
     if owner is not None and owner is not new_owner:
         owner._drop_buffer()
         _graph_owner.pop(dev, None)
+
+
+# class -> {method name: signature of the bound method}, for Model.__call__'s check
+_signatures = weakref.WeakKeyDictionary()
+
+
+def _signature(model, method):
+    """The signature of model.<method> without self (cached per class), or None when it has
+    none or the instance overrides the method."""
+    if method in model.__dict__:
+        return None
+    cls = type(model)
+    per_class = _signatures.setdefault(cls, {})
+    if method not in per_class:
+        try:
+            sig = inspect.signature(getattr(cls, method))
+            params = list(sig.parameters.values())
+            if params and params[0].kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                             inspect.Parameter.POSITIONAL_OR_KEYWORD):
+                params = params[1:]  # self
+            per_class[method] = sig.replace(parameters=params)
+        except (TypeError, ValueError, IndexError):
+            per_class[method] = None
+    return per_class[method]
 
 
 def _tensors_in(values, out):
@@ -145,6 +181,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
     STATES_ATTR_FILENAME = "/states_attr.json"
     MODEL_STATE_TYPE = 0
     AUX_STATE_TYPE = 1
+    OPTIMIZER_STATE_TYPE = 2  # beyond SINGA: save_states(..., include_optimizer=True)
 
     def __init__(self):
         super(Model, self).__init__()
@@ -187,6 +224,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
             _layer_base._active_models.pop()
         self.train(is_train)
         self.graph(use_graph, sequential)
+        self.__dict__["_compiled"] = True
 
     def set_optimizer(self, optimizer):
         self.optimizer = optimizer
@@ -214,10 +252,51 @@ class Model(layer.Layer, metaclass=ModelMeta):
     def __get_name__(self):
         return type(self).__name__
 
+    def __getattr__(self, name):
+        if name == "optimizer":
+            raise NoOptimizerError(
+                "%s has no optimizer: call set_optimizer(opt.SGD(lr=...)) before training "
+                "(train_one_batch uses self.optimizer(loss) for backward and the update)"
+                % type(self).__name__)
+        return super(Model, self).__getattr__(name)
+
     def __call__(self, *input, **kwargs):
+        """train_one_batch(*input) in training mode (train(), compile(is_train=True), the
+        default), forward(*input) in evaluation mode (eval()). Arguments that do not fit the
+        method of the current mode raise ModelCallError, saying what to call instead."""
         if self.training:
+            self._check_call("train_one_batch", input, kwargs)
             return self.train_one_batch(*input, **kwargs)
+        self._check_call("forward", input, kwargs)
         return self.forward(*input, **kwargs)
+
+    def _check_call(self, method, args, kwargs):
+        sig = _signature(self, method)
+        if sig is None:
+            return
+        try:
+            sig.bind(*args, **kwargs)
+            return
+        except TypeError as e:
+            why = str(e)
+        name = type(self).__name__
+        given = "%s(%s)" % (name, ", ".join(
+            ["<%s>" % type(a).__name__ for a in args] + ["%s=..." % k for k in kwargs]))
+        if method == "train_one_batch":
+            compiled = "" if self.__dict__.get("_compiled") else (
+                " (it was never compiled: compile([x], is_train=..., use_graph=...) creates the "
+                "parameters and sets the mode; a new model starts in training mode)")
+            msg = ("%s is in training mode%s, so %s runs train_one_batch%s, which does not "
+                   "accept these arguments: %s. To train, pass what train_one_batch takes (e.g. "
+                   "the inputs and the labels) after set_optimizer(...); for predictions call "
+                   "eval() first (or forward(x) directly)."
+                   % (name, compiled, given, sig, why))
+        else:
+            msg = ("%s is in evaluation mode (eval() or compile(..., is_train=False)), so %s "
+                   "runs forward%s, which does not accept these arguments: %s. To train on a "
+                   "batch call train() first (then the model runs train_one_batch); for "
+                   "predictions pass only forward's inputs." % (name, given, sig, why))
+        raise ModelCallError(msg)
 
     # ---- the graph ---------------------------------------------------------------------------
     def _run_graph(self, func, args, kwargs):
@@ -293,76 +372,203 @@ class Model(layer.Layer, metaclass=ModelMeta):
         gc.collect()
 
     # ---- checkpoints -------------------------------------------------------------------------
-    def save_states(self, fpath, aux_states={}):
-        """Writes the model's states (parameters and e.g. running means) and ``aux_states``
-        (name -> Tensor, numpy array or number) to the zip file ``fpath``, atomically: a
-        temporary file in the same folder replaces ``fpath`` only once complete."""
-        states = self.get_states()
-        arrays, attrs = {}, {}
-        for kind, items in ((self.MODEL_STATE_TYPE, states), (self.AUX_STATE_TYPE, aux_states)):
-            for k, v in items.items():
-                if k in attrs:
-                    raise ValueError("save_states: aux state %r has the name of a model state"
-                                     % (k,))
-                arr, pytype = _to_array(k, v)
-                arrays[k] = arr
-                attrs[k] = {"state_type": kind, "shape": list(arr.shape),
-                            "dtype": v.dtype if isinstance(v, Tensor) else str(arr.dtype),
-                            "pytype": pytype}
-        npz = io.BytesIO()
-        np.savez(npz, **arrays)
-        folder = os.path.dirname(os.path.abspath(fpath))
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".zip", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
-                    zf.writestr(os.path.basename(self.TENSOR_DICT_FILENAME), npz.getvalue())
-                    zf.writestr(os.path.basename(self.STATES_ATTR_FILENAME), json.dumps(attrs))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, fpath)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+    def _training_optimizer(self):
+        """The optimizer whose state a checkpoint holds (the one DistOpt wraps), or None."""
+        o = self.__dict__.get("optimizer")
+        o = getattr(o, "opt", o)
+        return o if hasattr(o, "get_states") and hasattr(o, "set_states") else None
 
-    def load_states(self, fpath):
-        """Restores the model's states from a file written by save_states and returns its
-        auxiliary states. Everything is checked (the file, every name and shape) before anything
-        is copied: on any error the model is unchanged. Raises FileNotFoundError, or
-        CheckpointError (a ValueError) for a damaged or mismatched file."""
+    def save_states(self, fpath, aux_states={}, include_optimizer=True):
+        """Writes the model's states (parameters and e.g. running means), ``aux_states`` (name
+        -> Tensor, numpy array, number, or a dict of those, nested: e.g. an optimizer's
+        get_states()) and, with include_optimizer, the state of the optimizer set by
+        set_optimizer (step counter, momentum buffers, Adam's moments, the hyper-parameters
+        that are numbers) to the zip file ``fpath``, atomically: a temporary file in the same
+        folder replaces ``fpath`` only once complete. load_states restores all of it, so a run
+        resumed from the file continues exactly as the uninterrupted run."""
+        entries = [(k, v, self.MODEL_STATE_TYPE, None) for k, v in self.get_states().items()]
+        for path, v in _flatten(aux_states, "aux_states"):
+            entries.append(("/".join(path), v, self.AUX_STATE_TYPE, path))
+        opt = self._training_optimizer() if include_optimizer else None
+        if opt is not None:
+            for path, v in _flatten(opt.get_states(), "the optimizer's state"):
+                entries.append((_OPT_PREFIX + "/".join(path), v, self.OPTIMIZER_STATE_TYPE,
+                                path))
+        arrays, attrs = {}, {}
+        for key, v, kind, path in entries:
+            if key in attrs:
+                raise ValueError("save_states: aux state %r has the name of a model state"
+                                 % (key,) if attrs[key]["state_type"] == self.MODEL_STATE_TYPE
+                                 else "save_states: two states are named %r" % (key,))
+            arr, pytype = _to_array(key, v)
+            arrays[key] = arr
+            attrs[key] = {"state_type": kind, "shape": list(arr.shape),
+                          "dtype": v.dtype if isinstance(v, Tensor) else str(arr.dtype),
+                          "pytype": pytype}
+            if path is not None and (len(path) > 1 or kind != self.AUX_STATE_TYPE):
+                attrs[key]["path"] = list(path)
+        _write_atomically(fpath, arrays, attrs, self)
+
+    def load_states(self, fpath, strict=True):
+        """Restores the model's states (and its optimizer's, when the file holds them and an
+        optimizer is set) from a file written by save_states, and returns its auxiliary
+        states (a dict, nested as saved). A file whose optimizer state finds no optimizer
+        here (set_optimizer was not called) loads the model alone.
+
+        strict=True: everything is checked (the file, every name and shape, the optimizer's
+        entries) before anything is copied; any difference raises CheckpointError (a
+        ValueError) listing them all, and the model is unchanged. strict=False loads what fits
+        and skips the rest with a RuntimeWarning; the returned dict then tells what was
+        skipped: ``missing_keys`` (states of the model the file lacks), ``unexpected_keys``
+        (entries of the file the model or its optimizer has no place for) and
+        ``mismatched_keys`` (same name, other shape). Raises FileNotFoundError for no file."""
         if not os.path.isfile(fpath):
             raise CheckpointNotFound("load_states: no checkpoint file at %r" % (fpath,))
         arrays, attrs = _read_checkpoint(fpath, self)
         current = self.get_states()
-        model_states, aux = {}, {}
+        model_states, aux, opt_entries = {}, {}, {}
         for k, a in arrays.items():
-            if attrs[k].get("state_type", self.MODEL_STATE_TYPE) == self.MODEL_STATE_TYPE:
+            kind = attrs[k].get("state_type", self.MODEL_STATE_TYPE)
+            if kind == self.MODEL_STATE_TYPE:
                 model_states[k] = a
+            elif kind == self.OPTIMIZER_STATE_TYPE:
+                opt_entries[k] = (attrs[k]["path"], a, attrs[k])
             else:
-                aux[k] = _from_array(a, attrs[k])
-        unknown = sorted(set(model_states) - set(current))
-        missing = sorted(set(current) - set(model_states))
-        if unknown or missing:
-            raise CheckpointError(
-                "load_states: %r does not fit %s:%s%s" % (
-                    fpath, type(self).__name__,
-                    " the model has no state named %s;" % ", ".join(unknown) if unknown else "",
-                    " the file lacks %s" % ", ".join(missing) if missing else "")
-                + ("" if current else " (create the parameters first: compile() the model)"))
-        for k, a in model_states.items():
-            if tuple(a.shape) != tuple(current[k].shape):
-                raise CheckpointError("load_states: %r holds %r of shape %s, the model's has "
-                                      "shape %s" % (fpath, k, tuple(a.shape),
-                                                    tuple(current[k].shape)))
+                _nest(aux, attrs[k].get("path", [k]), _from_array(a, attrs[k]))
+        result = LoadedStates(aux)
+        result.unexpected_keys = sorted(set(model_states) - set(current))
+        result.missing_keys = sorted(set(current) - set(model_states))
+        mismatched = [(k, a.shape, tuple(current[k].shape)) for k, a in model_states.items()
+                      if k in current and tuple(a.shape) != tuple(current[k].shape)]
+        opt = self._training_optimizer()
+        opt_states = None
+        if opt is not None and opt_entries:
+            opt_states = _optimizer_states(opt, opt_entries, self.get_params(), result,
+                                           mismatched)
+        result.mismatched_keys = [k for k, _, _ in mismatched]
+        msg = _describe(fpath, self, result, mismatched)
+        if msg:
+            if not current:
+                msg += " (create the parameters first: compile() the model)"
+            if strict:
+                raise CheckpointError(msg + " (load_states(..., strict=False) loads what fits "
+                                            "and reports the rest)")
+            warnings.warn(msg + "; loaded the rest (strict=False)", RuntimeWarning, stacklevel=2)
+        skip = set(result.mismatched_keys)
         dev = next(iter(current.values())).device if current else None
         with _layer_base.graph_paused(dev):
             for k, a in model_states.items():
-                current[k].copy_from_numpy(a)
-        return aux
+                if k in current and k not in skip:
+                    current[k].copy_from_numpy(a)
+        if opt_states is not None:
+            opt.set_states(opt_states)
+        return result
+
+
+class LoadedStates(dict):
+    """What load_states returns: the auxiliary states (a dict), with the lists of what was not
+    loaded: missing_keys, unexpected_keys, mismatched_keys (empty after a strict load)."""
+
+    missing_keys = unexpected_keys = mismatched_keys = ()
+
+
+_OPT_PREFIX = "optimizer/"
+_EMPTY_DICT = object()  # an empty dict inside aux_states or the optimizer's state
+
+
+def _flatten(d, what, prefix=()):
+    """(path, leaf) for every leaf of nested dict ``d``; keys become strings."""
+    if not isinstance(d, dict):
+        raise TypeError("save_states: %s must be a dict, got %s" % (what, type(d).__name__))
+    for k, v in d.items():
+        path = prefix + (str(k),)
+        if isinstance(v, dict):
+            if v:
+                for item in _flatten(v, what, path):
+                    yield item
+            else:
+                yield path, _EMPTY_DICT
+        else:
+            yield path, v
+
+
+def _nest(out, path, value):
+    for k in path[:-1]:
+        out = out.setdefault(k, {})
+    out[path[-1]] = value
+
+
+def _optimizer_states(opt, entries, params, result, mismatched):
+    """The optimizer's states from the file's entries ({key: (path, array, attrs)}) in
+    set_states' form, after checking them against ``opt`` and the model's ``params``; what does
+    not fit goes to result.unexpected_keys / ``mismatched``. None when nothing can be loaded."""
+    states = {}
+    dicts = getattr(opt, "_state_dicts", ())
+    hypers = getattr(opt, "_hyper_names", {})
+    for key, (path, a, attr) in sorted(entries.items()):
+        top = path[0]
+        if path == ["step_counter"] or (top == "hyper_parameters" and len(path) == 2 and
+                                        path[1] in hypers):
+            _nest(states, path, _from_array(a, attr))
+        elif top in dicts and len(path) == 1 and attr.get("pytype") == "dict":
+            states.setdefault(top, {})
+        elif top in dicts and len(path) == 2:
+            have = getattr(opt, top).get(path[1])
+            like = have if have is not None else params.get(path[1])
+            if like is None:
+                result.unexpected_keys.append(key)
+            elif tuple(a.shape) != tuple(like.shape):
+                mismatched.append((key, a.shape, tuple(like.shape)))
+            else:
+                _nest(states, path, a)
+        else:
+            result.unexpected_keys.append(key)
+    if "step_counter" not in states:
+        result.missing_keys.append(_OPT_PREFIX + "step_counter")
+        return None
+    return states
+
+
+def _describe(fpath, model, result, mismatched):
+    """The message for what does not fit, or "" when everything does."""
+    parts = []
+    if result.unexpected_keys:
+        parts.append("the model (or its optimizer) has no state named %s"
+                     % ", ".join(result.unexpected_keys))
+    if result.missing_keys:
+        parts.append("the file lacks %s" % ", ".join(result.missing_keys))
+    shapes = ", ".join("%r of shape %s, the model's has shape %s" % (k, tuple(f), s)
+                       for k, f, s in mismatched)
+    if not parts:
+        return "load_states: %r holds %s" % (fpath, shapes) if shapes else ""
+    return "load_states: %r does not fit %s: %s%s" % (
+        fpath, type(model).__name__, "; ".join(parts), "; it holds " + shapes if shapes else "")
+
+
+def _write_atomically(fpath, arrays, attrs, model):
+    """The zip of Apache SINGA's layout (tensor_dict.npz, states_attr.json), written to a
+    temporary file in the same folder that then replaces ``fpath``."""
+    npz = io.BytesIO()
+    np.savez(npz, **arrays)
+    folder = os.path.dirname(os.path.abspath(fpath))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".zip", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
+                zf.writestr(os.path.basename(model.TENSOR_DICT_FILENAME), npz.getvalue())
+                zf.writestr(os.path.basename(model.STATES_ATTR_FILENAME), json.dumps(attrs))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, fpath)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def _to_array(name, v):
+    if v is _EMPTY_DICT:
+        return np.zeros(0, np.float32), "dict"
     if isinstance(v, Tensor):
         return tensor.to_numpy(v), "tensor"
     if isinstance(v, np.ndarray):
@@ -373,14 +579,16 @@ def _to_array(name, v):
         return np.asarray(v), "int"
     if isinstance(v, (float, np.floating)):
         return np.asarray(v), "float"
-    raise TypeError("save_states: state %r must be a Tensor, a numpy array or a number, got %s"
-                    % (name, type(v).__name__))
+    raise TypeError("save_states: state %r must be a Tensor, a numpy array, a number or a dict "
+                    "of those, got %s" % (name, type(v).__name__))
 
 
 def _from_array(a, attr):
     pytype = attr.get("pytype", "tensor")
     if pytype == "ndarray":
         return a
+    if pytype == "dict":
+        return {}
     if pytype in ("int", "float", "bool"):
         return {"int": int, "float": float, "bool": bool}[pytype](a)
     return tensor.from_numpy(a)
@@ -412,4 +620,10 @@ def _read_checkpoint(fpath, model):
         if not isinstance(attrs[k], dict) or list(a.shape) != list(attrs[k].get("shape", [])):
             raise CheckpointError("load_states: %r is inconsistent: %r has shape %s but its "
                                   "attributes say %s" % (fpath, k, a.shape, attrs[k]))
+        path = attrs[k].get("path")
+        if (path is None and attrs[k].get("state_type") == model.OPTIMIZER_STATE_TYPE) or (
+                path is not None and (not isinstance(path, list) or not path or
+                                      not all(isinstance(p, str) for p in path))):
+            raise CheckpointError("load_states: %r is inconsistent: %r has the path %r"
+                                  % (fpath, k, path))
     return arrays, attrs

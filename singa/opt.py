@@ -7,6 +7,7 @@ training over MPI; see its section below) (Apache SINGA 3.x's singa.opt).
     for p, g in autograd.backward(loss):
         sgd.update(p, g)
     adam = opt.Adam(lr=opt.ExponentialDecay(0.1, decay_steps=100, decay_rate=0.5))
+    sgd.lr = 0.01                    # between steps: a number or a schedule (singa/_schedules.py)
 
 Note: why hyper-parameters are device tensors
   With the computational graph on, a training step is recorded once and replayed from C++; Python
@@ -17,6 +18,10 @@ Note: why hyper-parameters are device tensors
   State tensors (momentum buffers, Adam's m and v) are created the first time a parameter is
   seen, with the device taken out of buffering, so they hold their zeros before the graph runs.
   Gradients are never modified in place: backward may still read them after yielding.
+  A hyper-parameter set between steps (``sgd.lr = 0.01``) is written into its value tensor, which
+  the next step (eager or replayed) reads; a change that needs other operations (a schedule, or
+  a momentum or weight decay turning zero or non-zero) resets the device's graph, so the model
+  records its step again.
 
 Note: float16 (Apache SINGA 3.3's ``-p float16``)
   ``SGD(..., dtype=tensor.float16)`` updates float16 parameters (layers make them float16 for a
@@ -42,76 +47,33 @@ import numpy as np
 
 from . import autograd
 from . import singa_wrap as singa
+from ._schedules import (Constant, CosineDecay, DecayScheduler, ExponentialDecay,  # noqa: F401
+                         LinearWarmup, MultiStepDecay, ReduceLROnPlateau, ScheduleError,
+                         StepDecay)
 from . import tensor
 from .errors import CheckError, CheckShapeError, CheckTypeError
 from .layers.base import graph_paused
 from .tensor import Tensor
 
-__all__ = ["DecayScheduler", "Constant", "ExponentialDecay", "Optimizer", "SGD", "RMSProp",
-           "AdaGrad", "Adam", "DistOpt"]
+__all__ = ["DecayScheduler", "Constant", "ExponentialDecay", "StepDecay", "MultiStepDecay",
+           "CosineDecay", "LinearWarmup", "ReduceLROnPlateau", "ScheduleError", "Optimizer",
+           "SGD", "RMSProp", "AdaGrad", "Adam", "DistOpt"]
 
 
-def _wrap(ct):
-    return tensor.from_raw_tensor(ct)
-
-
-# ---- schedules -------------------------------------------------------------------------------
-class DecayScheduler(object):
-    """A value that depends on the step: ``sched(step)`` maps a (1,)-shaped step Tensor to a
-    (1,)-shaped value Tensor, with core operations only (so a graph can replay it)."""
-
-    def __init__(self, init_value):
-        self.init_value = init_value
-
-    def __call__(self, step):
-        if not isinstance(step, Tensor):
-            raise CheckTypeError("%s: the step must be a Tensor, got %s"
-                                 % (type(self).__name__, type(step).__name__))
-        return self.call(step)
-
-    def call(self, step):
-        raise NotImplementedError("%s.call" % type(self).__name__)
-
-
-class Constant(DecayScheduler):
-    """The same value at every step."""
-
-    def call(self, step):
-        ret = Tensor((1,), step.device)
-        ret.set_value(self.init_value)
-        return ret
-
-
-class ExponentialDecay(DecayScheduler):
-    """init_value * decay_rate ** (step / decay_steps); with staircase the exponent is
-    floored, so the value drops every decay_steps steps."""
-
-    def __init__(self, init_value, decay_steps, decay_rate, staircase=False):
-        super(ExponentialDecay, self).__init__(init_value)
-        if not decay_steps > 0:
-            raise ValueError("ExponentialDecay: decay_steps must be positive, got %r"
-                             % (decay_steps,))
-        self.decay_steps = decay_steps
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-
-    def call(self, step):
-        s = singa.Div(step.data, float(self.decay_steps))
-        if self.staircase:
-            s = singa.Floor(s)
-        return _wrap(singa.EltwiseMult(singa.Pow(float(self.decay_rate), s),
-                                       float(self.init_value)))
-
-
+# ---- schedules (singa/_schedules.py) -----------------------------------------------------
 def _schedule(value, what):
     if isinstance(value, DecayScheduler):
         return value
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        if value < 0:
+        if not value >= 0:
             raise ValueError("invalid %s value: %r (must be >= 0)" % (what, value))
         return Constant(float(value))
-    raise TypeError("%s must be a number or a DecayScheduler, got %s"
-                    % (what, type(value).__name__))
+    raise TypeError("%s must be a number or a schedule (opt.Constant, ExponentialDecay, "
+                    "StepDecay...), got %s" % (what, type(value).__name__))
+
+
+def _zero(sched):
+    return type(sched) is Constant and sched.init_value == 0
 
 
 _DTYPE_NAMES = {tensor.float32: "float32", tensor.float16: "float16", tensor.int32: "int32"}
@@ -124,7 +86,12 @@ class ParamDTypeError(singa.DTypeError, CheckError):
 
 # ---- the base class --------------------------------------------------------------------------
 class Optimizer(object):
-    """Base optimizer. ``lr`` is a number or a DecayScheduler.
+    """Base optimizer. ``lr`` is a number or a schedule (opt.Constant, ExponentialDecay, ...).
+
+    Every hyper-parameter (lr, momentum, weight_decay, beta_1...) may be set between steps, to a
+    number or a schedule: ``sgd.lr = 0.001``; it takes effect at the next step, eagerly and in a
+    replayed graph (see the module note). Reading it gives the schedule (``Constant(0.001)``);
+    its current value is the device tensor ``lr_value`` (``float(sgd.lr_value)``).
 
     Subclasses declare their hyper-parameters with ``_hyper`` and implement ``apply``.
     """
@@ -135,6 +102,7 @@ class Optimizer(object):
     def __init__(self, lr, dtype=tensor.float32):
         self.dtype = dtype
         self._hypers = []  # (schedule attribute, value attribute)
+        self._hyper_names = {}  # schedule attribute -> (value attribute, what it is)
         dev = tensor.get_default_device()
         with graph_paused(dev):
             self.step_counter = Tensor((1,), dev, tensor.float32)
@@ -144,12 +112,50 @@ class Optimizer(object):
         self.lr = self._hyper("lr", "lr_value", lr, "learning rate")
 
     def _hyper(self, attr, value_attr, value, what):
-        """Sets schedule ``attr`` and its current value tensor ``value_attr``."""
+        """Declares hyper-parameter ``attr``: sets its schedule and its current value tensor
+        ``value_attr``; returns the schedule."""
         sched = _schedule(value, what)
         with graph_paused(self.step_counter.device):
-            setattr(self, value_attr, sched(self.step_counter).as_type(self.dtype))
+            object.__setattr__(self, value_attr, sched(self.step_counter).as_type(self.dtype))
+        object.__setattr__(self, attr, sched)
         self._hypers.append((attr, value_attr))
+        self._hyper_names[attr] = (value_attr, what)
         return sched
+
+    def __setattr__(self, name, value):
+        hypers = self.__dict__.get("_hyper_names")
+        if hypers and name in hypers and self.__dict__.get(name) is not value:
+            self._set_hyper(name, value)
+        else:
+            object.__setattr__(self, name, value)
+
+    def _set_hyper(self, attr, value):
+        """``optimizer.<attr> = value`` between steps. A number into a number only rewrites the
+        value tensor that the next step (or the replayed graph) reads. Anything else changes
+        the operations a step runs (a schedule evaluates itself in step(); a zero momentum or
+        weight decay skips its arithmetic), so the device's graph is reset: a model records
+        its step again at its next call."""
+        value_attr, what = self.__dict__["_hyper_names"][attr]
+        sched = _schedule(value, what)
+        old = self.__dict__[attr]
+        self._validate(attr, sched)
+        dev = self.step_counter.device
+        same_ops = type(old) is Constant and type(sched) is Constant and (
+            attr not in ("momentum", "weight_decay") or _zero(old) == _zero(sched))
+        if not same_ops and dev.graph_enabled():
+            raise RuntimeError(
+                "%s.%s = %r changes the operations of a training step, so it cannot be set "
+                "while a step is being recorded into the graph (inside train_one_batch): set it "
+                "between two steps" % (type(self).__name__, attr, value))
+        with graph_paused(dev):
+            getattr(self, value_attr).copy_data(sched(self.step_counter).as_type(self.dtype))
+        object.__setattr__(self, attr, sched)
+        self._cache = {}
+        if not same_ops:
+            dev.ResetGraph()
+
+    def _validate(self, attr, sched):
+        """Checks a new value of hyper-parameter ``attr`` against the others (SGD: Nesterov)."""
 
     def _value(self, value_attr):
         return getattr(self, value_attr).data
@@ -276,15 +282,20 @@ class Optimizer(object):
 
     # ---- states ------------------------------------------------------------------------------
     def get_states(self):
-        """{'step_counter': float, <state dict name>: {param name: Tensor}, ...}."""
+        """{'step_counter': float, <state dict name>: {param name: Tensor}, ...,
+        'hyper_parameters': {name: number}} (the hyper-parameters that are numbers now, e.g.
+        an lr set by hand or by ReduceLROnPlateau; schedules follow from the step)."""
         states = {"step_counter": float(tensor.to_numpy(self.step_counter)[0])}
         for key in self._state_dicts:
             states[key] = getattr(self, key)
+        states["hyper_parameters"] = {attr: float(getattr(self, attr).init_value)
+                                      for attr, _ in self._hypers if self._constant(attr)}
         return states
 
     def set_states(self, states):
         """Restores what get_states() returned (values are copied into the existing tensors, so
-        a recorded graph keeps working)."""
+        a recorded graph keeps working). A hyper-parameter that is a number here takes the
+        saved number (set another one after loading to change it); a schedule stays."""
         if "step_counter" not in states:
             raise KeyError("%s.set_states: missing 'step_counter'" % type(self).__name__)
         for key in self._state_dicts:
@@ -295,6 +306,10 @@ class Optimizer(object):
                     raise singa.ShapeError("%s.set_states: %s[%r] has shape %s, got %s"
                                            % (type(self).__name__, key, name,
                                               tuple(current[name].shape), shape))
+        hypers = {k: v for k, v in states.get("hyper_parameters", {}).items()
+                  if k in self._hyper_names and self._constant(k)}
+        for k, v in hypers.items():
+            _schedule(v, self._hyper_names[k][1])  # checks the number before anything changes
         dev = self.step_counter.device
         with graph_paused(dev):
             self.step_counter.copy_from_numpy(np.array([states["step_counter"]], np.float32))
@@ -306,8 +321,11 @@ class Optimizer(object):
                     elif isinstance(v, Tensor):
                         current[name] = v.clone()
                     else:
-                        current[name] = tensor.from_numpy(np.asarray(v, np.float32), dev)
+                        current[name] = Tensor(data=np.asarray(v), device=dev, dtype=self.dtype)
             self._refresh()
+        for k, v in hypers.items():
+            if getattr(self, k).init_value != v:
+                setattr(self, k, v)
 
 
 # ---- the optimizers --------------------------------------------------------------------------
@@ -335,7 +353,14 @@ class SGD(Optimizer):
                                         "weight_decay")
         self.nesterov = nesterov
         self.moments = dict()
-        if nesterov and (self.momentum.init_value <= 0 or self.dampening.init_value != 0):
+        self._validate(None, None)
+
+    def _validate(self, attr, sched):
+        if not self.__dict__.get("nesterov"):
+            return
+        mom = sched if attr == "momentum" else self.momentum
+        dam = sched if attr == "dampening" else self.dampening
+        if mom.init_value <= 0 or dam.init_value != 0:
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
 
     def apply(self, param_name, param_value, param_grad):
@@ -545,6 +570,21 @@ class DistOpt(object):
 
     def __call__(self, loss):
         self.backward_and_update(loss)
+
+    # The wrapped optimizer's hyper-parameters read and set through the wrapper
+    # (``dist.lr = 0.01``), instead of a new attribute of the wrapper that nothing reads.
+    def __getattr__(self, name):
+        opt = self.__dict__.get("opt")
+        if opt is not None and name in opt.__dict__.get("_hyper_names", {}):
+            return getattr(opt, name)
+        raise AttributeError("'DistOpt' object has no attribute %r" % (name,))
+
+    def __setattr__(self, name, value):
+        opt = self.__dict__.get("opt")
+        if opt is not None and name in opt.__dict__.get("_hyper_names", {}):
+            setattr(opt, name, value)
+        else:
+            object.__setattr__(self, name, value)
 
     def update(self, param, grad):
         """Updates ``param`` from the all-reduced (summed) ``grad``: grad / world_size."""

@@ -419,7 +419,40 @@ class Layer(object, metaclass=LayerMeta):
                 if t is not None and t.dtype != dtype:
                     t.to_type(dtype)
 
+    # ---- PyTorch habits ------------------------------------------------------------------------
+    def named_parameters(self):
+        """(name, Tensor) for every trainable parameter, in get_params() order: a layer's own,
+        then its sub-layers' in the order they were set (PyTorch's order); names as in
+        get_params ("fc1.W")."""
+        return iter(self.get_params().items())
+
+    def parameters(self):
+        """The trainable parameters, in named_parameters() order."""
+        return iter(self.get_params().values())
+
+    def extra_repr(self):
+        """The settings repr shows inside the parentheses, e.g. "1, 20, kernel_size=5" for a
+        Conv2d (PyTorch's hook); "" here. Layers with settings override it."""
+        return ""
+
     def __repr__(self):
-        kids = ", ".join(self.__dict__.get("_layers", {}))
-        return "<%s %r%s>" % (type(self).__name__, self._display_name(),
-                              " [%s]" % kids if kids else "")
+        """``Conv2d(1, 20, kernel_size=5, stride=1, padding=0)``; a layer with sub-layers lists
+        them one per line under its settings, as PyTorch prints modules."""
+        extra = self.extra_repr()
+        kids = ["(%s): %s" % (k, repr(v).replace("\n", "\n  "))
+                for k, v in self.__dict__.get("_layers", {}).items()]
+        if not kids:
+            return "%s(%s)" % (type(self).__name__, extra)
+        return "%s(\n  %s\n)" % (type(self).__name__, "\n  ".join(([extra] if extra else [])
+                                                                  + kids))
+
+
+def settings(*positional, **keywords):
+    """"a, b, k=v, ..." for extra_repr: positional values that are not None, then the
+    keywords (pairs of equal values shown once: kernel_size=(5, 5) as 5)."""
+    out = [repr(v) for v in positional if v is not None]
+    for k, v in keywords.items():
+        if isinstance(v, tuple) and v and all(x == v[0] for x in v):
+            v = v[0]
+        out.append("%s=%r" % (k, v))
+    return ", ".join(out)

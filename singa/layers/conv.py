@@ -3,7 +3,7 @@ import math
 
 from .. import autograd
 from ..tensor import Tensor
-from .base import Layer, graph_paused
+from .base import Layer, graph_paused, settings
 from ._util import (CheckValueError, check_dim, check_ndim, handle_class, make_handle,
                     padding_spec, pair, param, param_dtype, same_padding, shape_error)
 
@@ -19,6 +19,14 @@ def _out_size(size, k, s, p, what, layer):
         raise shape_error(layer, "the %s kernel %d (stride %d, padding %d) does not fit an "
                           "input of size %d", what, k, s, p, size)
     return out
+
+
+def _shown_padding(layer):
+    """The padding repr shows: (h, w), or (top, bottom, left, right) when asymmetric."""
+    (ph, pw), odd = layer.padding, layer.odd_padding
+    if not any(odd):
+        return (ph, pw)
+    return (ph + odd[0], ph + odd[1], pw + odd[2], pw + odd[3])
 
 
 class _Windowed(Layer):
@@ -113,6 +121,14 @@ class Conv2d(_Windowed):
         self.activation = activation
         self._set_geometry(kernel_size, stride, padding, pad_mode)
 
+    def extra_repr(self):
+        extra = {k: v for k, v, default in (
+            ("dilation", self.dilation, (1, 1)), ("group", self.group, 1),
+            ("bias", self.bias, True), ("pad_mode", self.pad_mode, "NOTSET"),
+            ("activation", self.activation, "NOTSET")) if v != default}
+        return settings(self.in_channels, self.nb_kernels, kernel_size=self.kernel_size,
+                        stride=self.stride, padding=_shown_padding(self), **extra)
+
     def _check(self, x):
         check_ndim(self, x, 4, "(N, C, H, W)")
         check_dim(self, x, 1, self.in_channels, "channels")
@@ -168,6 +184,10 @@ class SeparableConv2d(Layer):
         self.padding = padding
         self.bias = bias
 
+    def extra_repr(self):
+        return settings(self.in_channels, self.nb_kernels, kernel_size=self.kernel_size,
+                        stride=self.stride, padding=self.padding, bias=self.bias)
+
     def initialize(self, x):
         check_ndim(self, x, 4, "(N, C, H, W)")
         check_dim(self, x, 1, self.in_channels, "channels")
@@ -212,6 +232,9 @@ class BatchNorm2d(Layer):
         self.momentum = momentum
         self._handle_shape = None
 
+    def extra_repr(self):
+        return settings(self.channels, momentum=self.momentum)
+
     def initialize(self, x):
         check_ndim(self, x, (2, 4), "(N, C, H, W)")
         check_dim(self, x, 1, self.channels, "channels")
@@ -251,6 +274,17 @@ class Pooling2d(_Windowed):
             raise ValueError("%s: padding %r must be smaller than the kernel %r"
                              % (type(self).__name__, self.padding, self.kernel_size))
 
+    def extra_repr(self):
+        last = type(self) in (MaxPool1d, AvgPool1d)  # along the last axis only
+        geometry = {k: v[-1] if last else v for k, v in (
+            ("kernel_size", self.kernel_size), ("stride", self.stride),
+            ("padding", _shown_padding(self)))}
+        if self.pad_mode != "NOTSET":
+            geometry["pad_mode"] = self.pad_mode
+        if type(self) is Pooling2d:
+            geometry["is_max"] = self.is_max
+        return settings(**geometry)
+
     def _build(self, xp):
         return make_handle("PoolingHandle", "CudnnPoolingHandle", xp.device, xp.data,
                            self.kernel_size, self.stride, self.padding, self.is_max)
@@ -266,11 +300,18 @@ class Pooling2d(_Windowed):
 
 
 class MaxPool2d(Pooling2d):
+    """Max pooling over (N, C, H, W) inputs: the largest value of each kernel_size window,
+    moving by stride (the kernel by default); padding is int, (h, w) or (top, bottom, left,
+    right); pad_mode SAME_UPPER / SAME_LOWER computes it. NaN in a window gives NaN."""
+
     def __init__(self, kernel_size, stride=None, padding=0, pad_mode="NOTSET"):
         super(MaxPool2d, self).__init__(kernel_size, stride, padding, True, pad_mode)
 
 
 class AvgPool2d(Pooling2d):
+    """Average pooling over (N, C, H, W) inputs: the mean of each kernel_size window, moving by
+    stride (the kernel by default), dividing by the number of non-padding elements."""
+
     def __init__(self, kernel_size, stride=None, padding=0, pad_mode="NOTSET"):
         super(AvgPool2d, self).__init__(kernel_size, stride, padding, False, pad_mode)
 

@@ -4,7 +4,7 @@ import warnings
 
 from .. import autograd
 from ..tensor import Tensor
-from .base import Layer
+from .base import Layer, settings
 from ._util import check_dim, check_ndim, check_tensor, param, shape_error
 
 __all__ = ["Linear", "Gemm", "Embedding"]
@@ -34,6 +34,9 @@ class Linear(Layer):
             if v is not None and (not isinstance(v, int) or v <= 0):
                 raise ValueError("Linear: feature sizes must be positive ints, got %r" % (v,))
         self.bias = bool(bias)
+
+    def extra_repr(self):
+        return settings(self.in_features, self.out_features, bias=self.bias)
 
     def initialize(self, x):
         check_ndim(self, x, 2, "(batch, features)")
@@ -71,6 +74,10 @@ class Gemm(Layer):
         self.transB = 1 if transB else 0
         self.bias = bias
         self.bias_shape = bias_shape
+
+    def extra_repr(self):
+        return settings(self.nb_kernels, alpha=self.alpha, beta=self.beta, transA=self.transA,
+                        transB=self.transB, bias=self.bias)
 
     def _in_features(self, x):
         return x.shape[0] if self.transA else x.shape[1]
@@ -115,6 +122,9 @@ class Embedding(Layer):
         self.input_dim = input_dim
         self.output_dim = output_dim
         self.initializer = initializer
+
+    def extra_repr(self):
+        return settings(self.input_dim, self.output_dim, initializer=self.initializer)
 
     def initialize(self, x):
         check_tensor(self, x)

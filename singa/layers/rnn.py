@@ -29,7 +29,7 @@ from .. import autograd
 from .. import errors
 from ..autograd import rnn as _rnn
 from ..tensor import Tensor
-from .base import Layer
+from .base import Layer, settings
 from ._util import check_dim, check_ndim, check_tensor, param, shape_error
 
 __all__ = ["RNN_Base", "RNN", "LSTM", "GRU", "CudnnRNN"]
@@ -84,6 +84,14 @@ class RNN_Base(Layer):
     @property
     def num_directions(self):
         return 2 if self.bidirectional else 1
+
+    def extra_repr(self):
+        shown = {k: v for k, v, default in (
+            ("num_layers", self.num_layers, 1), ("nonlinearity", self.nonlinearity, "tanh"),
+            ("bias", self.bias, True), ("batch_first", self.batch_first, False),
+            ("dropout", self.dropout, 0), ("bidirectional", self.bidirectional, False))
+            if v != default}
+        return settings(self.input_size, self.hidden_size, **shown)
 
     def step_forward(self, x=None, h=None, c=None, Wx=None, Wh=None, Bx=None, Bh=None, b=None):
         raise NotImplementedError("%s.step_forward" % type(self).__name__)
@@ -311,6 +319,11 @@ class CudnnRNN(Layer):
         self.use_mask = use_mask
         self.return_sequences = return_sequences
         self.batch_first = batch_first
+
+    def extra_repr(self):
+        return settings(self.hidden_size, rnn_mode=self.rnn_mode, num_layers=self.num_layers,
+                        bidirectional=bool(self.bidirectional),
+                        return_sequences=self.return_sequences)
 
     def _time_major(self, x):
         check_ndim(self, x, 3, "(batch, seq, feature)" if self.batch_first

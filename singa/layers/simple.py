@@ -4,7 +4,7 @@ Each is a thin shell over one autograd function; the loss layers first check tha
 fit the predictions, so a bad batch raises a ShapeError naming the layer and both shapes.
 """
 from .. import autograd
-from .base import Layer
+from .base import Layer, settings
 from ._util import check_ndim, check_tensor, shape_error
 
 __all__ = ["ReLU", "Sigmoid", "Tanh", "Add", "Flatten", "Cat", "Reshape", "Dropout", "SoftMax",
@@ -13,21 +13,29 @@ __all__ = ["ReLU", "Sigmoid", "Tanh", "Add", "Flatten", "Cat", "Reshape", "Dropo
 
 
 class ReLU(Layer):
+    """max(x, 0) element-wise (NaN stays NaN). No parameters."""
+
     def forward(self, x):
         return autograd.relu(x)
 
 
 class Sigmoid(Layer):
+    """1 / (1 + exp(-x)) element-wise. No parameters."""
+
     def forward(self, x):
         return autograd.sigmoid(x)
 
 
 class Tanh(Layer):
+    """tanh(x) element-wise. No parameters."""
+
     def forward(self, x):
         return autograd.tanh(x)
 
 
 class Add(Layer):
+    """a + b (numpy broadcasting); called with two tensors. No parameters."""
+
     def forward(self, a, b):
         return autograd.add(a, b)
 
@@ -38,6 +46,9 @@ class Flatten(Layer):
     def __init__(self, axis=1):
         super(Flatten, self).__init__()
         self.axis = axis
+
+    def extra_repr(self):
+        return settings(axis=self.axis)
 
     def forward(self, x):
         return autograd.flatten(x, self.axis)
@@ -50,11 +61,16 @@ class Cat(Layer):
         super(Cat, self).__init__()
         self.axis = axis
 
+    def extra_repr(self):
+        return settings(axis=self.axis)
+
     def forward(self, xs):
         return autograd.cat(xs, self.axis)
 
 
 class Reshape(Layer):
+    """x reshaped to ``shape`` (given at each call: layer(x, shape); -1 infers one axis)."""
+
     def forward(self, x, shape):
         return autograd.reshape(x, shape)
 
@@ -70,6 +86,9 @@ class Dropout(Layer):
         self.ratio = ratio
         self.seed = seed  # accepted by keyword, as autograd.Dropout(seed, ratio) has one
 
+    def extra_repr(self):
+        return settings(ratio=self.ratio)
+
     def forward(self, x):
         # A non-zero seed seeds the device once, at the first forward; reseeding at every call
         # would draw the same mask each step. By keyword: autograd.dropout(x, seed, ratio).
@@ -78,9 +97,14 @@ class Dropout(Layer):
 
 
 class SoftMax(Layer):
+    """exp(x) / sum(exp(x)) over ``axis`` and the axes after it (Apache SINGA's softmax)."""
+
     def __init__(self, axis=1):
         super(SoftMax, self).__init__()
         self.axis = axis
+
+    def extra_repr(self):
+        return settings(axis=self.axis)
 
     def forward(self, x):
         return autograd.softmax(x, self.axis)
@@ -124,6 +148,8 @@ class CrossEntropy(Layer):
 
 
 class MeanSquareError(Layer):
+    """The mean over all elements of (x - t)^2; t of x's shape."""
+
     def forward(self, x, t):
         _check_same_shape(self, x, t)
         return autograd.mse_loss(x, t)
@@ -143,6 +169,9 @@ class ScatterElements(Layer):
     def __init__(self, axis=0):
         super(ScatterElements, self).__init__()
         self.axis = axis
+
+    def extra_repr(self):
+        return settings(axis=self.axis)
 
     def forward(self, x, indices, updates):
         return autograd.scatter_elements(x, indices, updates, self.axis)

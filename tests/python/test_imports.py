@@ -24,12 +24,13 @@ LAYERS = [
     {"proto"},  # SINGA's core_pb2 dtype names: singa_wrap's constants
     {"errors"},
     {"device"},
+    {"_indexing"},  # the Tensor class's indexing helpers, on core tensors
     {"_core"},
     {"_tensor_funcs"},
     {"tensor"},
     {"autograd"},
     {"layers"},
-    {"layer", "utils", "initializer", "snapshot", "graph", "data", "image_tool"},
+    {"layer", "utils", "initializer", "snapshot", "graph", "data", "image_tool", "_schedules"},
     {"model", "opt"},
     {"sonnx"},  # ONNX import and export: builds models from the layers below
     {"launch"},  # python -m singa.launch: an mpirun command line, imports no other module

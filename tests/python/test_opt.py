@@ -395,7 +395,7 @@ def test_get_set_states_resume_exactly(rng, make):
     second.set_states(states)
     np.testing.assert_array_equal(run(second, mid, grads[2:]), full)
     if isinstance(second, opt.SGD):
-        assert set(states) == {"step_counter", "moments"}
+        assert set(states) == {"step_counter", "moments", "hyper_parameters"}
     with pytest.raises(KeyError):
         make().set_states({})
 
