@@ -26,8 +26,9 @@ Note: why hyper-parameters are device tensors
 Note: float16 (Apache SINGA 3.3's ``-p float16``)
   ``SGD(..., dtype=tensor.float16)`` updates float16 parameters (layers make them float16 for a
   float16 input) in place, as SINGA 3.3 does: no float32 master copy and no loss scaling. The
-  hyper-parameter values are cast to the dtype (SINGA casts all but lr; we cast lr too, so the
-  fused update sees one dtype), momentum buffers are zeros_like(param), float16. The step
+  hyper-parameter values are cast to the dtype (SINGA casts all but lr), except SGD's: its fused
+  update (singa/ops/optim.h) computes in float32 and reads them as float32, so they stay float32
+  (the first GPU run found float16 ones refused). Momentum buffers are zeros_like(param), float16. The step
   counter stays float32. The update runs on a GPU; on the CPU it raises DTypeError.
 
 Note: state keys
@@ -116,7 +117,7 @@ class Optimizer(object):
         ``value_attr``; returns the schedule."""
         sched = _schedule(value, what)
         with graph_paused(self.step_counter.device):
-            object.__setattr__(self, value_attr, sched(self.step_counter).as_type(self.dtype))
+            object.__setattr__(self, value_attr, sched(self.step_counter).as_type(self._hyper_dtype))
         object.__setattr__(self, attr, sched)
         self._hypers.append((attr, value_attr))
         self._hyper_names[attr] = (value_attr, what)
@@ -148,7 +149,7 @@ class Optimizer(object):
                 "while a step is being recorded into the graph (inside train_one_batch): set it "
                 "between two steps" % (type(self).__name__, attr, value))
         with graph_paused(dev):
-            getattr(self, value_attr).copy_data(sched(self.step_counter).as_type(self.dtype))
+            getattr(self, value_attr).copy_data(sched(self.step_counter).as_type(self._hyper_dtype))
         object.__setattr__(self, attr, sched)
         self._cache = {}
         if not same_ops:
@@ -159,6 +160,11 @@ class Optimizer(object):
 
     def _value(self, value_attr):
         return getattr(self, value_attr).data
+
+    @property
+    def _hyper_dtype(self):
+        """The dtype of the hyper-parameter value tensors (the optimizer's dtype by default)."""
+        return self.dtype
 
     def _constant(self, attr, value=None):
         """True if schedule ``attr`` is a Constant (equal to ``value`` when given)."""
@@ -207,7 +213,7 @@ class Optimizer(object):
         for attr, value_attr in self._hypers:
             if not self._constant(attr):
                 getattr(self, value_attr).copy_data(
-                    getattr(self, attr)(self.step_counter).as_type(self.dtype))
+                    getattr(self, attr)(self.step_counter).as_type(self._hyper_dtype))
 
     def apply(self, param_name, param_value, param_grad):
         """Updates ``param_value`` in place from its gradient ``param_grad``."""
@@ -343,6 +349,9 @@ class SGD(Optimizer):
     """
 
     _state_dicts = ("moments",)
+    # the fused SGDUpdate reads lr, momentum, dampening and weight decay as float32 (also when
+    # it updates float16 parameters on a GPU)
+    _hyper_dtype = tensor.float32
 
     def __init__(self, lr=0.1, momentum=0, dampening=0, weight_decay=0, nesterov=False,
                  dtype=tensor.float32):

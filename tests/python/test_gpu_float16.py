@@ -89,6 +89,28 @@ def test_float16_math_on_the_cpu_is_a_clear_error():
             fn()
 
 
+def test_float16_sgd_hands_the_fused_update_float32_hyper_parameters(monkeypatch):
+    """SGDUpdate (singa/ops/optim.h) reads lr/momentum/dampening/decay as float32 whatever the
+    parameters' dtype; the first GPU run (2026-11-26) found SGD(dtype=float16) passing float16
+    ones, refused with 'SGDUpdate: lr must be float32'. Checked here on what SGD passes."""
+    seen = []
+    monkeypatch.setattr(opt.singa, "SGDUpdate", lambda *a: seen.append(a))
+    sgd = opt.SGD(lr=0.005, momentum=0.9, weight_decay=1e-5, dtype=tensor.float16)
+    p = tensor.from_numpy(VALUES.astype(np.float16))
+    g = tensor.from_numpy(VALUES.astype(np.float16))
+    sgd.update(p, g)
+    (args,) = seen
+    hypers = args[3:7]
+    assert [sw.to_numpy(h).dtype for h in hypers] == [np.float32] * 4
+    np.testing.assert_allclose([float(sw.to_numpy(h)[0]) for h in hypers],
+                               [0.005, 0.9, 0.0, 1e-5], rtol=1e-6)
+    sgd.lr = 0.01  # a value set between steps keeps the dtype the kernel reads
+    assert tensor.to_numpy(sgd.lr_value).dtype == np.float32
+    # the other optimizers compute with tensor math in the parameters' dtype
+    adam = opt.Adam(lr=0.001, dtype=tensor.float16)
+    assert adam.lr_value.dtype == tensor.float16
+
+
 def test_layers_make_float16_parameters_for_a_float16_input():
     """SINGA 3.3: parameters are dtype=x.dtype. Their values are the float16 rounding of the
     float32 draw (the same seed gives the same numbers); on the CPU the forward then stops with
@@ -123,12 +145,14 @@ def test_conv_and_batchnorm_parameters_follow_a_float16_input():
     assert emb.W.dtype == tensor.float32
 
 
-def test_optimizer_hyper_parameters_take_its_dtype():
+def test_optimizer_hyper_parameters_dtypes():
     sgd = opt.SGD(lr=0.005, momentum=0.9, weight_decay=1e-5, dtype=tensor.float16)
     assert sgd.step_counter.dtype == tensor.float32  # the step stays exact
-    for v in (sgd.lr_value, sgd.mom_value, sgd.decay_value):
-        assert v.dtype == tensor.float16
-    np.testing.assert_array_equal(N(sgd.lr_value), np.array([0.005], np.float16))
+    for v in (sgd.lr_value, sgd.mom_value, sgd.decay_value):  # what the fused update reads
+        assert v.dtype == tensor.float32
+    np.testing.assert_array_equal(N(sgd.lr_value), np.array([0.005], np.float32))
+    rms = opt.RMSProp(lr=0.005, dtype=tensor.float16)  # tensor math in the parameters' dtype
+    np.testing.assert_array_equal(N(rms.lr_value), np.array([0.005], np.float16))
     p32 = tensor.from_numpy(np.ones(3, np.float32))
     with pytest.raises(sw.DTypeError, match="float") as info:  # SINGA asserts the dtype
         sgd.apply("w", p32, p32)
