@@ -15,6 +15,7 @@ import pytest
 import singa
 from singa import autograd, device, layer, model, opt, tensor
 from singa import singa_wrap as sw
+from backend_switch import backend
 from gradcheck import analytic_grads
 
 nan, inf = np.nan, np.inf
@@ -128,6 +129,13 @@ def _conv_grad(x, W, y, dy):
     return [dx, dW]
 
 
+LABELS, FLT_MIN = np.array([1, 1]), np.finfo(np.float32).tiny
+
+
+def _labels(like):
+    return tensor.from_numpy(LABELS.astype(np.int32), like.device)
+
+
 def _ext_grad(x, y, dy, b=None):
     xs = [x] if b is None else [x, b]
     return [np.where(m, dy, 0) for m in first_hit(xs, y)]
@@ -153,6 +161,12 @@ CASES = [
     _pool_case("max_pool_3x3_pad", 3, 1, 1, True),
     _pool_case("avg_pool_2x2", 2, 2, 0, False),
     ("conv2d_relu", _conv_relu, _conv_ref, [CONV_X, CONV_W], _conv_grad),
+    ("cross_entropy", lambda ag, p: ag.cross_entropy(p, _labels(p)),
+     lambda p: np.array([np.mean(-np.log(np.maximum(p[[0, 1], LABELS], FLT_MIN)))]),
+     [f32([[0.2, nan, 0.3], [0.1, 0.8, 0.1]])], None),
+    ("softmax_cross_entropy", lambda ag, z: ag.softmax_cross_entropy(z, _labels(z)),
+     lambda z: np.array([np.mean(np.log(np.exp(z).sum(1)) - z[[0, 1], LABELS])]),
+     [f32([[0.5, 1.0, nan], [0.1, 0.8, 0.1]])], None),
 ]
 CASE_IDS = [c[0] for c in CASES]
 
@@ -168,19 +182,6 @@ def run_case(case, dev=None, graph=False):
     if grad:
         for i, g in enumerate(grad(*arrays, y_ref, dy)):
             same(got_grads[i], g, "%s gradient of input %d" % (name, i))
-
-
-class backend(object):
-    def __init__(self, dev, name):
-        self.dev, self.name = dev, name
-
-    def __enter__(self):
-        self.old = self.dev.backend()
-        self.dev.set_backend(self.name)
-        return self.dev
-
-    def __exit__(self, *exc):
-        self.dev.set_backend(self.old)
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
