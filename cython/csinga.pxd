@@ -95,6 +95,8 @@ cdef extern from "singa/core/device.h" namespace "singa" nogil:
         void Sync() except +raise_py_error
         void SetCaptureEnabled(bool on)
         bool capture_enabled()
+        void SetCheckFinite(bool on)
+        bool check_finite()
         PoolStats mem_stats()
         void ResetPeak()
         void EnableGraph(bool enable)

@@ -98,6 +98,18 @@ cdef class Device:
     def capture_enabled(self):
         return self.c.get().capture_enabled()
 
+    def SetCheckFinite(self, bool on):
+        """Opt-in NaN/Inf detection (PyTorch's detect_anomaly): after each operation this device
+        runs, eager or in a graph replay, its float outputs are scanned and the first operation
+        producing NaN or Inf raises NonFiniteError (a FloatingPointError) naming it, the output
+        shape and the counts. A NaN already in an input is reported at the first operation that
+        reads it. Off by default (costs one branch per operation); on a GPU each check copies
+        the output to the host and replays are not captured as a CUDA Graph."""
+        self.c.get().SetCheckFinite(on)
+
+    def check_finite(self):
+        return self.c.get().check_finite()
+
     def graph_captured(self):
         """Whether the graph's replays currently launch a captured CUDA Graph."""
         return self.c.get().graph().captured()

@@ -24,6 +24,7 @@ enum SingaPyErrorKind {
   kSingaPyDevice,
   kSingaPyOutOfMemory,
   kSingaPyNotImplemented,
+  kSingaPyNonFinite,
   kSingaPyKinds
 };
 
@@ -57,6 +58,8 @@ inline void singa_raise_py_error() {
     singa_set_error(kSingaPyOutOfMemory, PyExc_MemoryError, e.what());
   } catch (const singa::NotImplementedError& e) {
     singa_set_error(kSingaPyNotImplemented, PyExc_NotImplementedError, e.what());
+  } catch (const singa::NonFiniteError& e) {
+    singa_set_error(kSingaPyNonFinite, PyExc_FloatingPointError, e.what());
   } catch (const singa::Error& e) {
     singa_set_error(kSingaPyError, PyExc_RuntimeError, e.what());
   } catch (const std::bad_alloc&) {

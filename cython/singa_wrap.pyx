@@ -59,9 +59,13 @@ class OutOfMemoryError(SingaError, MemoryError):
     """A device ran out of memory."""
 class SingaNotImplementedError(SingaError, NotImplementedError):
     """Not available for this device, dtype or build."""
+class NonFiniteError(SingaError, FloatingPointError):
+    """An operation produced NaN or Inf while its device checked outputs
+    (Device.SetCheckFinite(True), Model.compile(..., check_finite=True)); the message names it."""
 
 for _kind, _cls in enumerate((SingaError, ShapeError, AxisError, DTypeError, ArgumentError,
-                              DeviceError, OutOfMemoryError, SingaNotImplementedError)):
+                              DeviceError, OutOfMemoryError, SingaNotImplementedError,
+                              NonFiniteError)):
     register_exception(_kind, _cls)
 
 include "device.pxi"

@@ -5,3 +5,11 @@
     x = tensor.from_numpy(np.ones((2, 3), np.float32), dev)
 """
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # singa.NonFiniteError without loading the extension at `import singa` (PEP 562).
+    if name == "NonFiniteError":
+        from .singa_wrap import NonFiniteError
+        return NonFiniteError
+    raise AttributeError("module 'singa' has no attribute %r" % (name,))

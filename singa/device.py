@@ -9,6 +9,11 @@
 A device object is a ``singa_wrap.Device``; it offers ``id()``, ``lang()``, ``SetRandSeed(seed)``,
 ``Sync()``, ``mem_stats()`` and ``ResetPeak()``.
 
+NaN hunting: ``dev.SetCheckFinite(True)`` makes every operation the device runs (eager, and each
+graph replay) check its float outputs; the first one that produces NaN or Inf raises
+``NonFiniteError`` (a ``FloatingPointError``) naming the operation, the output shape and the
+counts. ``Model.compile(..., check_finite=True)`` sets it on the model's device.
+
 This build may lack CUDA (``singa_wrap.USE_CUDA`` is False), or a CUDA build may run where no GPU
 is usable. Then the GPU functions that report (``get_num_gpus``, ``get_gpu_ids``) answer "no GPU",
 and those that would create or query a GPU raise ``DeviceUnavailableError``, which is a RuntimeError (and, for code written against Apache
@@ -17,8 +22,10 @@ SINGA, whose checks were assertions, also an AssertionError).
 from . import singa_wrap as singa
 from .errors import DeviceUnavailableError
 
+NonFiniteError = singa.NonFiniteError
+
 __all__ = [
-    "DeviceUnavailableError", "get_default_device", "set_default_device", "create_cpu_device",
+    "DeviceUnavailableError", "NonFiniteError", "get_default_device", "set_default_device", "create_cpu_device",
     "create_cuda_gpu", "create_cuda_gpus", "create_cuda_gpu_on", "create_cuda_gpus_on",
     "get_num_gpus", "get_gpu_ids", "get_gpu_mem_size", "device_query", "create_opencl_device",
     "get_num_opencl_platforms", "get_num_opencl_devices", "enable_lazy_alloc",

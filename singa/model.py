@@ -202,15 +202,21 @@ class Model(layer.Layer, metaclass=ModelMeta):
         d["_buffer_version"] = None
 
     # ---- setup -------------------------------------------------------------------------------
-    def compile(self, inputs, is_train=True, use_graph=False, sequential=False):
+    def compile(self, inputs, is_train=True, use_graph=False, sequential=False,
+                check_finite=None):
         """Creates every parameter by a dry forward on ``inputs`` (placeholder Tensors whose
         values are not read: the forward is recorded, not run, and the record dropped), then
-        sets the training and graph modes."""
+        sets the training and graph modes. ``check_finite=True`` turns on the inputs' device's
+        NaN/Inf check (``Device.SetCheckFinite``): the first operation producing NaN or Inf, in
+        eager or graph mode, raises ``singa.NonFiniteError`` naming it; False turns it off;
+        None (default) leaves the device's setting alone."""
         if not isinstance(inputs, (list, tuple)) or not inputs or not all(
                 isinstance(x, Tensor) for x in inputs):
             raise CheckTypeError("compile: expected a non-empty list of Tensors (placeholders), "
                                  "got %r" % (inputs,))
         dev = inputs[0].device
+        if check_finite is not None:
+            dev.SetCheckFinite(bool(check_finite))
         _invalidate_graph(dev)
         self._drop_buffer()
         was = dev.graph_enabled()

@@ -314,7 +314,8 @@ class Mean(_Variadic):
 
 
 class _Extremum(_Variadic):
-    """The gradient goes to the first input holding the extreme value (ties: the first wins).
+    """The gradient goes to the first input holding the extreme value (ties: the first wins;
+    a NaN is the extreme value wherever an input holds one, as in the forward).
     With a single input, backward returns one gradient, not a tuple (as SINGA does)."""
 
     def backward(self, dy):
@@ -326,6 +327,8 @@ class _Extremum(_Variadic):
         out = []
         for x in self.xs:
             hit = singa.EQ(x, self.y)
+            if x.data_type() == singa.kFloat32:  # NaN == NaN is false: NaN inputs hit too
+                hit = singa.Add(hit, singa.NE(x, x))
             if hit.data_type() != singa.kFloat32:
                 hit = hit.AsType(singa.kFloat32)
             if left is not None:

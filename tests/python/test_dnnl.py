@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from backend_switch import backend
 from singa import autograd, device, layer, model, opt, singa_wrap, tensor
 
 torch = pytest.importorskip("torch")
@@ -15,20 +16,6 @@ pytestmark = pytest.mark.skipif(not singa_wrap.USE_DNNL,
                                 reason="built without oneDNN (USE_DNNL=OFF)")
 
 N = tensor.to_numpy
-
-
-class backend(object):
-    """with backend(dev, "cpu"): ... runs the block with dev's kernels switched."""
-
-    def __init__(self, dev, name):
-        self.dev, self.name = dev, name
-
-    def __enter__(self):
-        self.old = self.dev.backend()
-        self.dev.set_backend(self.name)
-
-    def __exit__(self, *exc):
-        self.dev.set_backend(self.old)
 
 
 def both(fn, dev=None):

@@ -1,6 +1,7 @@
 """The GPU against the CPU: every autograd operator of test_autograd_ops.py (forward and
 backward), tensors across devices, graph == eager with CUDA Graph capture on and off, dropout,
-the GPU memory pool, errors found inside kernels, and training on the digits.
+the GPU memory pool, errors found inside kernels, NaN/Inf propagation (test_nan_propagation.py's
+rows) and the finite check, and training on the digits.
 
     tests/gpu/run_all.sh                              # on a machine with a GPU: nothing may skip
     SINGA_GPU_STANDIN=cpu python -m pytest test_gpu.py   # the test logic, here, on a second CPU
@@ -27,6 +28,7 @@ from test_autograd_ops import ALL, EAGER_ONLY
 from singa import autograd, device, opt, tensor
 from singa import singa_wrap as sw
 
+import test_nan_propagation as nan_cases
 import datasets  # noqa: E402  (examples/)
 import models  # noqa: E402  (examples/)
 import train  # noqa: E402  (examples/)
@@ -340,6 +342,54 @@ def test_out_of_range_label_raises_at_the_next_read(gpu):
     with pytest.raises(ValueError):
         N(autograd.softmax_cross_entropy(x, labels))
     _survives(gpu)
+
+
+# ---- NaN and Inf propagate (test_nan_propagation.py's rows, on the CUDA kernels) --------------
+@pytest.mark.parametrize("case", nan_cases.CASES, ids=nan_cases.CASE_IDS)
+def test_nan_propagates_on_gpu(case, gpu):
+    nan_cases.run_case(case, dev=gpu)
+
+
+@pytest.mark.parametrize("case", nan_cases.CASES, ids=nan_cases.CASE_IDS)
+def test_nan_propagates_in_a_gpu_graph(case):
+    nan_cases.run_case(case, dev=new_gpu(), graph=True)
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
+def test_batchnorm_fused_relu_keeps_nan_on_gpu(training, gpu):
+    got, ref = nan_cases.bn_relu_case(gpu, training)
+    nan_cases.same(got, ref, "batch norm + relu on the GPU")
+
+
+def test_reductions_follow_numpy_nan_rules_on_gpu(gpu):
+    for got, ref in nan_cases.reductions(gpu):
+        nan_cases.same(got, ref, "reduction on the GPU")
+
+
+def test_conv_relu_fused_by_the_gpu_graph_keeps_nan():
+    dev = new_gpu()
+    got = nan_cases._conv_then_relu(dev)
+    assert dev.graph_num_fused() == 1
+    nan_cases.same(got, nan_cases._conv_ref(nan_cases.CONV_X, nan_cases.CONV_W), "cuDNN ReLU")
+
+
+def test_check_finite_on_gpu_names_the_op_and_turns_capture_off():
+    dev = new_gpu()
+    x = tensor.from_numpy(np.array([[-1.0, 2.0]], np.float32), dev)
+    dev.SetCheckFinite(True)
+    assert not dev.capture_enabled()
+    with pytest.raises(sw.NonFiniteError, match="'Log'.*1 NaN"):
+        autograd.log(x)
+    dev.EnableGraph(True)
+    try:
+        y = autograd.log(autograd.sub(x, x))
+    finally:
+        dev.EnableGraph(False)
+    with pytest.raises(sw.NonFiniteError, match="'Log'.*0 NaN and 2 Inf"):
+        dev.RunGraph()
+    dev.SetCheckFinite(False)
+    dev.RunGraph()
+    assert np.isneginf(N(y)).all()
 
 
 # ---- training ------------------------------------------------------------------------------

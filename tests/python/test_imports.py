@@ -42,6 +42,9 @@ ALLOWED_UP = {
     # SINGA's autograd re-exported the layer classes (autograd.Linear...): looked up on first
     # use by the package's __getattr__, inside the function, never while importing.
     ("singa.autograd", "singa.layer"),
+    # singa.NonFiniteError (singa_wrap's): looked up by the package's __getattr__, so that a
+    # bare `import singa` (python -m singa.launch) does not load the extension.
+    ("singa", "singa.singa_wrap"),
 }
 
 

@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -29,6 +30,73 @@ void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
   } else {
     Activate();
     fn(&ctx_);
+    if (check_finite_) CheckFinite(write_blocks, op_name);
+  }
+}
+
+namespace {
+
+struct NonFiniteCount {
+  size_t nan = 0, inf = 0;
+};
+
+template <typename T>
+NonFiniteCount CountNonFinite(const T* x, size_t n) {
+  NonFiniteCount c;
+  for (size_t i = 0; i < n; ++i) {
+    c.nan += std::isnan(x[i]);
+    c.inf += std::isinf(x[i]);
+  }
+  return c;
+}
+
+NonFiniteCount CountNonFiniteHalf(const uint16_t* x, size_t n) {
+  NonFiniteCount c;
+  for (size_t i = 0; i < n; ++i) {
+    const bool all_ones = (x[i] & 0x7C00u) == 0x7C00u;  // exponent all ones: Inf or NaN
+    const bool mantissa = (x[i] & 0x03FFu) != 0;
+    c.nan += all_ones && mantissa;
+    c.inf += all_ones && !mantissa;
+  }
+  return c;
+}
+
+NonFiniteCount CountNonFinite(const void* p, DataType t, size_t bytes) {
+  switch (t) {
+    case kFloat32: return CountNonFinite(static_cast<const float*>(p), bytes / sizeof(float));
+    case kDouble: return CountNonFinite(static_cast<const double*>(p), bytes / sizeof(double));
+    case kFloat16: return CountNonFiniteHalf(static_cast<const uint16_t*>(p), bytes / 2);
+    default: return {};  // integers are always finite
+  }
+}
+
+}  // namespace
+
+void Device::CheckFinite(const std::vector<Block*>& blocks, const std::string& op_name) {
+  // Copies move values without computing any, and may fill only part of their destination (the
+  // rest can hold whatever a recycled buffer held): the operation that reads what they moved is
+  // the one named, as for a NaN the user fed in.
+  if (op_name == "CopyDataToFrom") return;
+  std::vector<char> host;
+  for (Block* b : blocks) {
+    if (b == nullptr || !b->has_layout() || !b->allocated() || b->size() == 0) continue;
+    const DataType t = b->dtype();
+    if (t != kFloat32 && t != kFloat16 && t != kDouble) continue;
+    const void* p = b->data();
+    if (!is_host()) {  // one copy to the host (synchronises with the operation)
+      host.resize(b->size());
+      CopyRaw(host.data(), p, b->size(), kDeviceToHost, &ctx_);
+      p = host.data();
+    }
+    const NonFiniteCount c = CountNonFinite(p, t, b->size());
+    if (c.nan == 0 && c.inf == 0) continue;
+    SINGA_THROW(NonFiniteError,
+                "operation '" << (op_name.empty() ? std::string("(unnamed)") : op_name)
+                              << "' produced " << c.nan << " NaN and " << c.inf
+                              << " Inf value(s) in its output of shape " << b->shape() << " ("
+                              << t << ") (the device checks every output: SetCheckFinite(True) "
+                              << "/ compile(check_finite=True); when the input already held "
+                              << "NaN or Inf, this is the first operation that read it)");
   }
 }
 

@@ -35,6 +35,7 @@ Tensor::Tensor(const Shape& shape, std::shared_ptr<Device> device, DataType dtyp
       device_(device ? std::move(device) : defaultDevice()) {
   SizeOf(dtype);  // validates the dtype
   block_ = device_->NewBlock(Product(shape_) * SizeOf(dtype_));
+  block_->set_layout(dtype_, shape_);
 }
 
 Tensor::Tensor(std::shared_ptr<Block> block, const Shape& shape, const Strides& strides,
@@ -176,6 +177,7 @@ Tensor& Tensor::ToDevice(std::shared_ptr<Device> device) {
   if (!device || device == device_) return *this;
   Tensor c = Contiguous();
   auto nb = device->NewBlock(c.MemSize());
+  nb->set_layout(dtype_, shape_);
   if (c.MemSize() > 0) {
     // Through host memory: correct for every pair of devices, and only used at boundaries.
     std::vector<char> host(c.MemSize());
@@ -222,12 +224,14 @@ Tensor& Tensor::ResetLike(const Tensor& t) {
   shape_ = t.shape();
   strides_ = ContiguousStrides(shape_);
   block_ = device_->NewBlock(MemSize());
+  block_->set_layout(dtype_, shape_);
   return *this;
 }
 
 Tensor& Tensor::Resize(const Shape& shape) {
   if (Product(shape) != Size() || block_ == nullptr) {
     block_ = device_->NewBlock(Product(shape) * SizeOf(dtype_));
+    block_->set_layout(dtype_, shape);
   }
   shape_ = shape;
   strides_ = ContiguousStrides(shape_);

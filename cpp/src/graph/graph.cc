@@ -300,14 +300,16 @@ void Graph::RunNode(size_t i) {
   OpFunc& fn = n.run_fused ? n.relu_fused : n.fn;
   if (!profiling_) {
     fn(device_->context());
-    return;
+  } else {
+    auto t0 = std::chrono::steady_clock::now();
+    fn(device_->context());
+    device_->Sync();
+    auto t1 = std::chrono::steady_clock::now();
+    if (iterations_ >= device_->skip_iteration())
+      n.total_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
   }
-  auto t0 = std::chrono::steady_clock::now();
-  fn(device_->context());
-  device_->Sync();
-  auto t1 = std::chrono::steady_clock::now();
-  if (iterations_ >= device_->skip_iteration())
-    n.total_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+  if (device_->check_finite())
+    device_->CheckFinite(n.writes, n.run_fused ? n.name + " (with its fused ReLU)" : n.name);
 }
 
 void Graph::RunAll() {

@@ -192,7 +192,9 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
   }
   Tensor ws;
   if (size_t n = std::max(p.workspace, fused.run ? fused.workspace : 0)) {
-    ws = Tensor(Shape{n}, dev, kFloat32);
+    // Raw bytes (kChar), n floats' worth: scratch is not an output, so Device::SetCheckFinite
+    // (which scans float blocks only) never reads whatever it happens to hold.
+    ws = Tensor(Shape{n * sizeof(float)}, dev, kChar);
     writes.push_back(ws.block());
   }
   OpFunc relu_fused;

@@ -10,7 +10,8 @@
 // Windows are clipped to the input, so padding never takes part in a max; count_include_pad
 // chooses whether the average divides by the full kernel or by the cells inside the input. The
 // max routes each window's gradient to its FIRST (row-major) maximum: recomputed from x in the
-// backward (no index tensor) and deterministic on ties (ReLU outputs hold many zeros).
+// backward (no index tensor) and deterministic on ties (ReLU outputs hold many zeros). A window
+// holding NaN pools to NaN (its first NaN), as in numpy and PyTorch.
 // int arithmetic: a plane's sides fit in int, and int is what a GPU thread indexes fastest.
 #pragma once
 
@@ -61,18 +62,22 @@ struct PoolGeom {
   }
 };
 
-/// Position (row * W + col) of the first maximum of window w in plane x; to_float reads an
-/// element as float (identity for float, __half2float for half).
+/// Position (row * W + col) of the first maximum of window w in plane x, or of its first NaN
+/// when it holds one (numpy's max and PyTorch's max pooling propagate NaN, and the gradient
+/// goes to the NaN); to_float reads an element as float (identity for float, __half2float for
+/// half).
 template <typename T, typename ToFloat>
 SINGA_HOST_DEVICE inline int FirstMaxOf(const T* x, int W, const PoolWindow& w, ToFloat to_float) {
   int best = w.h0 * W + w.w0;
   float m = to_float(x[best]);
+  if (m != m) return best;
   for (int r = w.h0; r < w.h1; ++r)
     for (int c = w.w0; c < w.w1; ++c) {
       const float v = to_float(x[r * W + c]);
-      if (v > m) {
-        m = v;
+      if (!(v <= m)) {  // v > m, or v is NaN (m never is here)
         best = r * W + c;
+        if (v != v) return best;
+        m = v;
       }
     }
   return best;

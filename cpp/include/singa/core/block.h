@@ -18,6 +18,8 @@
 #include <string>
 #include <utility>
 
+#include "singa/core/common.h"
+
 namespace singa {
 
 class Device;
@@ -54,6 +56,17 @@ class Block {
   void ZeroOnFirstAlloc() { zero_on_alloc_ = true; }
   bool zero_on_alloc() const { return zero_on_alloc_; }
 
+  /// The element type and shape of the tensor that created this block (set by Tensor), read by
+  /// Device::SetCheckFinite's scan and its message. A raw block (NewBlock alone) has none.
+  void set_layout(DataType dtype, Shape shape) {
+    dtype_ = dtype;
+    shape_ = std::move(shape);
+    has_layout_ = true;
+  }
+  bool has_layout() const { return has_layout_; }
+  DataType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+
   /// A name a user knows ("conv1.W", "input[0]") for drawings of the graph; empty by default.
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
@@ -74,6 +87,9 @@ class Block {
   bool initialized_ = false;
   bool zero_on_alloc_ = false;
   std::string name_;
+  bool has_layout_ = false;
+  DataType dtype_ = kFloat32;
+  Shape shape_;
   std::atomic<int> external_refs_{0};
 };
 

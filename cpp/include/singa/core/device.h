@@ -125,7 +125,7 @@ class Device {
   /// On by default where the device can capture; the graph captures only when every recorded
   /// operation allows it (see singa/core/cuda_gpu.h). Off: replays enqueue op by op.
   void SetCaptureEnabled(bool on) { capture_enabled_ = on; }
-  bool capture_enabled() const { return capture_enabled_ && CanCapture(); }
+  bool capture_enabled() const { return capture_enabled_ && !check_finite_ && CanCapture(); }
   virtual bool CanCapture() const { return false; }
   /// Capture protocol used by Graph::Run: Begin, enqueue the operations, End (instantiates what
   /// was captured, replacing any earlier capture), then Launch for each replay; Drop forgets it.
@@ -133,6 +133,19 @@ class Device {
   virtual void EndCapture() {}
   virtual void LaunchCaptured() {}
   virtual void DropCaptured() {}
+  /// Opt-in anomaly detection (PyTorch's detect_anomaly): after each operation that runs (eager
+  /// Exec and every graph replay), scan the float blocks it wrote (float32, float16, float64) and
+  /// throw NonFiniteError naming the operation, the output's shape and its NaN / Inf counts. The
+  /// first operation whose output is not finite is named, so a NaN fed in by the user is reported
+  /// at the first operation that reads it (copies, CopyDataToFrom, are not checked: they compute
+  /// nothing and may fill part of a block). Off: one branch per operation. On a GPU each check
+  /// copies the output to the host and graph replays are not captured.
+  void SetCheckFinite(bool on) { check_finite_ = on; }
+  bool check_finite() const { return check_finite_; }
+  /// Throws NonFiniteError if one of `blocks` (those whose layout is known) holds NaN or Inf;
+  /// `op_name` names the operation in the message. Runs after the operation, inside it.
+  void CheckFinite(const std::vector<Block*>& blocks, const std::string& op_name);
+
   /// Iterations of RunGraph ignored by the profiler (warm-up).
   void SetSkipIteration(int n) { skip_iteration_ = n; }
   int skip_iteration() const { return skip_iteration_; }
@@ -164,6 +177,7 @@ class Device {
   int verbosity_ = 0;
   int skip_iteration_ = 5;
   bool capture_enabled_ = true;
+  bool check_finite_ = false;
   std::recursive_mutex mutex_;  // see "Threads" at the top of this file
   std::atomic<int> handles_{0};
 

@@ -8,7 +8,8 @@
 // interpreter, usually). The Cython layer maps each class to one Python exception:
 //   ShapeError -> ValueError, AxisError -> IndexError+ValueError, DTypeError -> TypeError,
 //   OutOfMemoryError -> MemoryError, NotImplementedError -> NotImplementedError,
-//   ValueError -> ValueError, DeviceError and plain Error -> RuntimeError.
+//   ValueError -> ValueError, DeviceError and plain Error -> RuntimeError,
+//   NonFiniteError -> FloatingPointError.
 #pragma once
 
 #include <sstream>
@@ -54,6 +55,11 @@ class OutOfMemoryError : public Error {
 };
 /// The feature exists in the API but not for this device, dtype or build.
 class NotImplementedError : public Error {
+ public:
+  using Error::Error;
+};
+/// An operation wrote NaN or Inf while its device checks outputs (Device::SetCheckFinite).
+class NonFiniteError : public Error {
  public:
   using Error::Error;
 };

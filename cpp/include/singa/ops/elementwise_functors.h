@@ -54,7 +54,7 @@ using std::round; using std::sin; using std::sinh; using std::sqrt; using std::t
 #undef SINGA_UNARY
 #undef SINGA_BINARY
 
-/// Clips into [low, high].
+/// Clips into [low, high]; NaN fails both tests and passes through (np.clip).
 struct ClampOp {
   float low, high;
   template <typename T>
@@ -62,7 +62,7 @@ struct ClampOp {
     return x < T(low) ? T(low) : (x > T(high) ? T(high) : x);
   }
 };
-/// x if x > 0 else slope * x.
+/// x if x > 0 else slope * x (NaN: slope * NaN, still NaN).
 struct LeakyReLUOp {
   float slope;
   template <typename T>

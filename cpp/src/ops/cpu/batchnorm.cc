@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../nn_kernels.h"
+#include "singa/ops/elementwise_functors.h"
 
 namespace singa {
 namespace cpu {
@@ -60,7 +61,7 @@ void Affine(const Geometry& g, const float* x, const float* a, const float* b, b
     const float* r = x + off;
     float* o = y + off;
     if (relu)
-      for (size_t i = 0; i < g.S; ++i) o[i] = std::max(r[i] * ac + bc, 0.f);
+      for (size_t i = 0; i < g.S; ++i) o[i] = fn::ReLUOp{}(r[i] * ac + bc);  // NaN kept
     else
       for (size_t i = 0; i < g.S; ++i) o[i] = r[i] * ac + bc;
   });

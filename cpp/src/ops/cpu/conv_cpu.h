@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "../nn_kernels.h"
+#include "singa/ops/elementwise_functors.h"
 
 namespace singa {
 namespace cpu {
@@ -47,9 +48,10 @@ inline void ForEachTapRow(const ConvHandle& h, F&& f) {
     }
 }
 
-// y = max(0, y) over n values (the fused ReLU of Conv2dForward).
+// y = max(0, y) over n values (the fused ReLU of Conv2dForward), NaN kept (the table's ReLU).
 inline void ReluInPlace(float* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] = y[i] > 0.f ? y[i] : 0.f;
+  const fn::ReLUOp relu;
+  for (size_t i = 0; i < n; ++i) y[i] = relu(y[i]);
 }
 
 // cpu/conv_im2col.cc: im2col + OpenBLAS sgemm (every convolution but depthwise).

@@ -16,6 +16,7 @@
 // float16 (CUDA only, cuDNN's convention): x, y, dy and dx may be float16, computed in float;
 // the per-channel tensors (scale, bias, running and batch statistics, dscale, dbias) stay float32.
 #include "../nn_kernels.h"
+#include "singa/ops/elementwise_functors.h"
 #include "cudnn_common.h"
 
 namespace singa {
@@ -96,7 +97,7 @@ __global__ void BnAffine(BnGeom g, size_t total, const T* x, const float* k, con
        i += size_t(blockDim.x) * gridDim.x) {
     const size_t c = (i / g.S) % g.C;
     const float v = ToF(x[i]) * k[c] + b[c];
-    y[i] = FromF<T>(relu ? fmaxf(v, 0.f) : v);
+    y[i] = FromF<T>(relu ? fn::ReLUOp{}(v) : v);  // NaN kept (fmaxf would drop it)
   }
 }
 

@@ -94,12 +94,12 @@ using ConvDescBase = DnnDesc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutio
 using ActivationDescBase = DnnDesc<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
                                    cudnnDestroyActivationDescriptor>;
 
-/// max(0, x), for cudnnActivationForward.
+/// max(0, x), for cudnnActivationForward; NaN propagates (numpy / PyTorch semantics).
 class ReluDesc : public ActivationDescBase {
  public:
   ReluDesc() {
     SINGA_CUDNN_CHECK(
-        cudnnSetActivationDescriptor(get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+        cudnnSetActivationDescriptor(get(), CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
         "cuDNN: ReLU descriptor");
   }
 };

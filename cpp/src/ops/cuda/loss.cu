@@ -84,12 +84,13 @@ __global__ void LossRows(const T* x_, const L* t, T* y_, int64_t N, int64_t C, i
       }
     } else if constexpr (kind == Kind::kProbFwd) {
       if (kLabels) {
-        if (threadIdx.x == 0) put(i, -logf(fmaxf(z_at(zi + lab), FLT_MIN)));
+        // MaxMerge, as the CPU's std::max: a NaN probability stays NaN (fmaxf would drop it).
+        if (threadIdx.x == 0) put(i, -logf(MaxMerge{}(z_at(zi + lab), FLT_MIN)));
       } else {
         float s = 0.f;
         for (int64_t j = threadIdx.x; j < C; j += blockDim.x) {
           const float tj = t_at(zi + j);
-          if (tj != 0.f) s -= tj * logf(fmaxf(z_at(zi + j), FLT_MIN));
+          if (tj != 0.f) s -= tj * logf(MaxMerge{}(z_at(zi + j), FLT_MIN));
         }
         s = BlockReduce(s, SumMerge{}, smem);
         if (threadIdx.x == 0) put(i, s);

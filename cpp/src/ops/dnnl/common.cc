@@ -32,14 +32,9 @@ dnnl::stream& Stream() {
   return s;
 }
 
-dnnl::primitive_attr Attr(bool relu) {
+dnnl::primitive_attr Attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (relu) {
-    dnnl::post_ops po;
-    po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    attr.set_post_ops(po);
-  }
   return attr;
 }
 

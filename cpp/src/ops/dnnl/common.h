@@ -62,8 +62,9 @@ struct WsLayout {
   size_t floats() const { return (bytes + 3) / 4; }
 };
 
-/// A primitive attribute with a user-managed scratchpad (and ReLU as a post-op when relu).
-dnnl::primitive_attr Attr(bool relu = false);
+/// A primitive attribute with a user-managed scratchpad. (No ReLU post-op: oneDNN's eltwise_relu
+/// maps NaN to 0; conv.cc applies its fused ReLU itself.)
+dnnl::primitive_attr Attr();
 
 /// One tensor operand of a primitive: our plain layout (`user`) and the primitive's (`prim`);
 /// when they differ, a reorder (cached with the primitive) through a workspace region.
