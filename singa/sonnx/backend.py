@@ -20,7 +20,7 @@ from .. import model
 from .. import tensor
 from .errors import SonnxError
 from .ops import run_onnx_node, HANDLERS, SUPPORTED_OPS  # noqa: F401
-from .ops_tensor import BOOL_OUTPUTS
+from .ops_tensor import BOOL_OUTPUTS, holdable
 
 MIN_OPSET = 11
 
@@ -59,6 +59,11 @@ def _attrs(node):
 _INT32 = np.iinfo(np.int32)
 
 
+def _as_tensor(x, dev):
+    """x as a Tensor when it is a numpy value singa can hold; otherwise x as it is."""
+    return _to_tensor(x, dev, False) if isinstance(x, np.ndarray) and holdable(x) else x
+
+
 def _to_tensor(array, dev, param):
     """A Tensor of numpy ``array``: singa holds float32 and int32, so wider integers are
     clamped to int32 (ONNX writes 'to the end' as INT64_MAX), other floats become float32 and
@@ -81,6 +86,7 @@ _NON_PARAM_INPUTS = {"BatchNormalization": lambda n: n.input[3:5],
                      "Split": lambda n: n.input[1:], "Tile": lambda n: n.input[1:],
                      "Expand": lambda n: n.input[1:], "ReduceSum": lambda n: n.input[1:],
                      "ReduceMean": lambda n: n.input[1:], "Resize": lambda n: n.input[1:],
+                     "ReduceMax": lambda n: n.input[1:], "ReduceMin": lambda n: n.input[1:],
                      "OneHot": lambda n: n.input[1:], "Gather": lambda n: n.input[1:],
                      "Where": lambda n: n.input[:1],
                      "ScatterElements": lambda n: n.input[1:]}
@@ -107,16 +113,21 @@ class _NodeView(object):
 
 
 class _NodeRunner(object):
-    """Runs one node of a prepared model on Tensors: ``op(*inputs)`` gives its outputs, a list
-    (initializers the node reads are filled in from the model when omitted)."""
+    """Runs one node of a prepared model on Tensors: ``op(*inputs)`` gives its outputs, a list.
+    The inputs the model holds (initializers, Constant nodes' values) are filled in; the
+    others are taken from ``inputs`` in order."""
 
     def __init__(self, node, rep):
         self.node, self.rep = node, rep
 
     def __call__(self, *inputs):
-        given = list(inputs)
-        ins = [None if not n else self.rep.tensor_map[n] if n in self.rep.tensor_map else
-               given.pop(0) if given else None for n in self.node.input]
+        given, held = list(inputs), self.rep.held_values()
+        ins = [None if not n else held[n] if n in held else given.pop(0) if given else None
+               for n in self.node.input]
+        if given:
+            raise SonnxError("%s (%s): %d inputs too many" % (self.node.name, self.node.op_type,
+                                                              len(given)))
+        ins = [_as_tensor(x, self.rep.device) for x in ins]
         attrs = _attrs(self.node)
         attrs["__outputs__"] = len(self.node.output)
         return run_onnx_node(self.node.op_type, ins, attrs, self.rep.opset, self.rep._cache)
@@ -166,7 +177,7 @@ class SingaRep(BackendRep):
         env = dict(self.tensor_map)
         for name, x in zip(self.input_names, inputs):
             if not isinstance(x, tensor.Tensor):
-                x = _to_tensor(x, self.device, False)
+                x = _as_tensor(np.asarray(x), self.device)
             env[name] = x
         produced = collections.OrderedDict()
         last = self._last_layer(kwargs.get("last_layers"))
@@ -178,8 +189,7 @@ class SingaRep(BackendRep):
                                  % (node.name, node.op_type, e)) from None
             outs = self._host_values(node, ins)
             if outs is None:
-                ins = [_to_tensor(x, self.device, False) if isinstance(x, np.ndarray) else x
-                       for x in ins]
+                ins = [_as_tensor(x, self.device) for x in ins]
                 while ins and ins[-1] is None:
                     ins.pop()
                 attrs = _attrs(node)
@@ -200,9 +210,17 @@ class SingaRep(BackendRep):
         if missing:
             raise SonnxError("SingaRep.run: no tensor named %s in the graph" % missing)
         if not as_numpy:
-            return [_to_tensor(env[n], self.device, False) if isinstance(env[n], np.ndarray)
-                    else env[n] for n in names]
+            return [_as_tensor(env[n], self.device) for n in names]
         return [_as_declared(env[n], self._out_types.get(n)) for n in names]
+
+    def held_values(self):
+        """What the model itself holds, by name: its initializers (Tensors) and the values of
+        its Constant nodes (numpy)."""
+        held = dict(self.tensor_map)
+        for node in self.singa_ops:
+            if node.op_type == "Constant":
+                held.update(zip(node.output, self._host_values(node, [])))
+        return held
 
     def _last_layer(self, k):
         """The node where run(..., last_layers=k) stops, or None for the whole graph."""
@@ -316,7 +334,7 @@ class SingaBackend(Backend):
         Backend signature (``opset_version`` may be given as a keyword)."""
         dev = cls._device(device)
         opset = kwargs.get("opset_version", cls._opset_version)
-        ins = [None if x is None else _to_tensor(x, dev, False) for x in inputs]
+        ins = [None if x is None else _as_tensor(np.asarray(x), dev) for x in inputs]
         attrs = _attrs(node)
         attrs["__outputs__"] = len(node.output)
         outs = run_onnx_node(node.op_type, ins, attrs, opset)

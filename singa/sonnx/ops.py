@@ -284,9 +284,8 @@ def _cast_like(ins, attrs, opset, cache):
     else:
         to = helper.np_dtype_to_tensor_dtype(np.dtype(np.int32 if like.dtype == tensor.int32
                                                       else np.float32))
-    if isinstance(x, np.ndarray):
-        return [x.astype(helper.tensor_dtype_to_np_dtype(to))]
-    return _TENSOR_HANDLERS["Cast"]([x], {"to": to}, opset, cache)
+    given = {k: v for k, v in attrs.items() if not k.startswith("__")}  # saturate...
+    return _TENSOR_HANDLERS["Cast"]([x], dict(given, to=to), opset, cache)
 
 
 HANDLERS = {

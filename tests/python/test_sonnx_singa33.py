@@ -2,7 +2,9 @@
 behaviour asserted on its own: the low-level handles of singa_wrap under SINGA's names and
 argument lists, to_onnx with constants in the input list, output names without Identity
 nodes, SingaRep.run(x, last_layers=k) and SingaRep.layers, SingaBackend._rename_operators,
-and the import of Constant, CastLike and Dropout (with its mask).
+and the import of Constant, CastLike and Dropout (with its mask); and the ops its backend test
+selects through ONNX's expanded node tests (ReduceMax / ReduceMin, Size, casts to types singa
+has no dtype for).
 """
 import numpy as np
 import onnx
@@ -12,6 +14,7 @@ from onnx import helper, numpy_helper, TensorProto
 from gradcheck import check_op
 from singa import autograd, layer, sonnx, tensor
 from singa import singa_wrap as sw
+from singa.sonnx.ops import HANDLERS
 
 R = np.random.RandomState(33)
 
@@ -293,10 +296,13 @@ def test_layers_pair_each_node_with_a_runnable_operator():
     assert [node.op_type for node, _ in rep.layers] == ["Add", "Relu", "Mul", "Neg"]
     node, op = rep.layers[2]
     assert (node.inputs, node.outputs) == (["r", "c"], ["m"])
-    rep.run([x])  # the Constant's value is then known to the model
-    # the operator fills in what the model holds (c) and runs on the given input
+    # the operator fills in what the model holds (the Constant c) and runs on the given input
+    (got,) = op(t_(steps[1]))
+    np.testing.assert_allclose(np_(got), steps[2], rtol=1e-6)
     (got,) = rep.layers[3].operator(t_(steps[2]))
     np.testing.assert_allclose(np_(got), steps[3], rtol=1e-6)
+    with pytest.raises(sonnx.SonnxError, match="too many"):
+        op(t_(steps[1]), t_(steps[1]))
 
 
 def test_transfer_learning_cut_keeps_the_autograd_record():
@@ -420,3 +426,58 @@ def test_unsqueeze_axis_out_of_range_is_a_clear_error():
     # SINGA's test_unsqueeze inserts axes [2, 4, 5] into a 2-d tensor: rank 5 has no axis 5
     with pytest.raises(IndexError, match=r"axis 5.*rank 5"):
         autograd.unsqueeze(t_(np.ones((3, 2), np.float32)), [2, 4, 5])
+
+
+# ---- ops that SINGA's test_onnx_backend.py selects through the expanded node tests ------------
+@pytest.mark.parametrize("op,ref", [("ReduceMax", np.max), ("ReduceMin", np.min)])
+@pytest.mark.parametrize("axes,keep", [([1], 1), ([0, 2], 0), ([-1], 0), (None, 1)])
+def test_reduce_max_min_forward_and_finite_differences(op, ref, axes, keep):
+    x = R.randn(3, 4, 5).astype(np.float32)  # distinct values: no ties
+    ins = [None] if axes is None else [np.array(axes, np.int64)]
+    check_op(lambda ag, a: HANDLERS[op]([a] + ins, {"keepdims": keep}, 18, {})[0],
+             lambda a: ref(a, axis=None if axes is None else tuple(axes), keepdims=bool(keep)),
+             [x])
+
+
+@pytest.mark.parametrize("op,x,want", [
+    ("ReduceMax", [[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]], [[0, 0.5, 0.5], [0.5, 0.5, 0]]),
+    ("ReduceMin", [[1.0, 3.0, 1.0], [2.0, 5.0, 4.0]], [[0.5, 0, 0.5], [1, 0, 0]])])
+def test_reduce_max_min_split_the_gradient_between_ties(op, x, want):
+    autograd.training = True
+    xt = t_(np.array(x, np.float32), grad=True)
+    y = HANDLERS[op]([xt], {"keepdims": 0, "axes": [1]}, 13, {})[0]
+    grads = {id(p): np_(g) for p, g in autograd.backward(autograd.reduce_sum(y, None, 0))}
+    np.testing.assert_allclose(grads[id(xt)], want)
+
+
+def _cast_model(to, shape, saturate=1):
+    node = helper.make_node("Cast", ["x"], ["y"], to=to, saturate=saturate)
+    return _one_node_model(node, [("x", TensorProto.FLOAT, shape)], [("y", to, shape)], opset=21)
+
+
+def test_cast_to_float8_runs_on_the_host_with_its_rounding_and_saturation():
+    # float8 e4m3fn: 3 mantissa bits (1.1 -> 1.125), largest finite 448 (saturate=1 clamps)
+    x = np.array([1.1, -2.3, 1000.0, 0.0], np.float32)
+    (y,) = sonnx.prepare(_cast_model(TensorProto.FLOAT8E4M3FN, [4])).run([x])
+    assert not sonnx.ops_tensor.holdable(y)  # a float8 array, kept as numpy
+    np.testing.assert_array_equal(y.astype(np.float32), [1.125, -2.25, 448.0, 0.0])
+
+
+def test_cast_to_bfloat16_rounds_to_its_8_bit_mantissa():
+    x = np.array([1.0 + 2.0 ** -9, 3.0], np.float32)  # below half a bfloat16 step: rounds down
+    (y,) = sonnx.prepare(_cast_model(TensorProto.BFLOAT16, [2])).run([x])
+    np.testing.assert_array_equal(y.astype(np.float32), [1.0, 3.0])
+
+
+def test_cast_to_a_type_singa_lacks_refuses_to_drop_a_gradient():
+    autograd.training = True
+    x = t_(np.ones(4, np.float32), grad=True)
+    with pytest.raises(sonnx.UnsupportedOpError, match="FLOAT8E4M3FN.*gradient"):
+        sonnx.prepare(_cast_model(TensorProto.FLOAT8E4M3FN, [4])).run([x])
+
+
+def test_size_is_the_element_count():
+    node = helper.make_node("Size", ["x"], ["n"])
+    m = _one_node_model(node, [("x", TensorProto.FLOAT, [2, 3, 4])], [("n", TensorProto.INT64, [])])
+    (n,) = sonnx.prepare(m).run([np.zeros((2, 3, 4), np.float32)])
+    assert n.dtype == np.int64 and int(n) == 24
