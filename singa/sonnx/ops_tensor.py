@@ -249,33 +249,33 @@ def _str(attrs, key, default):
 
 
 def _resize(ins, attrs, opset, cache):
-    """Nearest-neighbour resizing by integer scales (autograd.upsample); the coordinate
-    modes agree with repetition for integer scales, except align_corners and the rounding
-    of tf_crop_and_resize, which are refused."""
+    """Nearest-neighbour resizing by integer scales repeats elements (autograd.upsample) where
+    the coordinate mode and rounding agree with repetition; everything else goes through
+    ops_resize's per-axis maps."""
     x = ins[0]
     mode = _str(attrs, "mode", "nearest")
     coord = _str(attrs, "coordinate_transformation_mode", "half_pixel")
-    if mode != "nearest" or coord in ("align_corners", "tf_crop_and_resize"):
-        raise UnsupportedOpError("Resize: mode %r with coordinate_transformation_mode %r is "
-                                 "not supported (only nearest repetition; opset %d)"
-                                 % (mode, coord, opset))
-    if coord == "asymmetric" and _str(attrs, "nearest_mode", "round_prefer_floor") != "floor":
-        raise UnsupportedOpError("Resize: asymmetric coordinates need nearest_mode 'floor' "
-                                 "(opset %d)" % opset)
     scale_i, size_i = (1, 2) if opset < 11 else (2, 3)
     nd = len(x.shape)
     axes = [a + nd if a < 0 else a for a in attrs.get("axes", range(nd))]  # opset 18
-    if _given(ins, size_i) and _np(ins[size_i]).size:
-        given = [s / x.shape[a] for s, a in zip(ints(ins[size_i]), axes)]
-    else:
-        given = [float(v) for v in _np(ins[scale_i]).reshape(-1)]
-    scales = [1.0] * nd
+    sizes = ints(ins[size_i]) if _given(ins, size_i) and _np(ins[size_i]).size else None
+    scales = None if sizes is not None else [float(v) for v in _np(ins[scale_i]).reshape(-1)]
+    roi = _np(ins[1]).reshape(-1) if opset >= 11 and _given(ins, 1) else None
+    given = scales if sizes is None else [s / x.shape[a] for s, a in zip(sizes, axes)]
+    full = [1.0] * nd
     for a, s in zip(axes, given):
-        scales[a] = s
-    if any(s != int(s) or s < 1 for s in scales):
-        raise UnsupportedOpError("Resize: scales %s are not positive integers (opset %d)"
-                                 % (scales, opset))
-    return [autograd.upsample(x, "nearest", [int(s) for s in scales])]
+        full[a] = s
+    policy = _str(attrs, "keep_aspect_ratio_policy", "stretch")
+    # repetition is nearest sampling for integer scales: with half-pixel centres (no ties
+    # there) and rounding, or with asymmetric coordinates and floor
+    rounding = _str(attrs, "nearest_mode", "round_prefer_floor")
+    repeats = (coord in ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric") and
+               rounding.startswith("round")) or (coord == "asymmetric" and rounding == "floor")
+    if mode == "nearest" and repeats and policy == "stretch" and \
+            all(s == int(s) and s >= 1 for s in full):
+        return [autograd.upsample(x, "nearest", [int(s) for s in full])]
+    from .ops_resize import resize_by_axis_maps
+    return [resize_by_axis_maps(x, attrs, scales, sizes, roi, opset, cache)]
 
 
 def _layer_norm(ins, attrs, opset, cache):

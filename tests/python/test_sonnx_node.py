@@ -4,7 +4,7 @@
 
 Each claimed op's node tests run through sonnx.SingaBackend (numpy in, numpy out). EXCLUDED
 lists the variants we do not claim, with the reason; every other node test of a claimed op must
-pass (688 at the time of writing; the models declare opsets 1 to 28, those below 11 imported
+pass (724 at the time of writing; the models declare opsets 1 to 28, those below 11 imported
 through the version converter; the rest of ONNX's suite is skipped).
 """
 import pytest
@@ -50,12 +50,6 @@ EXCLUDED = {
     r"^test_scatter_elements_with_(reduction|duplicate)": "ScatterElements reduction != none",
     r"^test_lstm_with_peepholes": "LSTM peepholes (P): the cells have none",
     r"^test_spacetodepth_crd": "SpaceToDepth mode CRD (singa's CRD is another channel order)",
-    # Resize: nearest-neighbour upsampling by integer factors (autograd.upsample); linear,
-    # cubic, downsampling, cropping, align_corners and non-integer sizes are not claimed
-    r"^test_resize_(downsample|tf_crop)": "Resize: only upsampling",
-    r"^test_resize_.*(cubic|linear|align_corners|not_larger|not_smaller)": "Resize: only "
-                                                                          "nearest, integer",
-    r"^test_resize_upsample_sizes_nearest": "Resize: sizes that are not integer multiples",
 }
 
 _bt = onnx.backend.test.BackendTest(sonnx.SingaBackend, __name__)

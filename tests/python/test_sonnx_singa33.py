@@ -64,7 +64,8 @@ def test_batchnorm_handle_is_one_class_under_singa_wrap_and_autograd():
     assert issubclass(sw.CudnnBatchNormHandle, sw.BatchNormHandle)
     x = t_(R.randn(4, 3, 2, 2).astype(np.float32))
     for h in (sw.BatchNormHandle(0.8, x.data), sw.BatchNormHandle(x, 0.8),
-              sw.CudnnBatchNormHandle(0.8, x.data), autograd.BatchNormHandle(x.shape, momentum=0.8)):
+              sw.CudnnBatchNormHandle(0.8, x.data),
+              autograd.BatchNormHandle(x.shape, momentum=0.8)):
         assert (h.factor, h.batchsize, h.channels, h.height, h.width) == (0.8, 4, 3, 2, 2)
 
 
@@ -481,3 +482,48 @@ def test_size_is_the_element_count():
     m = _one_node_model(node, [("x", TensorProto.FLOAT, [2, 3, 4])], [("n", TensorProto.INT64, [])])
     (n,) = sonnx.prepare(m).run([np.zeros((2, 3, 4), np.float32)])
     assert n.dtype == np.int64 and int(n) == 24
+
+
+# ---- Resize beyond nearest repetition (ONNX's linear / cubic / nearest modes) -----------------
+def _resize_model(shape, out_shape, **attrs):
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], **attrs)
+    sizes = numpy_helper.from_array(np.array(out_shape, np.int64), "sizes")
+    return _one_node_model(node, [("x", TensorProto.FLOAT, list(shape))],
+                           [("y", TensorProto.FLOAT, list(out_shape))], opset=19,
+                           inits=[sizes])
+
+
+def _align_corners_matrix(n, m):
+    """Linear interpolation with align_corners: output j samples input j (n - 1) / (m - 1)."""
+    M = np.zeros((m, n))
+    for j in range(m):
+        p = j * (n - 1) / (m - 1)
+        i = min(int(np.floor(p)), n - 2)
+        M[j, i], M[j, i + 1] = 1 - (p - i), p - i
+    return M
+
+
+def test_resize_linear_align_corners_by_hand():
+    x = np.array([[[[1.0, 3.0], [5.0, 7.0]]]], np.float32)
+    (y,) = sonnx.prepare(_resize_model(
+        (1, 1, 2, 2), (1, 1, 3, 3), mode="linear",
+        coordinate_transformation_mode="align_corners")).run([x])
+    np.testing.assert_allclose(y[0, 0], [[1, 2, 3], [3, 4, 5], [5, 6, 7]], rtol=1e-6)
+
+
+def test_resize_linear_trains_like_its_interpolation_matrices():
+    rep = sonnx.prepare(_resize_model((2, 1, 3, 4), (2, 1, 5, 7), mode="linear",
+                                      coordinate_transformation_mode="align_corners"))
+    Mh, Mw = _align_corners_matrix(3, 5), _align_corners_matrix(4, 7)
+    rep.is_graph = True
+    check_op(lambda ag, a: rep.run([a])[0],
+             lambda a: np.einsum("hi,ncij,wj->nchw", Mh, a, Mw),
+             [R.randn(2, 1, 3, 4).astype(np.float32)])
+
+
+def test_resize_nearest_ceil_is_not_repetition():
+    # half-pixel centres, 2 -> 4, ceil: sources ceil(-0.25, 0.25, 0.75, 1.25) = 0, 1, 1, 2->1
+    x = np.array([[[[1.0, 2.0]]]], np.float32)
+    (y,) = sonnx.prepare(_resize_model((1, 1, 1, 2), (1, 1, 1, 4), mode="nearest",
+                                       nearest_mode="ceil")).run([x])
+    np.testing.assert_array_equal(y[0, 0, 0], [1, 2, 2, 2])
