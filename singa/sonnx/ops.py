@@ -247,7 +247,8 @@ def _dropout(ins, attrs, opset, cache):
     scale = keep * (1.0 / (1.0 - ratio))
     scale.requires_grad = scale.stores_grad = False
     y = autograd.mul(x, scale)
-    return [y, tensor.to_numpy(keep) != 0] if want_mask else [y]
+    keep.requires_grad = keep.stores_grad = False
+    return [y, keep] if want_mask else [y]  # the mask as float 0/1 (see ops_tensor's note)
 
 
 def _constant(ins, attrs, opset, cache):

@@ -23,6 +23,7 @@ import numpy as np
 from .. import autograd, tensor
 from .. import singa_wrap as singa
 from .errors import SonnxError, UnsupportedOpError
+from .ops_resize import resize_by_axis_maps
 
 
 def _np(t):
@@ -274,7 +275,6 @@ def _resize(ins, attrs, opset, cache):
     if mode == "nearest" and repeats and policy == "stretch" and \
             all(s == int(s) and s >= 1 for s in full):
         return [autograd.upsample(x, "nearest", [int(s) for s in full])]
-    from .ops_resize import resize_by_axis_maps
     return [resize_by_axis_maps(x, attrs, scales, sizes, roi, opset, cache)]
 
 

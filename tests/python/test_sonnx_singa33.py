@@ -108,6 +108,20 @@ def test_cudnn_conv_handle_takes_singas_workspace_and_preference():
     assert (dil.dilation_h, dil.dilation_w, dil.conv_height) == (2, 2, 2)
 
 
+def test_layers_build_the_cudnn_handle_with_dilation_by_keyword_on_a_gpu():
+    """On a GPU a layer builds SINGA's CudnnConvHandle, whose 9th argument is the workspace
+    limit: a dilation must reach it by keyword."""
+    from singa.layers import _util
+
+    class GpuLike(object):
+        def is_host(self):
+            return False
+    h = _util.make_handle("ConvHandle", "CudnnConvHandle", GpuLike(), sw.Tensor((1, 2, 7, 7)),
+                          (3, 3), (1, 1), (0, 0), 2, 4, True, 1, dilation=(2, 2))
+    assert type(h) is sw.CudnnConvHandle
+    assert (h.dilation_h, h.conv_height, h.workspace_byte_limit) == (2, 3, 1 << 30)
+
+
 @pytest.mark.parametrize("cls", ["PoolingHandle", "CudnnPoolingHandle"])
 def test_pooling_handle_with_singas_arguments(cls):
     x_np = R.randn(2, 3, 6, 6).astype(np.float32)
@@ -364,6 +378,15 @@ def test_constant_node_values(attr, value, want):
     np.testing.assert_array_equal(got, want)
     (alone,) = sonnx.run_node(node, [])
     np.testing.assert_array_equal(alone, want)
+
+
+def test_constant_node_sparse_value():
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([5.0, -1.0], np.float32), "v"),
+        numpy_helper.from_array(np.array([1, 4], np.int64), "i"), [2, 3])
+    node = helper.make_node("Constant", [], ["y"], sparse_value=sparse)
+    (got,) = sonnx.run_node(node, [])
+    np.testing.assert_array_equal(got, [[0, 5, 0], [0, -1, 0]])
 
 
 @pytest.mark.parametrize("x,like,want_dtype", [
