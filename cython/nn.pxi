@@ -5,34 +5,75 @@
 #                                                             # max(0, y) (also the BN forwards)
 #   dx, dW, db = Conv2dBackwardX(dy, W, h), Conv2dBackwardW(dy, x, h), Conv2dBackwardB(dy, h)
 #   p = PoolingHandle(y, (2, 2), (2, 2), (0, 0), True)
+#   bn = BatchNormHandle(0.9, x)                              # Apache SINGA's (momentum, input)
 #   y, mean, var = BatchNormForwardTraining(x, scale, bias, running_mean, running_var, 0.1, 1e-5)
 #
 # Names and argument orders follow Apache SINGA's singa_wrap where it had the op (ConvHandle,
-# PoolingHandle, CrossEntropyFwd, SoftmaxCrossEntropyBwd); see nn.h for the semantics.
+# PoolingHandle, BatchNormHandle, CrossEntropyFwd, SoftmaxCrossEntropyBwd); see nn.h for the
+# semantics. SINGA's cuDNN handles (CudnnConvHandle, CudnnPoolingHandle, CudnnBatchNormHandle)
+# are subclasses that take the same arguments (CudnnConvHandle also SINGA's workspace limit
+# and algorithm preference, checked and ignored): our handles carry only the geometry and the
+# op's front picks the device's kernel, so every name works on every device.
+#
+# Bad arguments raise ShapeError (the input's shape, a kernel larger than the padded input)
+# or ArgumentError (a size of 0, a bad preference), TypeError for a value of the wrong type.
 from cnn cimport *
+
+
+_PY_BOOLS = (type(True), np.bool_)  # `bool` here is C++'s (cimported from libcpp)
+
+
+cdef inline bint is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, _PY_BOOLS)
+
+
+cdef vector[size_t] as_sizes(str op, str what, v) except *:
+    """Non-negative ints from a sequence of them (a TypeError / ArgumentError naming op)."""
+    cdef vector[size_t] out
+    try:
+        v = tuple(v)
+    except TypeError:
+        raise TypeError("%s: %s must be an int or a sequence of ints, got %r"
+                        % (op, what, v)) from None
+    for d in v:
+        if not is_int(d):
+            raise TypeError("%s: %s must hold ints, got %r" % (op, what, v))
+        if d < 0:
+            raise ArgumentError("%s: %s must be non-negative, got %r" % (op, what, v))
+        out.push_back(<size_t>d)
+    return out
 
 
 cdef vector[size_t] as_pair(str op, str what, v) except *:
     """(h, w) from an int (used for both) or a pair of non-negative ints."""
-    if isinstance(v, (int, np.integer)):
+    if is_int(v):
         v = (v, v)
-    v = tuple(v)
-    if len(v) != 2:
-        raise ValueError("%s: %s must be an int or a pair (h, w), got %r" % (op, what, v))
-    return as_shape(op, v)
+    cdef vector[size_t] out = as_sizes(op, what, v)
+    if out.size() != 2:
+        raise ArgumentError("%s: %s must be an int or a pair (h, w), got %r" % (op, what, v))
+    return out
 
 
 cdef vector[size_t] as_input_shape(str op, x) except *:
+    """The shape of x: a core Tensor, a Python Tensor (its .data) or a shape."""
+    d = getattr(x, "data", None)  # a singa.tensor.Tensor
+    if isinstance(d, Tensor):
+        x = d
     if isinstance(x, Tensor):
         return (<Tensor>x).c.shape()
-    return as_shape(op, x)
+    if is_int(x):
+        x = (x,)
+    try:
+        return as_sizes(op, "the input shape", x)
+    except ArgumentError as e:
+        raise ShapeError(str(e)) from None
 
 
 cdef size_t as_count(str op, str what, v) except? 0:
-    if isinstance(v, type(True)) or not isinstance(v, (int, np.integer)):
+    if not is_int(v):
         raise TypeError("%s: %s must be an int, got %r" % (op, what, v))
     if v < 0:
-        raise ValueError("%s: %s must be >= 0, got %d" % (op, what, v))
+        raise ArgumentError("%s: %s must be >= 0, got %d" % (op, what, v))
     return <size_t>v
 
 
@@ -110,12 +151,41 @@ cdef class ConvHandle:
         return tuple(self.c.WeightShape())
 
     def __repr__(self):
-        return ("ConvHandle(input=(%d, %d, %d, %d), kernel=(%d, %d), stride=(%d, %d), "
+        return ("%s(input=(%d, %d, %d, %d), kernel=(%d, %d), stride=(%d, %d), "
                 "padding=(%d, %d), dilation=(%d, %d), out_channels=%d, groups=%d, bias=%s)"
-                % (self.c.batchsize, self.c.channels, self.c.height, self.c.width,
+                % (type(self).__name__, self.c.batchsize, self.c.channels, self.c.height, self.c.width,
                    self.c.kernel_h, self.c.kernel_w, self.c.stride_h, self.c.stride_w,
                    self.c.pad_h, self.c.pad_w, self.c.dilation_h, self.c.dilation_w,
                    self.c.num_filters, self.c.group, self.c.bias_term))
+
+
+# The algorithm preferences Apache SINGA's CudnnConvHandle accepted.
+CONV_PREFERENCES = ("fastest", "limited_workspace", "no_workspace")
+
+
+cdef class CudnnConvHandle(ConvHandle):
+    """Apache SINGA's cuDNN convolution handle: ConvHandle's geometry, built with SINGA's
+    arguments (x, kernel_size, stride, padding, in_channels, out_channels, bias, groups=1,
+    workspace_byte_limit=1 GiB, prefer="fastest"). The workspace limit (an int >= 0) and the
+    preference (one of CONV_PREFERENCES) are checked and otherwise ignored: the op's kernel
+    picks its own algorithm on every device. ``dilation`` (ours) is keyword-only here."""
+    cdef readonly size_t workspace_byte_limit
+    cdef readonly str prefer
+
+    def __init__(self, x, kernel_size, stride, padding, in_channels, out_channels, bias,
+                 groups=1, workspace_byte_limit=1024 * 1024 * 1024, prefer="fastest", *,
+                 dilation=(1, 1)):
+        op = "CudnnConvHandle"
+        self.workspace_byte_limit = as_count(op, "workspace_byte_limit", workspace_byte_limit)
+        if not isinstance(prefer, str):
+            raise TypeError("%s: prefer must be a str, one of %s, got %r"
+                            % (op, CONV_PREFERENCES, prefer))
+        if prefer.lower() not in CONV_PREFERENCES:
+            raise ArgumentError("%s: prefer must be one of %s, got %r"
+                                % (op, CONV_PREFERENCES, prefer))
+        self.prefer = prefer.lower()
+        ConvHandle.__init__(self, x, kernel_size, stride, padding, in_channels, out_channels,
+                            bias, groups, dilation)
 
 
 cdef class PoolingHandle:
@@ -166,12 +236,56 @@ cdef class PoolingHandle:
                                         as_count("output_shape", "n", n)))
 
     def __repr__(self):
-        return ("PoolingHandle(input=(%d, %d, %d, %d), kernel=(%d, %d), stride=(%d, %d), "
+        return ("%s(input=(%d, %d, %d, %d), kernel=(%d, %d), stride=(%d, %d), "
                 "padding=(%d, %d), %s)"
-                % (self.c.batchsize, self.c.channels, self.c.height, self.c.width,
+                % (type(self).__name__, self.c.batchsize, self.c.channels, self.c.height, self.c.width,
                    self.c.kernel_h, self.c.kernel_w, self.c.stride_h, self.c.stride_w,
                    self.c.pad_h, self.c.pad_w, "max" if self.c.is_max_pooling else
                    ("avg, count_include_pad" if self.c.count_include_pad else "avg")))
+
+
+cdef class CudnnPoolingHandle(PoolingHandle):
+    """Apache SINGA's cuDNN pooling handle: PoolingHandle, same arguments."""
+
+
+class BatchNormHandle(object):
+    """The settings of a batch normalisation: ``factor``, the weight of the old running
+    statistics (Apache SINGA's momentum: running = factor * running + (1 - factor) * batch),
+    and ``eps``; and the input's geometry (batchsize, channels, height, width).
+
+    BatchNormHandle(momentum, x) as Apache SINGA's singa_wrap, or BatchNormHandle(x,
+    momentum=0.9, eps=1e-5); x is a Tensor (core or Python) or a shape (N, C, ...)."""
+
+    def __init__(self, x, momentum=0.9, eps=1e-5):
+        op = type(self).__name__
+        if isinstance(x, (float, int, np.floating, np.integer)) and \
+                not isinstance(momentum, (float, int, np.floating, np.integer)):
+            x, momentum = momentum, x  # SINGA's order
+        self.shape = tuple(as_input_shape(op, x))
+        if len(self.shape) < 2:
+            raise ShapeError("%s: expected an input (N, C, ...), got shape %s"
+                             % (op, self.shape))
+        for what, v in (("momentum", momentum), ("eps", eps)):
+            if isinstance(v, _PY_BOOLS) or not isinstance(v, (float, int, np.floating,
+                                                                      np.integer)):
+                raise TypeError("%s: %s must be a real number, got %r" % (op, what, v))
+        self.factor, self.eps = float(momentum), float(eps)
+        if not 0.0 <= self.factor <= 1.0:
+            raise ArgumentError("%s: momentum must be within [0, 1], got %r" % (op, momentum))
+        if not self.eps >= 0.0:
+            raise ArgumentError("%s: eps must be >= 0, got %r" % (op, eps))
+        self.batchsize, self.channels = self.shape[:2]
+        self.height = self.shape[2] if len(self.shape) > 2 else 1
+        self.width = self.shape[3] if len(self.shape) > 3 else 1
+        self.is_2d = len(self.shape) == 2
+
+    def __repr__(self):
+        return "%s(momentum=%g, input=%s, eps=%g)" % (type(self).__name__, self.factor,
+                                                      self.shape, self.eps)
+
+
+class CudnnBatchNormHandle(BatchNormHandle):
+    """Apache SINGA's cuDNN batch-norm handle: BatchNormHandle, same arguments."""
 
 
 # ---- convolution and pooling ---------------------------------------------------------------

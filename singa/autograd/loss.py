@@ -17,6 +17,8 @@ by the core when the loss runs.
 """
 import numbers
 
+import numpy as np
+
 from .. import singa_wrap as singa
 from .errors import ShapeError
 from .base import Operator
@@ -155,12 +157,21 @@ def binary_cross_entropy(x, t):
 
 
 class MeanSquareError(_TargetLoss):
-    """sum((x - t)^2) / numel(x): the mean over all elements (SINGA 3.3's definition)."""
+    """sum((x - t)^2) / numel(x): the mean over all elements (SINGA 3.3's definition).
+
+    As in SINGA, the target broadcasts against the predictions (numpy's rule): t of shape
+    (N, 1) or (C,) against x (N, C) compares every column or row with it. The error keeps x's
+    shape: a target that would enlarge it (t (2, 4) against x (2, 1)) raises ShapeError.
+    mse_loss(x, t) asks for equal shapes, as SINGA's does."""
 
     def loss(self, x, t):
-        if x.shape() != t.shape():
-            raise ShapeError("mse_loss: target of shape %s does not match predictions of "
-                             "shape %s" % (t.shape(), x.shape()))
+        try:
+            shape = tuple(np.broadcast_shapes(tuple(x.shape()), tuple(t.shape())))
+        except ValueError:
+            shape = None
+        if shape != tuple(x.shape()):
+            raise ShapeError("MeanSquareError: target of shape %s does not broadcast to the "
+                             "predictions' shape %s" % (tuple(t.shape()), tuple(x.shape())))
         self.numel = x.Size()
         if self.numel == 0:
             raise ShapeError("mse_loss: the predictions are empty (shape %s)" % (x.shape(),))
@@ -172,7 +183,10 @@ class MeanSquareError(_TargetLoss):
 
 
 def mse_loss(x, t):
-    """The mean over all elements of the squared error between x and t."""
+    """The mean over all elements of the squared error between x and t (same shapes)."""
+    if tuple(x.shape) != tuple(t.shape):
+        raise ShapeError("mse_loss: target of shape %s does not match predictions of shape %s"
+                         % (tuple(t.shape), tuple(x.shape)))
     return MeanSquareError(t)(x)[0]
 
 

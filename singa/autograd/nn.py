@@ -129,27 +129,9 @@ def pooling_2d(handle, x, odd_padding=(0, 0, 0, 0)):
     return _Pooling2d(handle, odd_padding)(x)[0]
 
 
-class BatchNormHandle(object):
-    """The settings of a batch normalisation: ``factor``, the weight of the old running
-    statistics (Apache SINGA's momentum: running = factor * running + (1 - factor) * batch),
-    and ``eps``. Built as BatchNormHandle(x, momentum) or, as in Apache SINGA's singa_wrap,
-    BatchNormHandle(momentum, x); x (a Tensor, core tensor or shape) gives the input shape."""
-
-    def __init__(self, x, momentum=0.9, eps=1e-5):
-        if isinstance(x, (int, float)) and not isinstance(momentum, (int, float)):
-            x, momentum = momentum, x
-        shape = x.shape() if isinstance(x, singa.Tensor) else getattr(x, "shape", x)
-        self.shape = tuple(int(d) for d in shape)
-        if len(self.shape) < 2:
-            raise ShapeError("BatchNormHandle: expected an input (N, C, ...), got shape %s"
-                             % (self.shape,))
-        self.factor, self.eps = float(momentum), float(eps)
-        if not 0.0 <= self.factor <= 1.0:
-            raise InputError("BatchNormHandle: momentum must be within [0, 1], got %r"
-                             % (momentum,))
-        self.batchsize, self.channels = self.shape[:2]
-        self.height = self.shape[2] if len(self.shape) > 2 else 1
-        self.width = self.shape[3] if len(self.shape) > 3 else 1
+# The settings of a batch normalisation (cython/nn.pxi): BatchNormHandle(x, momentum) or, as
+# Apache SINGA's singa_wrap, BatchNormHandle(momentum, x); one class under both names.
+BatchNormHandle = singa.BatchNormHandle
 
 
 class _BatchNorm2d(Operator):

@@ -100,13 +100,14 @@ def handle_class(cpu_name, gpu_name, dev):
     return None
 
 
-def make_handle(cpu_name, gpu_name, dev, *args):
-    """A core handle for ``dev`` built from ``args`` (Apache SINGA's argument order)."""
+def make_handle(cpu_name, gpu_name, dev, *args, **kwargs):
+    """A core handle for ``dev`` built from ``args`` (Apache SINGA's argument order) and our
+    extra keywords (a convolution's dilation)."""
     cls = handle_class(cpu_name, gpu_name, dev)
     if cls is None:
         raise NotImplementedError("this build of singa has no %s (needed on %r)"
                                   % (cpu_name if dev.is_host() else gpu_name, dev))
-    return cls(*args)
+    return cls(*args, **kwargs)
 
 
 def is_real(v):

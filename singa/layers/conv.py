@@ -149,11 +149,10 @@ class Conv2d(_Windowed):
             self.b = None
 
     def _build(self, xp):
-        args = [xp.data, self.kernel_size, self.stride, self.padding, self.in_channels,
-                self.nb_kernels, self.bias, self.group]
-        if self.dilation != (1, 1):
-            args.append(self.dilation)
-        return make_handle("ConvHandle", "CudnnConvHandle", xp.device, *args)
+        # dilation by keyword: SINGA's CudnnConvHandle takes its workspace limit there
+        return make_handle("ConvHandle", "CudnnConvHandle", xp.device, xp.data,
+                           self.kernel_size, self.stride, self.padding, self.in_channels,
+                           self.nb_kernels, self.bias, self.group, dilation=self.dilation)
 
     def forward(self, x):
         self._check(x)

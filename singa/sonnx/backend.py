@@ -8,6 +8,7 @@ can be trained). Models of opsets 11.. the newest that onnx knows are read; a mo
 opset is first raised to 11 with onnx.version_converter.
 """
 import collections
+import types
 
 import numpy as np
 import onnx
@@ -18,8 +19,8 @@ from .. import device as _device
 from .. import model
 from .. import tensor
 from .errors import SonnxError
-from .ops import run_onnx_node, SUPPORTED_OPS  # noqa: F401
-from .ops_tensor import BOOL_OUTPUTS
+from .ops import run_onnx_node, HANDLERS, SUPPORTED_OPS  # noqa: F401
+from .ops_tensor import BOOL_OUTPUTS, holdable
 
 MIN_OPSET = 11
 
@@ -58,6 +59,11 @@ def _attrs(node):
 _INT32 = np.iinfo(np.int32)
 
 
+def _as_tensor(x, dev):
+    """x as a Tensor when it is a numpy value singa can hold; otherwise x as it is."""
+    return _to_tensor(x, dev, False) if isinstance(x, np.ndarray) and holdable(x) else x
+
+
 def _to_tensor(array, dev, param):
     """A Tensor of numpy ``array``: singa holds float32 and int32, so wider integers are
     clamped to int32 (ONNX writes 'to the end' as INT64_MAX), other floats become float32 and
@@ -80,9 +86,51 @@ _NON_PARAM_INPUTS = {"BatchNormalization": lambda n: n.input[3:5],
                      "Split": lambda n: n.input[1:], "Tile": lambda n: n.input[1:],
                      "Expand": lambda n: n.input[1:], "ReduceSum": lambda n: n.input[1:],
                      "ReduceMean": lambda n: n.input[1:], "Resize": lambda n: n.input[1:],
+                     "ReduceMax": lambda n: n.input[1:], "ReduceMin": lambda n: n.input[1:],
                      "OneHot": lambda n: n.input[1:], "Gather": lambda n: n.input[1:],
                      "Where": lambda n: n.input[:1],
                      "ScatterElements": lambda n: n.input[1:]}
+
+
+SingaOp = collections.namedtuple("SingaOp", ["node", "operator"])
+
+
+class _NodeView(object):
+    """One ONNX node as Apache SINGA's OnnxNode showed it: ``name`` (the node's name with '.'
+    made '_', or op_type_index when it has none), ``op_type``, ``inputs``, ``outputs``,
+    ``attrs``; ``proto`` is the NodeProto."""
+
+    def __init__(self, node, index):
+        self.proto = node
+        self.name = (node.name or "%s_%d" % (node.op_type, index)).replace(".", "_")
+        self.op_type = node.op_type
+        self.inputs, self.outputs = list(node.input), list(node.output)
+        self.attrs = _attrs(node)
+
+    def __repr__(self):
+        return "<ONNX node %s: %s %s -> %s>" % (self.name, self.op_type, self.inputs,
+                                                self.outputs)
+
+
+class _NodeRunner(object):
+    """Runs one node of a prepared model on Tensors: ``op(*inputs)`` gives its outputs, a list.
+    The inputs the model holds (initializers, Constant nodes' values) are filled in; the
+    others are taken from ``inputs`` in order."""
+
+    def __init__(self, node, rep):
+        self.node, self.rep = node, rep
+
+    def __call__(self, *inputs):
+        given, held = list(inputs), self.rep.held_values()
+        ins = [None if not n else held[n] if n in held else given.pop(0) if given else None
+               for n in self.node.input]
+        if given:
+            raise SonnxError("%s (%s): %d inputs too many" % (self.node.name, self.node.op_type,
+                                                              len(given)))
+        ins = [_as_tensor(x, self.rep.device) for x in ins]
+        attrs = _attrs(self.node)
+        attrs["__outputs__"] = len(self.node.output)
+        return run_onnx_node(self.node.op_type, ins, attrs, self.rep.opset, self.rep._cache)
 
 
 class SingaRep(BackendRep):
@@ -100,6 +148,11 @@ class SingaRep(BackendRep):
         self.input_names = [i.name for i in model.graph.input if i.name not in tensor_map]
         self._cache = {}
         self.is_graph = False
+        # Apache SINGA's layers: (node, operator) per node that is not a Constant (those are
+        # values); run(x, last_layers=k) counts these
+        self.layers = [SingaOp(_NodeView(node, i), _NodeRunner(node, self))
+                       for i, node in enumerate(n for n in self.singa_ops
+                                                if n.op_type != "Constant")]
         # numpy outputs take the element type the graph declares (ONNX's bool, int64...)
         self._out_types = {o.name: o.type.tensor_type.elem_type for o in model.graph.output
                            if o.type.HasField("tensor_type")}
@@ -110,7 +163,12 @@ class SingaRep(BackendRep):
         numpy outputs; Tensor inputs (or ``is_graph``, set by SONNXModel) give Tensors, which
         keep the autograd record for training. ``aux_output``: names of inner tensors to
         return too (after the graph outputs); ``all_outputs=True``: an OrderedDict of every
-        node output instead."""
+        node output instead.
+
+        ``last_layers=k`` (SINGA's transfer-learning cut) runs the graph only up to
+        ``self.layers[k]`` and returns that layer's outputs instead of the graph's (then the
+        ``aux_output``). A negative k counts as SINGA 3.3 counts it, (k + 1) mod len(layers):
+        -1 is the first layer, -2 the last (the whole graph), -3 all but the last."""
         inputs = list(x) if isinstance(x, (list, tuple)) else [x]
         as_numpy = not self.is_graph and not any(isinstance(v, tensor.Tensor) for v in inputs)
         if len(inputs) != len(self.input_names):
@@ -119,9 +177,10 @@ class SingaRep(BackendRep):
         env = dict(self.tensor_map)
         for name, x in zip(self.input_names, inputs):
             if not isinstance(x, tensor.Tensor):
-                x = _to_tensor(x, self.device, False)
+                x = _as_tensor(np.asarray(x), self.device)
             env[name] = x
         produced = collections.OrderedDict()
+        last = self._last_layer(kwargs.get("last_layers"))
         for node in self.singa_ops:
             try:
                 ins = [env[n] if n else None for n in node.input]
@@ -130,8 +189,7 @@ class SingaRep(BackendRep):
                                  % (node.name, node.op_type, e)) from None
             outs = self._host_values(node, ins)
             if outs is None:
-                ins = [_to_tensor(x, self.device, False) if isinstance(x, np.ndarray) else x
-                       for x in ins]
+                ins = [_as_tensor(x, self.device) for x in ins]
                 while ins and ins[-1] is None:
                     ins.pop()
                 attrs = _attrs(node)
@@ -141,16 +199,41 @@ class SingaRep(BackendRep):
                 if n:
                     env[n] = y
                     produced[n] = y
+            if last is not None and node is last:
+                break
         if kwargs.get("all_outputs", False):
             return produced
-        names = [o.name for o in self.model.graph.output] + list(kwargs.get("aux_output", ()))
+        names = [o.name for o in self.model.graph.output] if last is None else \
+            [n for n in last.output if n]
+        names += list(kwargs.get("aux_output", ()))
         missing = [n for n in names if n not in env]
         if missing:
             raise SonnxError("SingaRep.run: no tensor named %s in the graph" % missing)
         if not as_numpy:
-            return [_to_tensor(env[n], self.device, False) if isinstance(env[n], np.ndarray)
-                    else env[n] for n in names]
+            return [_as_tensor(env[n], self.device) for n in names]
         return [_as_declared(env[n], self._out_types.get(n)) for n in names]
+
+    def held_values(self):
+        """What the model itself holds, by name: its initializers (Tensors) and the values of
+        its Constant nodes (numpy)."""
+        held = dict(self.tensor_map)
+        for node in self.singa_ops:
+            if node.op_type == "Constant":
+                held.update(zip(node.output, self._host_values(node, [])))
+        return held
+
+    def _last_layer(self, k):
+        """The node where run(..., last_layers=k) stops, or None for the whole graph."""
+        if k is None:
+            return None
+        n = len(self.layers)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError("SingaRep.run: last_layers must be an int, got %r" % (k,))
+        if n == 0 or not -n <= k < n:
+            raise SonnxError("SingaRep.run: last_layers=%d is outside the model's %d layers "
+                             "(non-Constant nodes)" % (k, n))
+        k = int(k) if k >= 0 else (int(k) + 1) % n
+        return None if k == n - 1 else self.layers[k].node.proto
 
     def _host_values(self, node, ins):
         """The outputs of ``node`` computed on the host (numpy), or None when it runs with
@@ -159,10 +242,7 @@ class SingaRep(BackendRep):
         values: they depend on the input's shape, not on its values, and carry no gradient,
         so ONNX's reference implementation evaluates them (cached per node and value)."""
         if node.op_type == "Constant":
-            value = next(iter(_attrs(node).values()))
-            arr = numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) \
-                else np.asarray(value)
-            return [arr]
+            return run_onnx_node("Constant", [], _attrs(node), self.opset)
         if node.op_type == "Shape" and ins and ins[0] is not None:
             a = _attrs(node)
             dims = list(ins[0].shape)
@@ -202,6 +282,10 @@ class SingaBackend(Backend):
 
     _opset_version = onnx.defs.onnx_opset_version()
     _known_opset_version = _opset_version
+    # Apache SINGA's table of the ONNX op types it imports (SINGA mapped them to its operator
+    # names; SINGA's test_onnx_backend.py reads the keys to pick ONNX's node tests). Here: ONNX
+    # op type -> the import handler, read-only, from what sonnx.ops supports.
+    _rename_operators = types.MappingProxyType(HANDLERS)
 
     @classmethod
     def supports_device(cls, device):
@@ -229,8 +313,7 @@ class SingaBackend(Backend):
             raise SonnxError("sonnx: opset %d is newer than onnx's %d"
                              % (opset, cls._known_opset_version))
         for node in m.graph.node:
-            if node.domain not in ("", "ai.onnx") or (node.op_type not in SUPPORTED_OPS and
-                                                       node.op_type != "Constant"):
+            if node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS:
                 raise SonnxError("sonnx: ONNX op %s (domain %r, opset %d) is not supported"
                                  % (node.op_type, node.domain, opset))
         dev = cls._device(device)
@@ -251,7 +334,7 @@ class SingaBackend(Backend):
         Backend signature (``opset_version`` may be given as a keyword)."""
         dev = cls._device(device)
         opset = kwargs.get("opset_version", cls._opset_version)
-        ins = [None if x is None else _to_tensor(x, dev, False) for x in inputs]
+        ins = [None if x is None else _as_tensor(np.asarray(x), dev) for x in inputs]
         attrs = _attrs(node)
         attrs["__outputs__"] = len(node.output)
         outs = run_onnx_node(node.op_type, ins, attrs, opset)

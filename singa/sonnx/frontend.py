@@ -51,7 +51,10 @@ class _Exporter(TensorExports):
 
     def __init__(self, inputs, outputs):
         self.nodes, self.inits, self.done = [], {}, set()
-        self.input_ids = {id(x): i for i, x in enumerate(inputs)}
+        # SINGA's input list may hold constants the operators recorded (a Reshape's shape,
+        # Clip's bounds): only Tensors can be graph inputs, and only those the trace reads
+        self.input_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, tensor.Tensor)}
+        self.used_inputs = set()
         self.inputs, self.outputs = inputs, outputs
         self.count = 0
         self.const_names = {}  # id(tensor) -> initializer name (a shared tensor is one)
@@ -72,6 +75,7 @@ class _Exporter(TensorExports):
             if t is not None and id(t) in self.alias:
                 return self.alias[id(t)]
             if t is not None and id(t) in self.input_ids:
+                self.used_inputs.add(id(t))
                 return "input:%d" % self.input_ids[id(t)]
             if t is None:
                 raise SonnxError("to_onnx: the tensor of %s is gone; keep the inputs and "
@@ -209,6 +213,23 @@ class _Exporter(TensorExports):
     def _op_Dropout(self, op, ins, outs):
         self.node("Identity", ins, outs)  # the exported graph is for inference
 
+    def _name_outputs(self, outs):
+        """Graph output i is named "output:i": the node that makes it is renamed to write
+        that name (an Identity only for a tensor that is already another output)."""
+        names = ["output:%d" % i for i in range(len(outs))]
+        renamed = {}
+        for src, dst in zip(outs, names):
+            if src in renamed:
+                self.node("Identity", [renamed[src]], [dst])
+            else:
+                renamed[src] = dst
+        for node in self.nodes:
+            for field in (node.input, node.output):
+                for j, n in enumerate(field):
+                    if n in renamed:
+                        field[j] = renamed[n]
+        return names
+
     def model(self, model_name):
         outs = []
         for i, y in enumerate(self.outputs):
@@ -217,13 +238,10 @@ class _Exporter(TensorExports):
                                  "run the forward with autograd.training = True" % i)
             self.visit(y.creator)
             outs.append(y.creator.output_name(y.creator.y_id2idx[id(y)]))
-        # graph outputs get stable names through Identity nodes
-        out_names = ["output:%d" % i for i in range(len(outs))]
-        for src, dst in zip(outs, out_names):
-            self.node("Identity", [src], [dst])
+        out_names = self._name_outputs(outs)
         # the batch axis is symbolic ("N"), so the exported model runs any batch size
         X = [helper.make_tensor_value_info("input:%d" % i, _onnx_dtype(x), _dims(x))
-             for i, x in enumerate(self.inputs)]
+             for i, x in enumerate(self.inputs) if id(x) in self.used_inputs]
         Y = [helper.make_tensor_value_info(n, _onnx_dtype(y), _dims(y))
              for n, y in zip(out_names, self.outputs)]
         graph = helper.make_graph(self.nodes, model_name, X, Y,
@@ -248,7 +266,13 @@ class SingaFrontend(object):
     @classmethod
     def singa_to_onnx_model(cls, inputs, y, model_name="sonnx"):
         """The onnx ModelProto of the computation from ``inputs`` to ``y`` (lists of Tensors,
-        y computed with autograd.training = True so that the operators recorded it)."""
+        y computed with autograd.training = True so that the operators recorded it).
+
+        The graph inputs are the Tensors of ``inputs`` that the computation reads, in their
+        order, named "input:i" (i: the position in ``inputs``). As in SINGA, ``inputs`` may
+        also list what the operators already recorded as constants (a Reshape's shape, Clip's
+        bounds, batch norm's running statistics): those become initializers, not inputs.
+        The outputs are named "output:0", "output:1"..."""
         inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         y = list(y) if isinstance(y, (list, tuple)) else [y]
         return _Exporter(inputs, y).model(model_name)

@@ -223,9 +223,70 @@ def _identity(ins, attrs, opset, cache):
     return [autograd.Identity()(ins[0])[0]] if hasattr(autograd, "Identity") else [ins[0]]
 
 
+def _host_scalar(t):
+    return np.asarray(t if isinstance(t, np.ndarray) else tensor.to_numpy(t)).reshape(-1)[0]
+
+
 def _dropout(ins, attrs, opset, cache):
-    # inference semantics (sonnx runs and fine-tunes the imported network as exported)
-    return [ins[0]]
+    """ONNX Dropout: the identity (mask all true) unless the node's training_mode input is
+    true; then each element is kept with probability 1 - ratio and scaled by 1 / (1 - ratio),
+    the mask drawn from the device's generator (so not ONNX's numpy draw for a ``seed``)."""
+    x = ins[0]
+    ratio = float(_host_scalar(ins[1])) if len(ins) > 1 and ins[1] is not None \
+        else float(attrs.get("ratio", 0.5))
+    training = len(ins) > 2 and ins[2] is not None and bool(_host_scalar(ins[2]))
+    want_mask = attrs.get("__outputs__", 1) > 1
+    if not training or ratio == 0.0:
+        y = _identity([x], attrs, opset, cache)[0]
+        return [y, np.ones(x.shape, np.bool_)] if want_mask else [y]
+    if not 0.0 <= ratio < 1.0:
+        raise singa.ArgumentError("Dropout: ratio must be in [0, 1) in training mode, got %r"
+                                  % ratio)
+    keep = tensor.Tensor(x.shape, x.device, tensor.float32)
+    tensor.bernoulli(1.0 - ratio, keep)
+    scale = keep * (1.0 / (1.0 - ratio))
+    scale.requires_grad = scale.stores_grad = False
+    y = autograd.mul(x, scale)
+    keep.requires_grad = keep.stores_grad = False
+    return [y, keep] if want_mask else [y]  # the mask as float 0/1 (see ops_tensor's note)
+
+
+def _constant(ins, attrs, opset, cache):
+    """ONNX Constant: its one value attribute, as a host (numpy) value."""
+    values = [(k, v) for k, v in attrs.items() if not k.startswith("__")]
+    if len(values) != 1:
+        raise SonnxError("Constant: expected exactly one value attribute, got %s"
+                         % [k for k, _ in values])
+    name, value = values[0]
+    if name == "sparse_value":
+        from onnx import numpy_helper
+        dense = np.zeros(tuple(value.dims), numpy_helper.to_array(value.values).dtype)
+        idx = numpy_helper.to_array(value.indices)
+        dense.reshape(-1)[idx.reshape(-1) if idx.ndim == 1 else
+                          np.ravel_multi_index(idx.T, dense.shape)] = \
+            numpy_helper.to_array(value.values)
+        return [dense]
+    if hasattr(value, "dims"):  # a TensorProto
+        from onnx import numpy_helper
+        return [numpy_helper.to_array(value)]
+    if name in ("value_string", "value_strings"):
+        raise UnsupportedOpError("Constant: string values are not supported")
+    dtype = np.float32 if name.startswith("value_float") else np.int64
+    return [np.asarray(value, dtype)]
+
+
+def _cast_like(ins, attrs, opset, cache):
+    """ONNX CastLike: Cast to the element type of the second input (singa's for a Tensor:
+    float32 or int32; numpy's for a host value)."""
+    from onnx import helper
+    x, like = ins[0], ins[1]
+    if isinstance(like, np.ndarray):
+        to = helper.np_dtype_to_tensor_dtype(like.dtype)
+    else:
+        to = helper.np_dtype_to_tensor_dtype(np.dtype(np.int32 if like.dtype == tensor.int32
+                                                      else np.float32))
+    given = {k: v for k, v in attrs.items() if not k.startswith("__")}  # saturate...
+    return _TENSOR_HANDLERS["Cast"]([x], dict(given, to=to), opset, cache)
 
 
 HANDLERS = {
@@ -233,6 +294,7 @@ HANDLERS = {
     "BatchNormalization": _batchnorm, "Gemm": _gemm,
     "Softmax": _softmax(autograd.softmax), "LogSoftmax": _softmax(autograd.log_softmax),
     "Reshape": _reshape, "Pad": _pad, "Concat": _concat, "Identity": _identity, "Dropout": _dropout,
+    "Constant": _constant, "CastLike": _cast_like,
     "Flatten": lambda ins, a, o, c: [_flatten(ins[0], int(a.get("axis", 1)))],
     "GlobalAveragePool": lambda ins, a, o, c: [autograd.globalaveragepool(ins[0])],
     "LeakyRelu": lambda ins, a, o, c: [autograd.leakyrelu(ins[0], float(a.get("alpha", 0.01)))],

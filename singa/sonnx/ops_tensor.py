@@ -10,13 +10,20 @@ are read into Python (numpy), as singa's operators take them as constants.
 
 Booleans: singa has no bool tensor; comparisons and logical ops give float 0/1 and a bool
 ONNX tensor is read as float 0/1 (non-zero = true).
+
+Types singa has no dtype for (bfloat16, the float8 / float4 / int4 / int2 families, strings):
+such values stay numpy arrays on the host (``holdable`` is False), and a Cast to or from one
+runs there with onnx's reference implementation. Such a Cast has no gradient: with
+autograd.training on it raises when its input requires one.
 """
 import math
 
 import numpy as np
 
 from .. import autograd, tensor
+from .. import singa_wrap as singa
 from .errors import SonnxError, UnsupportedOpError
+from .ops_resize import resize_by_axis_maps
 
 
 def _np(t):
@@ -108,13 +115,93 @@ def _reduce(fn, axes_input_since):
     return run
 
 
-_ONNX_FLOATS = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 -> float32
+class _ReduceExtreme(autograd.Operator):
+    """ONNX ReduceMax / ReduceMin over ``axes`` (None: all): the gradient goes to the elements
+    equal to the result, split evenly between ties (as PyTorch's amax / amin)."""
+
+    def __init__(self, is_max, axes=None, keepdims=1):
+        super(_ReduceExtreme, self).__init__()
+        self.is_max, self.axes, self.keepdims = is_max, axes, bool(keepdims)
+
+    def forward(self, x):
+        nd, op = x.nDim(), "ReduceMax" if self.is_max else "ReduceMin"
+        axes = list(range(nd)) if self.axes is None else self.axes
+        try:
+            axes = sorted({a + nd if a < 0 else a for a in axes})
+        except TypeError:
+            raise SonnxError("%s: axes must be ints, got %r" % (op, self.axes)) from None
+        if any(not 0 <= a < nd for a in axes):
+            raise autograd.AxisError("%s: axes %s are out of range for a tensor of rank %d"
+                                     % (op, list(self.axes), nd))
+        self.x_shape = list(x.shape())
+        self.kept = [1 if i in axes else d for i, d in enumerate(self.x_shape)]
+        fn = singa.ReduceMax if self.is_max else singa.ReduceMin
+        y = fn(x, axes, True)
+        hit = singa.EQ(x, singa.Broadcast(y, self.x_shape))
+        if hit.data_type() != singa.kFloat32:
+            hit = hit.AsType(singa.kFloat32)
+        ties = singa.Broadcast(singa.ReduceSum(hit, axes, True), self.x_shape)
+        self.share = singa.Div(hit, ties)
+        if self.keepdims:
+            return y
+        return singa.Reshape(y, [d for i, d in enumerate(self.x_shape) if i not in axes])
+
+    def backward(self, dy):
+        dy = singa.Broadcast(singa.Reshape(dy, self.kept), self.x_shape)
+        return singa.EltwiseMult(dy, self.share)
+
+
+def _reduce_extreme(is_max):
+    return _reduce(lambda x, axes, keep: _ReduceExtreme(is_max, axes, keep)(x)[0], 18)
+
+
+_ONNX_FLOATS = {1, 10, 11}  # FLOAT, FLOAT16, DOUBLE -> float32
 _ONNX_INTS = {2, 3, 4, 5, 6, 7, 12, 13}  # (u)int8..64 -> int32
 _ONNX_BOOL = 9
 
 
+# numpy's own float, int and bool type codes: what singa holds (as float32 / int32). Compared
+# by code, not kind: ml_dtypes' float8_e5m2 says kind "f" too.
+_HOLDABLE_CODES = set(np.typecodes["Float"] + np.typecodes["AllInteger"] + "?")
+
+
+def holdable(a):
+    """Whether singa can hold numpy array ``a`` as a Tensor (floats, ints and bools)."""
+    return np.asarray(a).dtype.char in _HOLDABLE_CODES
+
+
+def _host_only(to):
+    """Whether ONNX element type ``to`` has no singa dtype (see the module note)."""
+    from onnx import helper
+    try:
+        return not holdable(np.empty(0, helper.tensor_dtype_to_np_dtype(to)))
+    except (KeyError, TypeError, ValueError):
+        return True
+
+
+def _host_cast(x, attrs, opset, cache):
+    """Cast on the host with onnx's reference implementation (saturate, round_mode...)."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    if isinstance(x, tensor.Tensor):
+        if autograd.training and x.requires_grad:
+            raise UnsupportedOpError(
+                "Cast: to=%d (%s) has no singa dtype, so it runs on the host without a "
+                "gradient; run it with autograd.training = False" % (attrs["to"],
+                                                                     _dtype_name(attrs["to"])))
+        x = tensor.to_numpy(x)
+    given = {k: v for k, v in attrs.items() if not k.startswith("__")}
+    key = ("host_cast", repr(sorted(given.items())), opset)
+    if key not in cache:
+        cache[key] = ReferenceEvaluator(helper.make_node("Cast", ["x"], ["y"], **given),
+                                        opsets={"": opset})
+    return np.asarray(cache[key].run(None, {"x": x})[0])
+
+
 def _cast(ins, attrs, opset, cache):
     to, x = int(attrs["to"]), ins[0]
+    if isinstance(x, np.ndarray) or _host_only(to):
+        return [_host_cast(x, attrs, opset, cache)]
     if to in _ONNX_FLOATS:
         return [autograd.cast(x, tensor.float32)]
     if to in _ONNX_INTS:
@@ -163,33 +250,32 @@ def _str(attrs, key, default):
 
 
 def _resize(ins, attrs, opset, cache):
-    """Nearest-neighbour resizing by integer scales (autograd.upsample); the coordinate
-    modes agree with repetition for integer scales, except align_corners and the rounding
-    of tf_crop_and_resize, which are refused."""
+    """Nearest-neighbour resizing by integer scales repeats elements (autograd.upsample) where
+    the coordinate mode and rounding agree with repetition; everything else goes through
+    ops_resize's per-axis maps."""
     x = ins[0]
     mode = _str(attrs, "mode", "nearest")
     coord = _str(attrs, "coordinate_transformation_mode", "half_pixel")
-    if mode != "nearest" or coord in ("align_corners", "tf_crop_and_resize"):
-        raise UnsupportedOpError("Resize: mode %r with coordinate_transformation_mode %r is "
-                                 "not supported (only nearest repetition; opset %d)"
-                                 % (mode, coord, opset))
-    if coord == "asymmetric" and _str(attrs, "nearest_mode", "round_prefer_floor") != "floor":
-        raise UnsupportedOpError("Resize: asymmetric coordinates need nearest_mode 'floor' "
-                                 "(opset %d)" % opset)
     scale_i, size_i = (1, 2) if opset < 11 else (2, 3)
     nd = len(x.shape)
     axes = [a + nd if a < 0 else a for a in attrs.get("axes", range(nd))]  # opset 18
-    if _given(ins, size_i) and _np(ins[size_i]).size:
-        given = [s / x.shape[a] for s, a in zip(ints(ins[size_i]), axes)]
-    else:
-        given = [float(v) for v in _np(ins[scale_i]).reshape(-1)]
-    scales = [1.0] * nd
+    sizes = ints(ins[size_i]) if _given(ins, size_i) and _np(ins[size_i]).size else None
+    scales = None if sizes is not None else [float(v) for v in _np(ins[scale_i]).reshape(-1)]
+    roi = _np(ins[1]).reshape(-1) if opset >= 11 and _given(ins, 1) else None
+    given = scales if sizes is None else [s / x.shape[a] for s, a in zip(sizes, axes)]
+    full = [1.0] * nd
     for a, s in zip(axes, given):
-        scales[a] = s
-    if any(s != int(s) or s < 1 for s in scales):
-        raise UnsupportedOpError("Resize: scales %s are not positive integers (opset %d)"
-                                 % (scales, opset))
-    return [autograd.upsample(x, "nearest", [int(s) for s in scales])]
+        full[a] = s
+    policy = _str(attrs, "keep_aspect_ratio_policy", "stretch")
+    # repetition is nearest sampling for integer scales: with half-pixel centres (no ties
+    # there) and rounding, or with asymmetric coordinates and floor
+    rounding = _str(attrs, "nearest_mode", "round_prefer_floor")
+    repeats = (coord in ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric") and
+               rounding.startswith("round")) or (coord == "asymmetric" and rounding == "floor")
+    if mode == "nearest" and repeats and policy == "stretch" and \
+            all(s == int(s) and s >= 1 for s in full):
+        return [autograd.upsample(x, "nearest", [int(s) for s in full])]
+    return [resize_by_axis_maps(x, attrs, scales, sizes, roi, opset, cache)]
 
 
 def _layer_norm(ins, attrs, opset, cache):
@@ -249,6 +335,7 @@ HANDLERS = {
     "Gather": _gather, "Split": _split, "Cast": _cast, "Where": _where,
     "ReduceSum": _reduce(autograd.reduce_sum, 13),
     "ReduceMean": _reduce(autograd.reduce_mean, 18),
+    "ReduceMax": _reduce_extreme(True), "ReduceMin": _reduce_extreme(False),
     "Tile": lambda ins, a, o, c: [autograd.tile(ins[0], ints(ins[1]))],
     "Expand": lambda ins, a, o, c: [autograd.expand(ins[0], ints(ins[1]))],
     "Selu": lambda ins, a, o, c: [autograd.selu(ins[0], float(a.get("alpha", _SELU_ALPHA)),
@@ -262,6 +349,8 @@ HANDLERS = {
     "Not": lambda ins, a, o, c: [autograd._not(ins[0])],
     "Round": lambda ins, a, o, c: [autograd.rounde(ins[0])],
     "Shape": lambda ins, a, o, c: [autograd.shape(ins[0])],
+    # the element count depends on the shape only: a host value, as Shape's in backend.py
+    "Size": lambda ins, a, o, c: [np.array(int(np.prod(ins[0].shape)), np.int64)],
     "ConstantOfShape": _constant_of_shape,
     "NonZero": lambda ins, a, o, c: [autograd.nonzero(ins[0])],
     "OneHot": _onehot, "ScatterElements": _scatter_elements, "Resize": _resize,

@@ -162,3 +162,52 @@ def test_qa_lstm_loss_backward_default_dy():
 def test_loss_without_a_target_says_so():
     with pytest.raises(ValueError, match="target"):
         autograd.MeanSquareError()(tensor.from_numpy(np.ones((2, 2), np.float32)))
+
+
+# ---- MeanSquareError broadcasts its target (SINGA 3.3's x - t), the mean over numel(x) ----------
+BROADCAST_TARGETS = [((2, 4), (2, 1)), ((2, 4), (4,)), ((3, 2, 4), (2, 1)), ((2, 3), (1, 1)),
+                     ((2, 3), ())]
+
+
+@pytest.mark.parametrize("x_shape,t_shape", BROADCAST_TARGETS,
+                         ids=["%s-%s" % c for c in BROADCAST_TARGETS])
+def test_mse_operator_broadcasts_the_target(x_shape, t_shape):
+    autograd.training = True
+    x = R.uniform(-1, 1, x_shape).astype(np.float32)
+    t = np.asarray(R.uniform(-1, 1, t_shape), np.float32)
+    op = autograd.MeanSquareError(tensor.from_numpy(t))
+    y = op(tensor.from_numpy(x))[0]
+    np.testing.assert_allclose(np_(y), [np.mean((x - t) ** 2)], rtol=1e-5, atol=1e-7)
+    dx = np_(op.backward(1.5))
+    assert dx.shape == x_shape
+    # finite differences of numpy's broadcast mean in float64 (the target is a constant)
+    want = numeric_grads(lambda a: np.array([np.mean((a - t) ** 2)]), [x.astype(np.float64)],
+                         [0], [np.ones(1)])[0]
+    np.testing.assert_allclose(dx, 1.5 * want, rtol=1e-4, atol=1e-6)
+
+
+def test_mse_broadcast_target_through_autograd_backward():
+    autograd.training = True
+    x_np = R.uniform(-1, 1, (2, 4)).astype(np.float32)
+    t_np = R.uniform(-1, 1, (2, 1)).astype(np.float32)
+    x = tensor.from_numpy(x_np)
+    x.requires_grad = x.stores_grad = True
+    loss = autograd.MeanSquareError(tensor.from_numpy(t_np))(x)[0]
+    grads = {id(p): g for p, g in autograd.backward(loss)}
+    np.testing.assert_allclose(np_(grads[id(x)]), 2 * (x_np - t_np) / x_np.size, rtol=1e-5)
+
+
+@pytest.mark.parametrize("x_shape,t_shape", [((2, 1), (2, 4)), ((4,), (2, 4)), ((2, 4), (3, 4))])
+def test_mse_target_that_would_change_the_output_shape_raises(x_shape, t_shape):
+    op = autograd.MeanSquareError(tensor.from_numpy(np.ones(t_shape, np.float32)))
+    with pytest.raises(sw.ShapeError, match=r"%s.*%s" % (
+            str(t_shape).replace("(", r"\(").replace(")", r"\)"),
+            str(x_shape).replace("(", r"\(").replace(")", r"\)"))):
+        op(tensor.from_numpy(np.ones(x_shape, np.float32)))
+
+
+def test_mse_loss_function_still_asks_for_equal_shapes():
+    # SINGA's mse_loss asserts x.shape == t.shape; only the operator broadcasts
+    with pytest.raises(AssertionError, match=r"\(2, 1\).*\(2, 4\)"):
+        autograd.mse_loss(tensor.from_numpy(np.ones((2, 4), np.float32)),
+                          tensor.from_numpy(np.ones((2, 1), np.float32)))
