@@ -231,3 +231,18 @@ def test_dropout_with_a_ratio_in_the_seed_position_says_how_to_call_it(monkeypat
     assert op.seed == 0 and op.ratio == 0.5
     raises(ValueError, lambda: autograd.dropout(t(u(2, 2)), 1.5),
            "dropout: seed must be a non-negative int, got 1.5", "ratio=")
+
+
+@pytest.mark.parametrize("lo,hi", [(0, None), (None, 5), (-3, 3), (-1e10, 1e10), (None, None)])
+def test_clip_of_int32_with_open_or_huge_bounds_matches_numpy(lo, hi):
+    # an open bound is +-inf for the kernel: an integer type saturates it (it gave INT_MIN)
+    x = np.array([-2147483648, -7, -1, 0, 4, 9, 2147483647], np.int32)
+    got = tensor.to_numpy(autograd.clip(tensor.from_numpy(x), lo, hi))
+    exp = x.astype(np.float64)
+    if lo is not None:
+        exp = np.maximum(exp, lo)
+    if hi is not None:
+        exp = np.minimum(exp, hi)
+    exp = exp.astype(np.int32)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, exp)

@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 #include "singa/core/host_device.h"
 
@@ -59,7 +61,19 @@ struct ClampOp {
   float low, high;
   template <typename T>
   SINGA_HOST_DEVICE T operator()(T x) const {
-    return x < T(low) ? T(low) : (x > T(high) ? T(high) : x);
+    const T lo = Bound<T>(low), hi = Bound<T>(high);
+    return x < lo ? lo : (x > hi ? hi : x);
+  }
+  // An integer type saturates the bound: an infinite one (autograd.clip(x, 0, None) passes
+  // +-inf) converted as-is is undefined behaviour and gave INT_MIN on x86.
+  template <typename T>
+  SINGA_HOST_DEVICE static T Bound(float v) {
+    if constexpr (std::is_integral_v<T>) {
+      constexpr T lowest = std::numeric_limits<T>::lowest(), highest = std::numeric_limits<T>::max();
+      if (v <= static_cast<float>(lowest)) return lowest;
+      if (v >= static_cast<float>(highest)) return highest;
+    }
+    return T(v);
   }
 };
 /// x if x > 0 else slope * x (NaN: slope * NaN, still NaN).
