@@ -30,7 +30,7 @@ PYTEST_ARGS ?= -q -rs
 
 .PHONY: test demo deps deps-demo build build-python ctest pytest example-cpp cuda-deps cuda-build cuda-test asan mutate clean
 
-test: build ctest example-cpp pytest $(if $(NVCC),cuda-test)
+test: build gpu-deps ctest example-cpp pytest $(if $(NVCC),cuda-test)
 
 demo: build-python
 	$(VPY) examples/demo.py
@@ -133,3 +133,23 @@ mutate: build
 
 clean:
 	rm -rf $(BUILD) singa/*.so
+
+# ---- GPU day (README "GPU day"): what a lent GPU machine lacks, and the one-call check --------
+# make gpu-deps         Debian packages the GPU image lacks (OpenBLAS, oneDNN + OpenCL, GoogleTest),
+#                       downloaded (not installed) into .gpu-deps/ for the device call to carry
+# make gpu-check        tools/gpu_check.sh on this machine (on the GPU machine: the whole check)
+# make gpu-check-dry    the rehearsal here: unpack, configure against the prefix, build, CPU half
+GPU_DEBS := libopenblas-openmp-dev libopenblas0-openmp libgfortran5 libquadmath0 libdnnl-dev \
+  libdnnl2 ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers libgtest-dev
+.PHONY: gpu-deps gpu-check gpu-check-dry
+gpu-deps: .gpu-deps/.ok
+.gpu-deps/.ok: Makefile
+	rm -rf .gpu-deps && mkdir -p .gpu-deps
+	cd .gpu-deps && apt-get download $(GPU_DEBS) 2>/dev/null || \
+	  { $(SUDO) apt-get update -q >/dev/null && cd .gpu-deps && apt-get download $(GPU_DEBS); }
+	@du -sh .gpu-deps | sed 's/^/== .gpu-deps: /'
+	touch $@
+gpu-check: gpu-deps
+	tools/gpu_check.sh
+gpu-check-dry: gpu-deps build
+	GPU_CHECK_DRY=1 tools/gpu_check.sh

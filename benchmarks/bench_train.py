@@ -41,7 +41,10 @@ MODES = [("layer", "layer"), ("eager", "model: disable graph"),
          ("serial-noplan", "model: enable graph, serial, planner off"),
          ("bfs-ref", "model: enable graph, bfs, reference kernels"),
          ("bfs-nofuse", "model: enable graph, bfs, ReLU fusion off"),
-         ("torch", "pytorch 2.13 eager")]
+         ("bfs-nocap", "model: enable graph, bfs, CUDA Graph capture off"),
+         ("torch", "pytorch eager"),
+         ("torch-compile", "pytorch torch.compile")]
+GPU_ONLY = ("bfs-nocap", "torch-compile")  # capture exists on a GPU only; compile is slow on CPU
 
 
 def rss_kb(field):
@@ -61,20 +64,25 @@ def worker(cfg):
     import numpy as np
     name, mode, bs = cfg["model"], cfg["mode"], cfg["batch"]
     on_gpu = cfg.get("device") == "gpu"
+    half = cfg.get("dtype") == "float16"
     shape, classes = SHAPES[name]
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((bs,) + shape).astype(np.float32)
+    x = rng.standard_normal((bs,) + shape).astype(np.float16 if half else np.float32)
     y = rng.integers(0, classes, bs).astype(np.int32)
-    if mode == "torch":
+    if mode.startswith("torch"):
         import torch
         import torch_models
         torch.set_num_threads(os.cpu_count())
         reset_peak()
         base = rss_kb("VmRSS")
         net = torch_models.build(name)
+        if half:
+            net = net.half()
         tx, ty = torch.from_numpy(x), torch.from_numpy(y).long()
         if on_gpu:
             net, tx, ty = net.cuda(), tx.cuda(), ty.cuda()
+        if mode == "torch-compile":  # the whole step compiled; its warm-up pays the compile
+            net = torch.compile(net)
         step = torch_models.train_step(net, tx, ty)
     else:
         import models
@@ -87,7 +95,8 @@ def worker(cfg):
         base = rss_kb("VmRSS")
         net = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": models.resnet18,
                "resnet50": lambda: models.resnet50(cifar=False)}[name]()
-        sgd = opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5)
+        sgd = opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5,
+                      **({"dtype": tensor.float16} if half else {}))
         net.set_optimizer(sgd)
         tx = tensor.from_numpy(x, dev)
         ty = tensor.from_numpy(y, dev)
@@ -95,6 +104,8 @@ def worker(cfg):
         if graph:
             dev.SetGraphPlanning("noplan" not in mode)
             dev.SetGraphFusion("nofuse" not in mode)
+            if on_gpu:
+                dev.SetCaptureEnabled("nocap" not in mode)
         net.compile([tx], is_train=True, use_graph=graph, sequential=mode.startswith("serial"))
         if mode == "layer":
             autograd.training = True
@@ -114,18 +125,20 @@ def worker(cfg):
     t0 = time.perf_counter()
     for _ in range(cfg["iters"]):
         loss = step()
-    if mode == "torch":
+    if mode.startswith("torch"):
+        if on_gpu:
+            torch.cuda.synchronize()
         float(loss)
     else:
         float(tensor.to_numpy(loss).reshape(-1)[0])
     elapsed = time.perf_counter() - t0
     extra = {}
-    if mode not in ("torch", "layer", "eager"):
+    if not mode.startswith("torch") and mode not in ("layer", "eager"):
         plan = dev.graph_memory_plan()
         extra = {"lb_mb": (plan["persistent_bytes"] + plan["lower_bound_bytes"]) / 2**20,
                  "plan_mb": (plan["persistent_bytes"] + plan["arena_bytes"]) / 2**20,
                  "nodes": dev.graph_num_nodes()}
-    if on_gpu and mode != "torch":
+    if on_gpu and not mode.startswith("torch"):
         mem_mb = device.get_memory_stats(dev)["peak_in_use"] / 2**20
     elif on_gpu:
         mem_mb = torch.cuda.max_memory_allocated() / 2**20
@@ -138,7 +151,11 @@ def worker(cfg):
 
 def run_one(cfg, env):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=cfg["timeout"])
+    except subprocess.TimeoutExpired:
+        sys.stderr.write("configuration %s: over its %ss limit\n" % (cfg, cfg["timeout"]))
+        return None
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -159,6 +176,10 @@ def main():
                     help="run the workers with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset")
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
                     help="gpu: train on CUDA GPU 0 (needs a CUDA build and a GPU)")
+    ap.add_argument("--dtype", choices=["float32", "float16"], default="float32",
+                    help="float16: parameters, activations and optimizer state in float16 (GPU)")
+    ap.add_argument("--timeout", type=float, default=600,
+                    help="seconds one configuration may take before it is reported failed")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -177,24 +198,26 @@ def main():
     if args.unset_openblas_env:
         env.pop("OPENBLAS_CORETYPE", None)
         env.pop("OPENBLAS_L2_SIZE", None)
-    print("machine: %d cores, %s; workers run with OPENBLAS_CORETYPE=%s; device %s" % (
+    print("machine: %d cores, %s; workers run with OPENBLAS_CORETYPE=%s; device %s; torch %s" % (
         os.cpu_count(), time.strftime("%Y-%m-%d"), env.get("OPENBLAS_CORETYPE", "(unset)"),
-        args.device))
+        args.device, torch.__version__ if have_torch else "(none)"))
     for name in args.models:
         bs = args.batch or DEFAULT_BATCH[name]
-        print("\n%s, batch %d, %d iterations after %d warm-up\n" % (name, bs, args.iters,
-                                                                   args.warmup))
+        print("\n%s, batch %d, %s, %d iterations after %d warm-up\n" % (
+            name, bs, args.dtype, args.iters, args.warmup))
         print("| Cases | Mem(MB) | Time(s) | Speed(it/s) | Throughput | Reduction | Speedup "
               "| LB(MB) | Plan(MB) | Speed / PyTorch | Mem / PyTorch |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         rows = {}
         modes = [(m, l) for m, l in MODES
-                 if m in args.modes and (m != "torch" or have_torch)
-                 and not (args.device == "gpu" and m.endswith("-ref"))]
+                 if m in args.modes and (not m.startswith("torch") or have_torch)
+                 and not (args.device == "gpu" and m.endswith("-ref"))
+                 and not (args.device == "cpu" and m in GPU_ONLY)]
         for _ in range(args.rounds):  # interleaved, so that a slow spell hits every mode
             for mode, _label in modes:
                 r = run_one({"model": name, "mode": mode, "batch": bs, "iters": args.iters,
-                             "warmup": args.warmup, "device": args.device}, env)
+                             "warmup": args.warmup, "device": args.device, "dtype": args.dtype,
+                             "timeout": args.timeout}, env)
                 if r is not None and (mode not in rows or r["time"] < rows[mode]["time"]):
                     rows[mode] = r
         for mode, label in modes:

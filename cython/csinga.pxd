@@ -185,6 +185,7 @@ cdef extern from "singa/ops/blas.h" namespace "singa" nogil:
     CTensor c_Mult "singa::Mult"(const CTensor&, const CTensor&) except +raise_py_error
     void c_MultWithScale "singa::Mult"(float, const CTensor&, const CTensor&, float, CTensor*) except +raise_py_error
     void c_Axpy "singa::Axpy"(float, const CTensor&, CTensor*) except +raise_py_error
+    void c_AxpyT "singa::Axpy"(const CTensor&, const CTensor&, CTensor*) except +raise_py_error
     float c_Dot "singa::Dot"(const CTensor&, const CTensor&) except +raise_py_error
     void c_AddColumn "singa::AddColumn"(const CTensor&, CTensor*) except +raise_py_error
     void c_AddColumnWithScale "singa::AddColumn"(float, float, const CTensor&, CTensor*) except +raise_py_error

@@ -77,10 +77,14 @@ def Average(Tensor x not None, int axis):
     return wrap(r)
 
 def SumAll(Tensor x not None):
-    cdef float r
+    """The sum of all elements as a (1,) tensor of x's dtype on x's device (Apache SINGA's
+    SumAll; nothing is read back to the host). SumAsFloat returns it as a Python float."""
+    cdef vector[int] all_axes, one
+    one.push_back(1)
+    cdef CTensor r
     with nogil:
-        r = c_SumAll(x.c)
-    return r
+        r = c_Reshape(c_ReduceSum(x.c, all_axes, False), one)
+    return wrap(r)
 
 def SumAsFloat(Tensor x not None):
     cdef float r
@@ -152,9 +156,19 @@ def MultWithScale(float alpha, Tensor A not None, Tensor B not None, float beta,
         c_MultWithScale(alpha, A.c, B.c, beta, &C.c)
     return C
 
-def Axpy(float alpha, Tensor x not None, Tensor y not None):
+def Axpy(alpha, Tensor x not None, Tensor y not None):
+    """y += alpha * x, in place (x and y of one size). alpha is a number, or (Apache SINGA's
+    overload, which its optimizers use) a one-element float32 tensor on y's device, read there."""
+    cdef float a
+    cdef Tensor ta
+    if isinstance(alpha, Tensor):
+        ta = alpha
+        with nogil:
+            c_AxpyT(ta.c, x.c, &y.c)
+        return y
+    a = as_float("Axpy", alpha)
     with nogil:
-        c_Axpy(alpha, x.c, &y.c)
+        c_Axpy(a, x.c, &y.c)
     return y
 
 def Dot(Tensor a not None, Tensor b not None):

@@ -241,13 +241,61 @@ cdef class Tensor:
                              % (op, n, self.shape(), size))
         return to_numpy(self).reshape(-1)[:n].astype(dtype, copy=True)
 
+    # ---- in-place arithmetic (Apache SINGA's Tensor::operator+= and friends) -------------
+    # `W.data += delta.data` (SINGA's LoRA merge), `buf *= 0.9`: the right operand broadcasts
+    # into this tensor like numpy's in-place ufuncs; this tensor keeps its shape, dtype and memory
+    # (every handle of the block sees the change). The elementwise front computes into a
+    # temporary first when the operand aliases this tensor with another layout (x += x.T).
+    def __iadd__(self, other):
+        return self._inplace("+=", Add, other)
+
+    def __isub__(self, other):
+        return self._inplace("-=", Sub, other)
+
+    def __imul__(self, other):
+        return self._inplace("*=", EltwiseMult, other)
+
+    def __itruediv__(self, other):
+        return self._inplace("/=", Div, other)
+
+    def _inplace(self, str sym, fn, other):
+        op = "singa_wrap.Tensor " + sym
+        if isinstance(getattr(other, "data", None), Tensor):
+            raise TypeError("%s: the operand is a singa.tensor.Tensor; pass its core tensor "
+                            "(.data), as in W.data += delta.data" % op)
+        if not isinstance(other, Tensor):
+            other = as_float(op, other)  # TypeError for anything but a real number
+        if any(st == 0 and d > 1 for st, d in zip(self.stride(), self.shape())):
+            raise ArgumentError("%s: the left operand is a broadcast view of shape %s (several "
+                                "elements share memory); Clone() it first" % (op, self.shape()))
+        if isinstance(other, Tensor):
+            shape, oshape = self.shape(), (<Tensor>other).shape()
+            try:
+                fits = np.broadcast_shapes(shape, oshape) == shape
+            except ValueError:
+                fits = False
+            if not fits:
+                raise ShapeError("%s: an operand of shape %s does not broadcast into this "
+                                 "tensor's shape %s (an in-place result keeps the left shape)"
+                                 % (op, oshape, shape))
+        try:
+            fn(self, other, out=self)
+        except DTypeError as e:
+            raise DTypeError("%s: the result's dtype must be this tensor's (%s): %s"
+                             % (op, _dtype_name(self.c.data_type()), e)) from None
+        return self
+
     def __array__(self, dtype=None, copy=None):
         a = to_numpy(self)
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __repr__(self):
-        return "singa_wrap.Tensor(shape=%s, dtype=%s)" % (
-            self.shape(), np.dtype(_NP_OF.get(self.data_type(), np.float32)).name)
+        return "singa_wrap.Tensor(shape=%s, dtype=%s)" % (self.shape(),
+                                                           _dtype_name(self.data_type()))
+
+
+cdef str _dtype_name(int dt):
+    return np.dtype(_NP_OF.get(dt, np.float32)).name
 
 
 cdef Tensor wrap(CTensor c):

@@ -233,7 +233,7 @@ def average(t, axis=None):
         if x.Size() == 0:
             raise singa.ShapeError("average: the tensor of shape %s has no elements"
                                    % (x.shape(),))
-        return float(singa.SumAll(x)) / x.Size()
+        return singa.SumAsFloat(x) / x.Size()
     if isinstance(axis, (int, np.integer)):
         return _wrap(singa.Average(x, int(axis)))
     return _wrap(singa.ReduceMean(x, _axes(axis), False))

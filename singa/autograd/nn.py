@@ -12,6 +12,10 @@ The handles carry the geometry and are built by the layers (singa/layer.py). ``o
 = (top, bottom, left, right) adds zero rows/columns before the op, for paddings that the
 symmetric (pad_h, pad_w) of a handle cannot express.
 """
+import warnings
+
+import numpy as np
+
 from .. import _state
 from .. import singa_wrap as singa
 from .errors import ShapeError, InputError
@@ -196,13 +200,19 @@ class Dropout(Operator):
     as SINGA does. Seed 0, the default, leaves the generator alone: SINGA reseeds with 0 there
     too, which gives every call of autograd.dropout the same mask (and resets every other
     random draw on the device), so we do not copy that. SINGA also scales by 1 - ratio instead
-    of 1 / (1 - ratio) (``1 / 1 - ratio``); ours keeps the expectation, as documented by both."""
+    of 1 / (1 - ratio) (``1 / 1 - ratio``); ours keeps the expectation, as documented by both.
+
+    A float in [0, 1) in the seed position (``dropout(x, 0.5)``, the older call, which SINGA's
+    own tests make) is what SINGA makes of it: seed int(0.5) = 0, the ratio unchanged (0.5 by
+    default), with a one-time UserWarning saying to pass ``ratio=``."""
 
     def __init__(self, seed=0, ratio=0.5):
         super(Dropout, self).__init__()
         ratio = float(ratio)
         if not 0.0 <= ratio < 1.0:
             raise InputError("dropout: ratio must be in [0, 1), got %r" % (ratio,))
+        if _looks_like_a_ratio(seed):
+            seed = _seed_from_a_ratio(seed, ratio)
         if isinstance(seed, bool) or int(seed) != seed or seed < 0:
             raise InputError("dropout: seed must be a non-negative int, got %r (SINGA 3.x "
                              "takes dropout(x, seed=0, ratio=0.5): give a drop ratio as "
@@ -226,6 +236,28 @@ class Dropout(Operator):
 
     def backward(self, dy):
         return dy if self.mask is None else _M(dy, self.mask)
+
+
+_warned_ratio_as_seed = False
+
+
+def _looks_like_a_ratio(seed):
+    """A float in [0, 1) where SINGA 3.x's signature has the seed: dropout(x, 0.5), the call of
+    older SINGA versions (and of SINGA's own test_dropout_cpu and 5.1's LoRA example)."""
+    return isinstance(seed, (float, np.floating)) and 0.0 <= seed < 1.0
+
+
+def _seed_from_a_ratio(seed, ratio):
+    """SINGA's treatment of dropout(x, 0.5): int(seed), i.e. seed 0, with the drop ratio left at
+    its keyword value (0.5 by default). Warns once per process that the value is not a ratio."""
+    global _warned_ratio_as_seed
+    if not _warned_ratio_as_seed:
+        _warned_ratio_as_seed = True
+        warnings.warn("autograd.dropout: %r was passed in the seed position (SINGA 3.x's "
+                      "signature is dropout(x, seed=0, ratio=0.5)); as in SINGA it is truncated "
+                      "to seed 0 and the drop ratio stays %r. To set the drop ratio, pass "
+                      "ratio=%r." % (float(seed), ratio, float(seed)), UserWarning, stacklevel=4)
+    return 0
 
 
 def dropout(x, seed=0, ratio=0.5):

@@ -4,7 +4,7 @@ split, tile, expand, upsample, depth_to_space and space_to_depth.
     y = autograd.reshape(x, (0, -1))          # 0 copies the input's dimension, -1 is inferred
     y = autograd.flatten(x, axis=1)           # (N, C, H, W) -> (N, C*H*W)
     a, b = autograd.split(x, 1, [2, 3])
-    y = autograd.tile(x, [2, 1])              # numpy.tile
+    y = autograd.tile(x, [2, 1])              # numpy.tile (repeats from the first axis: SINGA)
     y = autograd.expand(x, (4, 3))            # ONNX Expand (broadcast)
 
 Gradients of the copying ops are the inverse rearrangement; of broadcasting ops (tile, expand,
@@ -237,7 +237,14 @@ class _Broadcasting(Operator):
 
 
 class Tile(_Broadcasting):
-    """numpy.tile: repeats x ``repeats[i]`` times along axis i."""
+    """Repeats x ``repeats[i]`` times along axis i (numpy.tile where len(repeats) >= x.ndim).
+
+    With fewer repeats than axes, SINGA's rule, not numpy's: the repeats apply from the first
+    axis and the remaining axes repeat once, so tile(x of shape (1, 10), 64) has shape (64, 10)
+    (numpy.tile pads the repeats at the front and gives (1, 640); SINGA 5.1's healthcare models
+    rely on SINGA's rule). With more repeats than axes, x first gains leading axes of size 1, as
+    in both.
+    """
 
     def __init__(self, repeats):
         super(Tile, self).__init__()
@@ -248,14 +255,15 @@ class Tile(_Broadcasting):
     def plan(self, shape):
         nd = max(len(shape), len(self.repeats))
         shape = [1] * (nd - len(shape)) + shape
-        reps = [1] * (nd - len(self.repeats)) + self.repeats
+        reps = self.repeats + [1] * (nd - len(self.repeats))  # SINGA: from the first axis
         view = [v for d in shape for v in (1, d)]
         full = [v for r, d in zip(reps, shape) for v in (r, d)]
         return view, full, [r * d for r, d in zip(reps, shape)]
 
 
 def tile(x, repeats):
-    """x repeated along each axis (numpy.tile)."""
+    """x repeated ``repeats[i]`` times along axis i; fewer repeats than axes apply from the first
+    axis, as in SINGA (see Tile)."""
     return Tile(repeats)(x)[0]
 
 

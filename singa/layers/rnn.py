@@ -23,6 +23,8 @@ Note: what SINGA 3.3 does and what we do
     LSTM accepts for c0) is broadcast. The final states come back in the rank they were given.
   * bias=False leaves the biases out (SINGA ignores it); dropout acts between layers, in training.
 """
+import math
+
 from .. import autograd
 from .. import errors
 from ..autograd import rnn as _rnn
@@ -321,7 +323,9 @@ class CudnnRNN(Layer):
         self.handle = _rnn.RNNHandle(x, self.hidden_size, mode=self.cudnn_rnn_mode,
                                      num_layers=self.num_layers, bias=int(bool(self.bias)),
                                      dropout=self.dropout, bidirectional=self.bidirectional)
-        self.W = param((self.handle.weights_size,), x, _gaussian(1.0))  # SINGA: N(0, 1)
+        # SINGA 3.3 and 5.1: U(-1/sqrt(hidden), 1/sqrt(hidden)), cuDNN's and PyTorch's default
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        self.W = param((self.handle.weights_size,), x, lambda t: t.uniform(-bound, bound))
 
     def forward(self, x, hx=None, cx=None, seq_lengths=None):
         self.device_check(x, self.W)

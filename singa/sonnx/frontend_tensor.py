@@ -123,7 +123,7 @@ class TensorExports(object):
             x = self._mid(op, "raised")
             self.node("Reshape", [ins[0], self._init(
                 op, "shape", _i64([1] * (len(reps) - len(shape)) + shape))], [x])
-        reps = [1] * (len(shape) - len(reps)) + reps
+        reps = reps + [1] * (len(shape) - len(reps))  # autograd.tile: SINGA's rule, from axis 0
         self.node("Tile", [x, self._init(op, "repeats", _i64(reps))], outs)
 
     def _op_Expand(self, op, ins, outs):

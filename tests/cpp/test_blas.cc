@@ -85,6 +85,19 @@ TEST(Blas, AxpyDotNorms) {
   EXPECT_THROW(Axpy(1.f, x, &z), ShapeError);
 }
 
+TEST(Blas, AxpyWithATensorScale) {
+  Tensor x = FromVector({1, 2, 3, 4}, {2, 2}), y = FromVector({1, 1, 1, 1}, {4});
+  Axpy(FromVector({-0.5f}, {1}), x, &y);  // SINGA's overload: alpha stays on the device
+  EXPECT_EQ(y.ToVector<float>(), (std::vector<float>{0.5f, 0, -0.5f, -1}));
+  EXPECT_EQ(y.shape(), (Shape{4}));
+  EXPECT_THROW_MSG(Axpy(FromVector({1, 2}, {2}), x, &y), ShapeError, "one value");
+  Tensor ialpha({1}, x.device(), kInt);
+  EXPECT_THROW_MSG(Axpy(ialpha, x, &y), DTypeError, "float32");
+  Tensor z({3});
+  EXPECT_THROW_MSG(Axpy(FromVector({1}, {1}), x, &z), ShapeError, "Axpy");
+  EXPECT_EQ(y.ToVector<float>(), (std::vector<float>{0.5f, 0, -0.5f, -1}));  // untouched
+}
+
 TEST(Blas, RowAndColumnOps) {
   Tensor M = FromVector({1, 2, 3, 4, 5, 6}, {2, 3});
   AddRow(FromVector({10, 20, 30}, {3}), &M);

@@ -221,7 +221,13 @@ def test_softmax_layer_keeps_singas_default_axis():
     np.testing.assert_allclose(got.reshape(2, -1).sum(axis=1), [1.0, 1.0], rtol=1e-5)
 
 
-def test_dropout_with_a_ratio_in_the_seed_position_says_how_to_call_it():
-    # the pre-3.x call dropout(x, 0.5) meant the ratio; SINGA 3.x's second parameter is the seed
-    raises(ValueError, lambda: autograd.dropout(t(u(2, 2)), 0.5),
-           "dropout: seed must be a non-negative int, got 0.5", "ratio=")
+def test_dropout_with_a_ratio_in_the_seed_position_says_how_to_call_it(monkeypatch):
+    # the pre-3.x call dropout(x, 0.5) meant the ratio; SINGA 3.x's second parameter is the seed,
+    # which SINGA truncates to 0 (its own test_dropout_cpu calls it so): accepted, with a warning
+    from singa.autograd import nn as autograd_nn
+    monkeypatch.setattr(autograd_nn, "_warned_ratio_as_seed", False)
+    with pytest.warns(UserWarning, match=r"0\.5 was passed in the seed position.*ratio=0\.5"):
+        op = autograd.Dropout(0.5)
+    assert op.seed == 0 and op.ratio == 0.5
+    raises(ValueError, lambda: autograd.dropout(t(u(2, 2)), 1.5),
+           "dropout: seed must be a non-negative int, got 1.5", "ratio=")

@@ -3,7 +3,7 @@
 3.3 draws Linear/Gemm weights from N(0, 2 / (fan_in + fan_out)), i.e. the standard deviation is
 sqrt(2 / (fan_in + fan_out)); Conv2d uses fan_in = in_channels / group * kh * kw and
 fan_out = nb_kernels; Embedding draws N(0, 1) or U(-1, 1); biases start at 0, BatchNorm's scale
-at 1."""
+at 1; CudnnRNN draws its flat weights from U(-1/sqrt(hidden), 1/sqrt(hidden))."""
 import math
 
 import numpy as np
@@ -73,3 +73,15 @@ def test_batchnorm_starts_as_identity():
     np.testing.assert_array_equal(N(bn.bias), np.zeros(7))
     np.testing.assert_array_equal(N(bn.running_mean), np.zeros(7))
     np.testing.assert_array_equal(N(bn.running_var), np.ones(7))
+
+
+@pytest.mark.parametrize("mode,hidden,layers,bidirectional", [("lstm", 64, 1, False),
+                                                             ("gru", 25, 2, True),
+                                                             ("tanh", 100, 1, False)])
+def test_cudnn_rnn_weights_are_uniform_in_one_over_sqrt_hidden(mode, hidden, layers,
+                                                                bidirectional):
+    # SINGA 3.3 and 5.1's CudnnRNN: W ~ U(-1/sqrt(hidden), 1/sqrt(hidden)), biases included
+    rnn = layer.CudnnRNN(hidden, rnn_mode=mode, num_layers=layers, bidirectional=bidirectional)
+    rnn(tensor.Tensor((3, 2, 30)))
+    assert rnn.W.shape == (rnn.handle.weights_size,) and rnn.W.size() > 5000
+    assert_uniform(N(rnn.W), 1.0 / math.sqrt(hidden), "CudnnRNN.W")

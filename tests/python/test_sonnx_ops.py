@@ -164,7 +164,8 @@ EXAMPLES = {
     "Unsqueeze": (lambda x, k: ag.unsqueeze(x, [0, -1]), "normal"),
     "Concat": (lambda x, k: ag.cat([x, k.w(3, 2)], 1), "normal"),
     "Split": (lambda x, k: ag.split(x, 1, [1, 3]), "normal"),
-    "Tile": (lambda x, k: ag.add(ag.tile(x, [2, 1, 2]), ag.tile(x, [2])), "normal"),
+    # (2, 6, 4) + (6, 4): more repeats than axes, and fewer (SINGA's rule: from the first axis)
+    "Tile": (lambda x, k: ag.add(ag.tile(x, [2, 2, 1]), ag.tile(x, [2])), "normal"),
     "Expand": (lambda x, k: ag.expand(x, (2, 3, 4)), "normal"),
     "UpSample": (lambda x, k: ag.upsample(x, "nearest", [1, 1, 2, 3]), "nchw"),
     "DepthToSpace": (lambda x, k: ag.add(ag.depth_to_space(x, 2), ag.depth_to_space(x, 2, "CRD")),

@@ -200,6 +200,22 @@ void Axpy(float alpha, const Tensor& x, Tensor* y) {
                     {xc.block(), yc.block()}, {yc.block()}, "Axpy");
 }
 
+void Axpy(const Tensor& alpha, const Tensor& x, Tensor* y) {
+  CheckFloatOperands("Axpy", x, *y);
+  SINGA_CHECK(alpha.block() != nullptr, ValueError, "Axpy: alpha is an empty tensor");
+  SINGA_CHECK_SHAPE(alpha.Size() == 1, "Axpy: alpha must hold one value, got shape "
+                                           << alpha.shape());
+  SINGA_CHECK_DTYPE(alpha.data_type() == kFloat32,
+                    "Axpy: alpha must be float32, got " << DataTypeName(alpha.data_type()));
+  CheckSameDevice("Axpy", {&alpha, y});
+  SINGA_CHECK_SHAPE(x.Size() == y->Size(), "Axpy: x has shape " << x.shape() << " but y has "
+                                                                 << y->shape());
+  // Two elementwise kernels (alpha broadcast from a 0-d view) instead of a BLAS call with a
+  // device pointer: every backend has them, and they record into a graph like any other op.
+  const Tensor scaled = EltwiseMult(Reshape(x, y->shape()), Reshape(alpha, Shape{}));
+  Add(*y, scaled, y);
+}
+
 float Dot(const Tensor& a, const Tensor& b) {
   CheckFloatOperands("Dot", a, b);
   SINGA_CHECK_SHAPE(a.Size() == b.Size(), "Dot: sizes differ: " << a.shape() << " and "

@@ -6,6 +6,7 @@
 //   singa::Tensor y = singa::Mult(A, x);             // matrix-vector
 //   singa::Tensor Z = singa::Mult(X, Y);             // batched: (..., m, k) x (..., k, n)
 //   singa::Axpy(2.0f, x, &y);                        // y += 2 x
+//   singa::Axpy(lr, x, &y);                          // y += lr x, lr a one-element device tensor
 //   singa::AddRow(bias, &M);                         // M[i, :] += bias
 //
 // Transposed views are passed to BLAS as transposes (no copy). Inner sizes must agree: a mismatch
@@ -22,6 +23,10 @@ void Mult(const Tensor& A, const Tensor& B, Tensor* C);
 void Mult(float alpha, const Tensor& A, const Tensor& B, float beta, Tensor* C);
 /// y += alpha * x (same shape).
 void Axpy(float alpha, const Tensor& x, Tensor* y);
+/// y += alpha * x with alpha a one-element float32 tensor on y's device (Apache SINGA's overload,
+/// which its optimizers call with device-side hyper-parameters): read on the device, so a
+/// recorded graph replays with alpha's current value and nothing waits for the host.
+void Axpy(const Tensor& alpha, const Tensor& x, Tensor* y);
 /// Inner product of two float32 tensors of equal size.
 float Dot(const Tensor& a, const Tensor& b);
 

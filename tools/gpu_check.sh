@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh: verify and measure the CUDA backend on a lent GPU machine, in one call.
+#
+#   make gpu-deps                       # here (CPU machine): .debs the GPU image lacks -> .gpu-deps/
+#   run(command="tools/gpu_check.sh", carry=[".gpu-deps"], timeout_s=600)   # the device call
+#   GPU_CHECK_DRY=1 tools/gpu_check.sh  # rehearsal here: unpack, configure against the prefix,
+#                                       # build, the CPU half of the checks, the 64 MiB budget
+#   GPU_CHECK_DRY=1 GPU_CHECK_STEPS=unpack,configure tools/gpu_check.sh   # what make test runs
+#
+# The GPU image (the device tool's KINDS.md) has nvcc 13, CMake, Cython, numpy, pytest, PyTorch
+# CUDA and the nvidia-cublas/cudnn/nccl/curand wheels in python3's environment, but no OpenBLAS,
+# oneDNN or GoogleTest: those travel as Debian packages and are unpacked with dpkg -x into a
+# prefix of our own (never into /), which CMake is pointed at explicitly. Open MPI stays behind
+# (USE_DIST=OFF there: one GPU, no collectives to test).
+#
+# Steps (GPU_CHECK_STEPS, comma-separated; default all): unpack, configure, build, cpp, diag, pygpu,
+# bench, pyall, compile (torch.compile rows). Each has its own time limit, and all of them share
+# GPU_CHECK_DEADLINE (560 s), so a slow step cannot eat the report. The
+# outputs go to $OUT (the device tool's folder; default build/gpu-check/out): summary.txt,
+# gpu-report.md (the benchmark tables), diag.txt, cpp.log, python-gpu.log, python-all.log,
+# build.log (8 files: the device tool brings back no more).
+# Exit status: 0 only when every step that ran passed and no GPU test skipped.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+DRY=${GPU_CHECK_DRY:-0}
+STEPS=",${GPU_CHECK_STEPS:-unpack,configure,build,cpp,diag,pygpu,bench,pyall,compile},"
+JOBS=${JOBS:-$(nproc)}
+DEPS=${GPU_DEPS_DIR:-$ROOT/.gpu-deps}
+PREFIX=${GPU_PREFIX:-/tmp/gpu-prefix}
+OUT=${OUT:-$ROOT/build/gpu-check/out}
+mkdir -p "$OUT"
+if [ "$DRY" = 1 ]; then
+  PY=${PY:-$ROOT/.venv/bin/python}
+  B=${GPU_BUILD:-$ROOT/build/gpu-dry}
+  CUDA=${GPU_CHECK_CUDA:-0}    # 1: build the CUDA variant here too (compile only)
+else
+  PY=${PY:-$(command -v python3)}
+  B=${GPU_BUILD:-$ROOT/build/gpu}
+  CUDA=1
+fi
+LIB=$PREFIX/usr/lib/x86_64-linux-gnu
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+STATUS=0
+T0=$(date +%s)
+DEADLINE=${GPU_CHECK_DEADLINE:-560}   # the whole run, within one device call's 600 s
+
+say() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
+want() { case "$STEPS" in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+# step NAME LIMIT_S CMD...: runs CMD with a time limit, logs PASS/FAIL and the seconds it took.
+step() {
+  local name=$1 limit=$2; shift 2
+  local t=$(date +%s) rc left
+  left=$(( T0 + DEADLINE - t ))
+  if [ $left -lt 20 ]; then say "SKIP $name (the run's ${DEADLINE}s are spent)"; STATUS=1; return 1; fi
+  [ $limit -gt $left ] && limit=$left
+  printf '\n== %s (limit %ss)\n' "$name" "$limit"
+  timeout --kill-after=10 "$limit" "$@"
+  rc=$?
+  if [ $rc -eq 0 ]; then say "PASS $name ($(( $(date +%s) - t ))s)"
+  else say "FAIL $name (exit $rc$( [ $rc -eq 124 ] && echo ': time limit'), $(( $(date +%s) - t ))s)"; STATUS=1; fi
+  return $rc
+}
+
+say "gpu_check.sh $(date -u +%FT%TZ) dry=$DRY cuda=$CUDA jobs=$JOBS python=$PY"
+if command -v nvidia-smi >/dev/null; then
+  say "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
+fi
+say "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+command -v nvcc >/dev/null && say "nvcc: $(nvcc --version | grep -o 'release [0-9.]*')"
+PYINC=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+if [ -f "$PYINC/Python.h" ]; then BUILD_PY=ON; else
+  BUILD_PY=OFF; say "WARNING: no Python.h under '$PYINC': the Python extension is not built, only C++"; fi
+say "python: $("$PY" -c 'import sys, numpy; print(sys.version.split()[0], "numpy", numpy.__version__)' 2>&1)"
+
+unpack() {
+  ls "$DEPS"/*.deb >/dev/null 2>&1 || { echo "no .deb in $DEPS: run make gpu-deps"; return 1; }
+  rm -rf "$PREFIX" && mkdir -p "$PREFIX"
+  for f in "$DEPS"/*.deb; do dpkg -x "$f" "$PREFIX" || return 1; done
+  echo "unpacked $(ls "$DEPS"/*.deb | wc -l) packages into $PREFIX"
+  if [ "$DRY" = 1 ]; then  # what one device call carries: the working tree (git's view) + .gpu-deps
+    local tree deps
+    tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+    deps=$(du -sb "$DEPS" | cut -f1)
+    echo "working tree $((tree / 1048576)) MiB + .gpu-deps $((deps / 1048576)) MiB (limit 64 MiB)"
+    [ $((tree + deps)) -lt $((64 * 1048576)) ] || { echo "over the 64 MiB a device call carries"; return 1; }
+  fi
+}
+
+configure() {
+  local args=(-S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DUSE_DIST=OFF
+    -DSINGA_BLAS_LIBRARY="$LIB/openblas-openmp/libopenblas.so"
+    -DSINGA_BLAS_INCLUDE_DIR="$PREFIX/usr/include/x86_64-linux-gnu/openblas-openmp"
+    -Ddnnl_DIR="$LIB/cmake/dnnl" -DGTest_DIR="$LIB/cmake/GTest"
+    -DCMAKE_PREFIX_PATH="$PREFIX/usr" -DCMAKE_LIBRARY_PATH="$LIB"
+    -DSINGA_BUILD_PYTHON=$BUILD_PY -DSINGA_PY_OUTPUT_DIR="$B/py/singa" -DPython_EXECUTABLE="$PY")
+  command -v ninja >/dev/null && args+=(-G Ninja)
+  [ "$CUDA" = 1 ] && args+=(-DUSE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${GPU_ARCHS:-90})
+  rm -f "$B/CMakeCache.txt"
+  cmake "${args[@]}" || return 1
+  # The prefix's libraries, not the system's, must be the ones found (else the rehearsal proves
+  # nothing about the device, where the system has none).
+  local bad=0 v
+  for v in SINGA_BLAS_LIBRARY dnnl_DIR GTest_DIR; do
+    if ! grep "^$v:" "$B/CMakeCache.txt" | grep -q "$PREFIX"; then
+      echo "configure: $v does not come from $PREFIX: $(grep "^$v:" "$B/CMakeCache.txt")"; bad=1; fi
+  done
+  return $bad
+}
+
+build() {
+  cmake --build "$B" -j"$JOBS" >"$OUT/build.log" 2>&1; local rc=$?
+  tail -n 30 "$OUT/build.log"
+  [ $rc -eq 0 ] || return $rc
+  # The package: the Python sources linked beside the extension built here.
+  if [ "$BUILD_PY" = ON ]; then
+    (cd "$B/py/singa" && for f in "$ROOT"/singa/*; do case $f in *.so) ;; *) ln -sfn "$f" . ;; esac; done)
+  fi
+}
+
+export LD_LIBRARY_PATH="$LIB:$LIB/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# what diag found to work (an environment assignment or nothing), for the Python steps
+diag_env() { [ -s "$B/.diag-env" ] && export "$(cat "$B/.diag-env")"; true; }
+
+cpp() {  # every C++ test (one process: ctest would start one per test); no GPU test may skip
+  "$B/tests/cpp/singa_tests" --gtest_brief=1 2>&1 | tee "$OUT/cpp.log"; local rc=${PIPESTATUS[0]}
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/cpp.log" | tail -n 3
+  if [ "$DRY" != 1 ] && grep -Eq '^\[  SKIPPED \] [^ ]*(Cuda|Gpu|GPU)' "$OUT/cpp.log"; then
+    echo "GPU tests skipped on the GPU machine"; return 1; fi
+  return $rc
+}
+
+# diag: does a C++ exception reach Python? On the first GPU day (2026-11-26, H200, Ubuntu's
+# Python 3.12.3) every singa error raised into Python ended in a segfault while the C++ tests
+# caught theirs. Each variant below runs one raising call in a fresh process; the first that
+# survives is used by the later steps (printed in summary.txt), and diag.txt keeps the evidence.
+diag() {
+  local probe='
+import numpy as np
+from singa import tensor
+a, b = tensor.from_numpy(np.ones((2, 3), np.float32)), tensor.from_numpy(np.ones((4,), np.float32))
+try:
+    a + b
+except ValueError as e:
+    print("raised:", type(e).__name__)
+'
+  local d=$OUT/diag.txt v env
+  {
+    echo "## kernel $(uname -r); $(grep -m1 -o 'user_shstk\|shstk' /proc/cpuinfo | head -1 || echo 'no shstk flag')"
+    echo "## $(ldd --version | head -1)"
+    "$PY" -c 'import sys; print(sys.version)'
+    grep -i 'x86_Thread_features' /proc/self/status || true
+    echo "## ldd singa_wrap"; ldd "$B"/py/singa/singa_wrap*.so 2>&1 | grep -v 'linux-vdso'
+  } >"$d" 2>&1
+  for v in plain noshstk preload noprefix; do
+    case $v in
+      plain) env="" ;;
+      noshstk) env="GLIBC_TUNABLES=glibc.cpu.x86_shstk=off" ;;
+      preload) env="LD_PRELOAD=$(gcc -print-file-name=libgcc_s.so.1):$(gcc -print-file-name=libstdc++.so.6)" ;;
+      noprefix) env="LD_LIBRARY_PATH=" ;;
+    esac
+    echo "## variant $v: $env" >>"$d"
+    (cd /tmp && env $env PYTHONPATH="$B/py" "$PY" -X faulthandler -c "$probe") >>"$d" 2>&1
+    local rc=$?
+    echo "## variant $v: exit $rc" >>"$d"
+    if [ $rc -eq 0 ]; then [ -n "$env" ] && echo "$env" >"$B/.diag-env"; echo "exceptions reach Python with variant '$v' ($env)"; return 0; fi
+  done
+  echo "every variant crashed: see diag.txt"; return 1
+}
+
+pygpu() {  # the GPU test files; with SINGA_REQUIRE_GPU=1 a missing GPU fails instead of skipping
+  local req=1; [ "$DRY" = 1 ] && req=0
+  (cd /tmp && PYTHONPATH="$B/py" SINGA_EXPECT_CUDA=$CUDA SINGA_REQUIRE_GPU=$req "$PY" -m pytest -q -rs \
+     -p no:cacheprovider "$ROOT/tests/python/test_gpu.py" "$ROOT/tests/python/test_gpu_float16.py" \
+     "$ROOT/tests/python/test_cuda_build.py" "$ROOT/tests/python/test_device.py") 2>&1 \
+     | tee "$OUT/python-gpu.log"
+  local rc=${PIPESTATUS[0]}
+  if [ "$DRY" != 1 ] && grep -Eq '^SKIPPED.*test_gpu(_float16)?\.py' "$OUT/python-gpu.log"; then
+    echo "GPU tests skipped on the GPU machine"; return 1; fi
+  return $rc
+}
+
+bench() {  # the seed's table on the GPU (ResNet-50 224), then the small models (capture's case)
+  local dev=gpu; [ "$DRY" = 1 ] && [ "$CUDA" != 1 -o ! -e /dev/nvidia0 ] && dev=cpu
+  {
+    echo "# GPU report ($(date -u +%F), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
+    echo; echo '`tools/gpu_check.sh` (benchmarks/bench_train.py --device gpu); Mem(MB): peak of the'
+    echo "GPU pool for singa, torch.cuda.max_memory_allocated for PyTorch."
+  } >"$OUT/gpu-report.md"
+  local quick=""; [ "$DRY" = 1 ] && quick="--iters 1 --warmup 1"
+  if [ "$dev" = gpu ]; then
+    local b
+    for b in 16 32; do
+      PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models resnet50 --batch $b \
+        --iters 10 --timeout 60 --modes layer eager bfs bfs-nocap serial torch ${quick} | tee -a "$OUT/gpu-report.md"
+    done
+    PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models mlp cnn --batch 16 \
+      --iters 50 --timeout 60 --modes eager bfs bfs-nocap torch ${quick} | tee -a "$OUT/gpu-report.md"
+    PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models mlp cnn --batch 16 \
+      --iters 50 --timeout 60 --modes eager bfs --dtype float16 ${quick} | tee -a "$OUT/gpu-report.md"
+  else  # dry: the benchmark's own code path, on the CPU, one tiny round
+    PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --models mlp --batch 16 --iters 1 --warmup 1 \
+      --modes eager bfs | tee -a "$OUT/gpu-report.md"
+  fi
+  ! grep -q '| failed |' "$OUT/gpu-report.md"
+}
+
+compile() {  # torch.compile beside the same rows (its compile is slow: after the suite)
+  [ -e /dev/nvidia0 ] || { echo "no GPU: nothing to compare torch.compile with"; return 0; }
+  {
+    echo; echo "torch.compile (default mode; the compile is paid in the warm-up, outside the timing):"
+  } >>"$OUT/gpu-report.md"
+  PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models cnn resnet50 --batch 32 \
+    --iters 10 --warmup 3 --timeout 150 --modes bfs torch torch-compile | tee -a "$OUT/gpu-report.md"
+}
+
+pyall() {  # the whole suite against the CUDA build (CPU-only tests may skip), in parallel if xdist
+  local par=""; "$PY" -c 'import xdist' 2>/dev/null && par="-n ${PYTEST_WORKERS:-8}"
+  (cd /tmp && PYTHONPATH="$B/py" SINGA_EXPECT_CUDA=$CUDA "$PY" -m pytest -q -rs -p no:cacheprovider $par \
+     --ignore="$ROOT/tests/python/test_gpu.py" --ignore="$ROOT/tests/python/test_gpu_float16.py" \
+     "$ROOT/tests/python") >"$OUT/python-all.log" 2>&1
+  local rc=$?; tail -n 15 "$OUT/python-all.log"; return $rc
+}
+
+want unpack && { step unpack 120 bash -c "$(declare -f unpack); DEPS='$DEPS' PREFIX='$PREFIX' DRY=$DRY unpack" || exit 1; }
+rm -f "$B/.diag-env"
+for s in configure build cpp diag pygpu bench pyall compile; do
+  want $s || continue
+  case $s in
+    configure) step configure 120 bash -c "$(declare -f configure); $(declare -p PREFIX LIB B BUILD_PY PY CUDA); configure" || break ;;
+    build) step build "${GPU_BUILD_LIMIT:-330}" bash -c "$(declare -f build); $(declare -p B OUT JOBS BUILD_PY ROOT); build" || break ;;
+    cpp) step cpp 90 bash -c "$(declare -f cpp); $(declare -p B OUT DRY); cpp" ;;
+    diag) [ "$BUILD_PY" = ON ] && step diag 60 bash -c "$(declare -f diag); $(declare -p B OUT PY); diag" ;;
+    pygpu) [ "$BUILD_PY" = ON ] && step pygpu 150 bash -c "$(declare -f pygpu diag_env); $(declare -p B OUT DRY PY CUDA ROOT); diag_env; pygpu" ;;
+    bench) [ "$BUILD_PY" = ON ] && step bench "${GPU_BENCH_LIMIT:-200}" bash -c "$(declare -f bench diag_env); $(declare -p B OUT DRY PY CUDA); diag_env; bench" ;;
+    pyall) [ "$BUILD_PY" = ON ] && step pyall "${GPU_PYALL_LIMIT:-150}" bash -c "$(declare -f pyall diag_env); $(declare -p B OUT PY CUDA ROOT); diag_env; pyall" ;;
+    compile) [ "$BUILD_PY" = ON ] && step compile 200 bash -c "$(declare -f compile); $(declare -p B OUT PY); compile" ;;
+  esac
+done
+say "total $(( $(date +%s) - T0 ))s; $( [ $STATUS -eq 0 ] && echo 'ALL PASSED' || echo 'SOME STEPS FAILED')"
+exit $STATUS
