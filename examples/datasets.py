@@ -69,8 +69,9 @@ def load_mnist(folder):
     missing = [n for n in MNIST_FILES if not (os.path.exists(os.path.join(folder, n)) or
                                               os.path.exists(os.path.join(folder, n + ".gz")))]
     if missing:
-        raise DataNotFoundError("MNIST: %s not found in %s. %s" % (
-            " and ".join(missing) if len(missing) < 4 else "no MNIST file", folder, _MNIST_HELP))
+        what = ("%s not found in %s" % (", ".join(missing), folder) if len(missing) < 4 else
+                "no MNIST file in %s" % folder)
+        raise DataNotFoundError("MNIST: %s. %s" % (what, _MNIST_HELP))
     out = []
     for prefix in ("train", "t10k"):
         x = read_idx(os.path.join(folder, prefix + "-images-idx3-ubyte"))

@@ -18,9 +18,10 @@ from singa import device  # noqa: E402
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0].replace(
-        "`make demo`: ", ""), epilog="Any model, data set or option: examples/train.py --help.")
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--lr", type=float, default=0.02)
+        "`make demo`: trains", "Trains"), epilog="Other models, data sets and options: "
+        "examples/train.py --help.")
+    ap.add_argument("--epochs", type=int, default=5, help="passes over the training set (5)")
+    ap.add_argument("--lr", type=float, default=0.02, help="SGD's learning rate (0.02)")
     ap.add_argument("--max-steps", type=int, default=0, help="stop each epoch early (0: no)")
     ap.add_argument("--curve", default="cnn-digits-curve.png", metavar="PNG",
                     help="where the loss/accuracy curve is written ('' for none)")
