@@ -1,16 +1,20 @@
 # The two commands of README.md, and the steps behind them.
 #   make test   installs what is missing (apt-get, pip), builds, runs ctest, the C++ example, pytest;
 #               where nvcc is on PATH, also the CUDA variant (build/cuda) and its ctest + pytest
-#   make demo   builds, then runs examples/demo.py
+#   make demo   installs only what the demo needs (deps-demo: no PyTorch, pytest, onnx), builds
+#               the extension alone (no C++ tests), then runs examples/demo.py
 # Everything Python lives in .venv; the build in build/ is incremental.
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 BUILD := build
 JOBS ?= 2
-APT_PKGS := g++ make libopenblas-openmp-dev libgtest-dev libdnnl-dev openmpi-bin libopenmpi-dev
-PIP_PKGS := "numpy>=1.26" "cython>=3.0" "pytest>=7" "scikit-build-core>=0.10" "tqdm>=4.60" \
-  "scikit-learn>=1.3" "pillow>=10" "matplotlib>=3.7" "onnx==1.23.2" "onnxruntime==1.32.0"
+# What building libsinga and the extension needs (the demo), then what the tests add.
+APT_PKGS := g++ make python3-dev libopenblas-openmp-dev libdnnl-dev openmpi-bin libopenmpi-dev
+APT_TEST_PKGS := libgtest-dev
+DEMO_PIP_PKGS := "numpy>=1.26" "cython>=3.0" "tqdm>=4.60" "scikit-learn>=1.3" "matplotlib>=3.7"
+PIP_PKGS := $(DEMO_PIP_PKGS) "pytest>=7" "scikit-build-core>=0.10" "pillow>=10" \
+  "onnx==1.23.2" "onnxruntime==1.32.0"
 # The reference for the RNN, ONNX and benchmark comparisons (tests skip without it). Pinned: the
 # benchmarks' peer; the CPU wheel is on the local package mirror.
 PIP_REF_PKGS := "torch==2.13.0"
@@ -24,43 +28,65 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo)
 CMAKE := $(shell command -v cmake 2>/dev/null || echo $(CURDIR)/$(VENV)/bin/cmake)
 PYTEST_ARGS ?= -q -rs
 
-.PHONY: test demo deps build ctest pytest example-cpp cuda-deps cuda-build cuda-test asan mutate clean
+.PHONY: test demo deps deps-demo build build-python ctest pytest example-cpp cuda-deps cuda-build cuda-test asan mutate clean
 
 test: build gpu-deps ctest example-cpp pytest $(if $(NVCC),cuda-test)
 
-demo: build
+demo: build-python
 	$(VPY) examples/demo.py
 
-deps: $(VENV)/.deps-ok
-
-$(VENV)/.deps-ok: Makefile
-	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# $(call install_deps,APT packages,pip packages): what is missing from apt-get, the venv, pip
+# packages into it, and a .pth so that the venv's python imports singa from this checkout.
+define install_deps
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "== apt-get install$$missing"; \
 	  $(SUDO) apt-get install -y -q $$missing || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; }; \
 	fi
 	@$(PYTHON) -m venv --help >/dev/null 2>&1 || $(SUDO) apt-get install -y -q python3-venv
 	[ -x $(VPY) ] || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install -q --disable-pip-version-check $(PIP_PKGS) $(if $(shell command -v cmake),,cmake)
-	$(VPY) -m pip install -q --disable-pip-version-check $(PIP_REF_PKGS) || \
-	  echo "== torch is not installable here: the tests that compare with it will skip"
+	$(VPY) -m pip install -q --disable-pip-version-check $(2) $(if $(shell command -v cmake),,cmake)
 	@# `import singa` from anywhere with the venv's python: the source tree holds the built extension.
 	$(VPY) -c "import site,os; open(os.path.join(site.getsitepackages()[0],'singa-dev.pth'),'w').write(os.getcwd()+'\n')"
+endef
+
+# The demo's dependencies only: the build tools, numpy, Cython, tqdm, scikit-learn, matplotlib.
+deps-demo: $(VENV)/.deps-demo-ok
+$(VENV)/.deps-demo-ok: Makefile
+	$(call install_deps,$(APT_PKGS),$(DEMO_PIP_PKGS))
 	touch $@
 
+deps: $(VENV)/.deps-ok
+
+$(VENV)/.deps-ok: Makefile
+	$(call install_deps,$(APT_PKGS) $(APT_TEST_PKGS),$(PIP_PKGS))
+	$(VPY) -m pip install -q --disable-pip-version-check $(PIP_REF_PKGS) || \
+	  echo "== torch is not installable here: the tests that compare with it will skip"
+	touch $@ $(VENV)/.deps-demo-ok
+
+# ON: a missing dependency fails the configure, naming it (AUTO would skip the part).
 build: deps
-	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$(CURDIR)/$(VPY) >/dev/null
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSINGA_BUILD_PYTHON=ON \
+	  -DSINGA_BUILD_TESTS=ON -DPython_EXECUTABLE=$(CURDIR)/$(VPY) >/dev/null
 	$(CMAKE) --build $(BUILD) -j$(JOBS)
+
+# libsinga and the extension only (the demo): the C++ tests are not built (AUTO: configured when
+# GoogleTest is there, so a later `make test` reuses this build directory as it is).
+build-python: deps-demo
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSINGA_BUILD_PYTHON=ON \
+	  -DSINGA_BUILD_TESTS=AUTO -DPython_EXECUTABLE=$(CURDIR)/$(VPY) >/dev/null
+	$(CMAKE) --build $(BUILD) -j$(JOBS) --target singa_wrap
 
 ctest: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-# The C++ example, built against an installed libsinga through find_package(singa).
+# The C++ examples, built against an installed libsinga through find_package(singa).
 example-cpp: build
 	$(CMAKE) --install $(BUILD) --prefix $(CURDIR)/$(BUILD)/install >/dev/null
 	$(CMAKE) -S examples/cpp -B $(BUILD)/example-cpp -DCMAKE_PREFIX_PATH=$(CURDIR)/$(BUILD)/install >/dev/null
 	$(CMAKE) --build $(BUILD)/example-cpp -j$(JOBS)
 	$(BUILD)/example-cpp/tensor_example
+	$(BUILD)/example-cpp/nn_example
 
 pytest: build
 	$(VPY) -m pytest $(PYTEST_ARGS) tests/python

@@ -6,4 +6,4 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train  # noqa: E402
 
 if __name__ == "__main__":
-    train.run(["cnn"] + sys.argv[1:])
+    train.main(["cnn"] + sys.argv[1:])

@@ -19,7 +19,22 @@ import struct
 
 import numpy as np
 
-__all__ = ["load_digits_28", "load_mnist", "load_cifar10", "read_idx", "batches"]
+__all__ = ["load_digits_28", "load_mnist", "load_cifar10", "read_idx", "batches",
+           "DataNotFoundError", "MNIST_FILES"]
+
+MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+               "t10k-labels-idx1-ubyte")
+_MNIST_HELP = ("Download the four MNIST files (%s; plain or .gz), e.g. from "
+               "https://ossci-datasets.s3.amazonaws.com/mnist/, into one folder and pass it with "
+               "--data-dir (default ~/data/mnist)." % ", ".join(MNIST_FILES))
+_CIFAR_HELP = ("Download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz (or the binary "
+               "version, cifar-10-binary.tar.gz), unpack it and pass the folder holding "
+               "data_batch_1..5 and test_batch with --data-dir (default "
+               "~/data/cifar-10-batches-py).")
+
+
+class DataNotFoundError(FileNotFoundError):
+    """A data set's files are not where the example looks; the message says where to put them."""
 
 
 def _open(path):
@@ -51,6 +66,12 @@ def read_idx(path):
 
 def load_mnist(folder):
     folder = os.path.expanduser(folder)
+    missing = [n for n in MNIST_FILES if not (os.path.exists(os.path.join(folder, n)) or
+                                              os.path.exists(os.path.join(folder, n + ".gz")))]
+    if missing:
+        what = ("%s not found in %s" % (", ".join(missing), folder) if len(missing) < 4 else
+                "no MNIST file in %s" % folder)
+        raise DataNotFoundError("MNIST: %s. %s" % (what, _MNIST_HELP))
     out = []
     for prefix in ("train", "t10k"):
         x = read_idx(os.path.join(folder, prefix + "-images-idx3-ubyte"))
@@ -91,6 +112,9 @@ def _cifar_binary(folder):
 
 def load_cifar10(folder):
     folder = os.path.expanduser(folder)
+    if not any(os.path.exists(os.path.join(folder, n)) for n in ("test_batch", "test_batch.bin")):
+        raise DataNotFoundError("CIFAR-10: no test_batch (or test_batch.bin) in %s. %s"
+                                % (folder, _CIFAR_HELP))
     binary = os.path.exists(os.path.join(folder, "test_batch.bin"))
     (xtr, ytr), (xte, yte) = _cifar_binary(folder) if binary else _cifar_python(folder)
     scale = lambda x: x.astype(np.float32) / 255.0

@@ -13,4 +13,4 @@ if __name__ == "__main__":
         i = argv.index("--depth")
         depth = argv[i + 1]
         del argv[i:i + 2]
-    train.run(["resnet" + depth] + argv)
+    train.main(["resnet" + depth] + argv)

@@ -146,11 +146,45 @@ def _mib(n):
     return n / float(1 << 20)
 
 
+def _label_blocks(fig, ax, legend, rec, patches, op_names, label_top):
+    """Labels up to ``label_top`` blocks, the largest first, each only where its text fits inside
+    its own rectangle and overlaps neither an earlier label nor the legend (measured in display
+    space after the layout, so no two labels ever overlap whatever the figure's shape)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(fig)                # a renderer to measure text with (the figure is new)
+    fig.canvas.draw()                   # runs the constrained layout: the axes' final place
+    fig.set_layout_engine("none")       # keep it: the labels are measured against this layout
+    renderer = fig.canvas.get_renderer()
+    taken = [legend.get_window_extent(renderer)]
+    order = sorted(range(len(rec)), key=lambda i: -rec[i]["size"] *
+                   (rec[i]["last"] + 1 - rec[i]["first"]))
+    for i in order:
+        if len(taken) > label_top:
+            break
+        b = rec[i]
+        box = patches[i].get_window_extent(renderer)
+        op = op_names[b["first"]]
+        for text in ([b["name"]] if b["name"] else
+                     ["%s output, %.1f MiB (ops %d-%d)" % (op, _mib(b["size"]), b["first"],
+                                                           b["last"]), op]):
+            t = ax.text((b["first"] + b["last"] + 1) / 2.0,
+                        _mib(b["offset"] + _aligned(b["size"]) / 2), text, fontsize=7,
+                        ha="center", va="center", color="white", clip_on=True)
+            ext = t.get_window_extent(renderer)
+            inside = (ext.x0 >= box.x0 and ext.x1 <= box.x1 and ext.y0 >= box.y0 and
+                      ext.y1 <= box.y1)
+            if inside and not any(ext.overlaps(o) for o in taken):
+                taken.append(ext)
+                break
+            t.remove()
+
+
 def plot_memory(dev, path=None, title=None, label_top=12):
     """Draws the graph's planned memory and returns the matplotlib Figure (written to `path`
     when given: png, svg, pdf). Top: the arena, one rectangle per recyclable block (x: the
     positions of the execution order from its first to its last use, y: its offset and size),
-    the largest ``label_top`` labelled. Bottom: the bytes live at each position beside the
+    the largest ``label_top`` labelled where the label fits inside its rectangle (labels never
+    overlap each other or the legend). Bottom: the bytes live at each position beside the
     liveness lower bound and the arena's size. Needs a graph that has run (RunGraph) with memory
     planning on, and matplotlib (an optional dependency)."""
     try:
@@ -176,20 +210,12 @@ def plot_memory(dev, path=None, title=None, label_top=12):
     fig = Figure(figsize=(12, 8), constrained_layout=True)
     ax, ax2 = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     colors = {"intermediate": "#4C72B0", "end": "#DD8452"}
+    patches = []
     for b in rec:
-        ax.add_patch(Rectangle((b["first"], _mib(b["offset"])), b["last"] + 1 - b["first"],
-                               _mib(_aligned(b["size"])), facecolor=colors.get(b["kind"], "grey"),
-                               edgecolor="black", linewidth=0.3, alpha=0.85))
-    # Labels only where they fit: rectangles at least 4% of the steps wide and 2.5% of the arena
-    # tall, the largest first.
-    arena = max(plan["arena_bytes"], 1)
-    roomy = [b for b in rec if b["last"] + 1 - b["first"] >= 0.04 * n and
-             _aligned(b["size"]) >= 0.025 * arena]
-    for b in sorted(roomy, key=lambda b: -b["size"] * (b["last"] + 1 - b["first"]))[:label_top]:
-        ax.text((b["first"] + b["last"] + 1) / 2.0, _mib(b["offset"] + _aligned(b["size"]) / 2),
-                b["name"] or "%s output, %.1f MiB (ops %d-%d)" % (
-                    op_names[b["first"]], _mib(b["size"]), b["first"], b["last"]),
-                fontsize=7, ha="center", va="center", color="white", clip_on=True)
+        patches.append(ax.add_patch(Rectangle(
+            (b["first"], _mib(b["offset"])), b["last"] + 1 - b["first"], _mib(_aligned(b["size"])),
+            facecolor=colors.get(b["kind"], "grey"), edgecolor="black", linewidth=0.3,
+            alpha=0.85)))
     ax.axhline(_mib(plan["arena_bytes"]), color="black", linestyle="--", linewidth=1)
     ax.set_xlim(0, max(n, 1))
     ax.set_ylim(0, max(_mib(plan["arena_bytes"]) * 1.05, 1e-3))
@@ -198,8 +224,8 @@ def plot_memory(dev, path=None, title=None, label_top=12):
                  "%.1f MiB of persistent blocks outside it"
                  % (len(rec), _mib(plan["arena_bytes"]), _mib(lower),
                     _mib(plan["persistent_bytes"])))
-    ax.legend(handles=[Rectangle((0, 0), 1, 1, facecolor=c, label="%s block" % k)
-                       for k, c in colors.items()], loc="upper right", fontsize=8)
+    legend = ax.legend(handles=[Rectangle((0, 0), 1, 1, facecolor=c, label="%s block" % k)
+                                for k, c in colors.items()], loc="upper right", fontsize=8)
 
     ax2.step(range(n), [_mib(v) for v in live], where="post", color="#4C72B0",
              label="bytes live")
@@ -209,6 +235,7 @@ def plot_memory(dev, path=None, title=None, label_top=12):
     ax2.set_ylabel("MiB")
     ax2.set_ylim(0, max(_mib(plan["arena_bytes"]), _mib(lower)) * 1.1 + 1e-3)
     ax2.legend(loc="upper right", fontsize=8)
+    _label_blocks(fig, ax, legend, rec, patches, op_names, label_top)
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig

@@ -20,6 +20,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import datasets  # noqa: E402
 import models  # noqa: E402
+from monitor import History  # noqa: E402
 from singa import device, opt, tensor  # noqa: E402
 
 
@@ -65,6 +66,9 @@ def main(argv=None):
     ap.add_argument("--no-overlap", action="store_true",
                     help="all-reduce after backward instead of while it runs")
     ap.add_argument("--max-steps", type=int, default=0, help="stop each epoch early (0: no)")
+    ap.add_argument("--curve", default=None, metavar="PNG",
+                    help="rank 0 writes the loss curve there at the end (default: "
+                    "MODEL-dist-curve.png; '' for none)")
     a = ap.parse_args(argv)
 
     sgd = opt.DistOpt(opt.SGD(lr=a.lr, momentum=0.9, weight_decay=1e-5),
@@ -84,8 +88,9 @@ def main(argv=None):
     net.compile([tx], is_train=True, use_graph=a.graph, sequential=False)
 
     rng = np.random.default_rng(rank)
+    hist = History()
     for epoch in range(a.epochs):
-        t0, losses = time.time(), []
+        t0 = time.time()
         order = rng.permutation(len(x))
         steps = len(x) // a.batch_size
         if a.max_steps:
@@ -95,10 +100,14 @@ def main(argv=None):
             tx.copy_from_numpy(x[idx])
             ty.copy_from_numpy(y[idx])
             _, loss = net(tx, ty, a.dist_option, a.spars)
-            losses.append(float(tensor.to_numpy(loss).ravel()[0]))
+            hist.step(tensor.to_numpy(loss).ravel()[0])
+        mean_loss = hist.epoch(time.time() - t0)
         if rank == 0:
             print("epoch %d: loss %.4f, %.1f s, world size %d"
-                  % (epoch, np.mean(losses), time.time() - t0, world), flush=True)
+                  % (epoch, mean_loss, hist.seconds[-1], world), flush=True)
+    curve = "%s-dist-curve.png" % a.model if a.curve is None else a.curve
+    if rank == 0 and curve and hist.save_curve(curve, title="%s, %d processes" % (a.model, world)):
+        print("loss curve: %s" % curve)
 
 
 if __name__ == "__main__":

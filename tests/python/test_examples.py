@@ -11,6 +11,12 @@ pytest.importorskip("sklearn")
 import train  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    """The examples write their loss/accuracy curve into the current folder."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.mark.parametrize("graph", [True, False], ids=["graph", "eager"])
 def test_seed_cnn_learns_digits(graph, capsys):
     args = ["cnn", "--data", "digits", "--epochs", "5", "--lr", "0.02"]

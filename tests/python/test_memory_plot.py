@@ -105,3 +105,27 @@ def test_plot_memory_needs_a_run_graph():
     dev = device.create_cpu_device(211)
     with pytest.raises(ValueError, match="no built graph"):
         graph.plot_memory(dev)
+
+
+@pytest.mark.parametrize("label_top", [3, 100])
+def test_plot_memory_labels_never_overlap(ran, tmp_path, label_top):
+    # Each label sits inside its own block's rectangle and clear of the other labels and of the
+    # legend, measured on the drawn figure (issue 16: overlapping labels were unreadable).
+    pytest.importorskip("matplotlib")
+    fig = graph.plot_memory(ran, str(tmp_path / "mem.png"), label_top=label_top)
+    top = fig.axes[0]
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    texts = [t for t in top.texts if t.get_text()]
+    assert 1 <= len(texts) <= label_top
+    boxes = [t.get_window_extent(r) for t in texts]
+    for i, a in enumerate(boxes):
+        assert not a.overlaps(top.get_legend().get_window_extent(r)), texts[i].get_text()
+        for j in range(i):
+            assert not a.overlaps(boxes[j]), (texts[i].get_text(), texts[j].get_text())
+        x, y = texts[i].get_position()
+        owner = [p for p in top.patches if p.get_x() <= x <= p.get_x() + p.get_width() and
+                 p.get_y() <= y <= p.get_y() + p.get_height()]
+        assert any(p.get_window_extent(r).contains(a.x0, a.y0) and
+                   p.get_window_extent(r).contains(a.x1, a.y1) for p in owner), texts[i].get_text()
