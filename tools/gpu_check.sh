@@ -95,7 +95,7 @@ configure() {
     -DSINGA_BLAS_INCLUDE_DIR="$PREFIX/usr/include/x86_64-linux-gnu/openblas-openmp"
     -Ddnnl_DIR="$LIB/cmake/dnnl" -DGTest_DIR="$LIB/cmake/GTest"
     -DCMAKE_PREFIX_PATH="$PREFIX/usr" -DCMAKE_LIBRARY_PATH="$LIB"
-    -DSINGA_BUILD_PYTHON=$BUILD_PY -DSINGA_PY_OUTPUT_DIR="$B/py/singa" -DPython_EXECUTABLE="$PY")
+    -DSINGA_BUILD_TESTS=ON -DSINGA_BUILD_PYTHON=$BUILD_PY -DSINGA_PY_OUTPUT_DIR="$B/py/singa" -DPython_EXECUTABLE="$PY")
   command -v ninja >/dev/null && args+=(-G Ninja)
   [ "$CUDA" = 1 ] && args+=(-DUSE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${GPU_ARCHS:-90})
   rm -f "$B/CMakeCache.txt"
