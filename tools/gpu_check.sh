@@ -165,6 +165,12 @@ except ValueError as e:
     (cd /tmp && env $env PYTHONPATH="$B/py" "$PY" -X faulthandler -c "$probe") >>"$d" 2>&1
     local rc=$?
     echo "## variant $v: exit $rc" >>"$d"
+    if [ $v = plain ] && [ $rc -ne 0 ] && command -v cuda-gdb >/dev/null; then
+      # the C++ side of the crash (the image has no gdb; cuda-gdb debugs host code too)
+      echo "## cuda-gdb backtrace of the plain variant" >>"$d"
+      (cd /tmp && PYTHONPATH="$B/py" timeout 90 cuda-gdb -q -batch -ex 'set pagination off' \
+         -ex run -ex bt -ex 'info sharedlibrary' --args "$PY" -c "$probe") >>"$d" 2>&1
+    fi
     if [ $rc -eq 0 ]; then [ -n "$env" ] && echo "$env" >"$B/.diag-env"; echo "exceptions reach Python with variant '$v' ($env)"; return 0; fi
   done
   echo "every variant crashed: see diag.txt"; return 1
@@ -232,7 +238,7 @@ for s in configure build cpp diag pygpu bench pyall compile; do
     configure) step configure 120 bash -c "$(declare -f configure); $(declare -p PREFIX LIB B BUILD_PY PY CUDA); configure" || break ;;
     build) step build "${GPU_BUILD_LIMIT:-330}" bash -c "$(declare -f build); $(declare -p B OUT JOBS BUILD_PY ROOT); build" || break ;;
     cpp) step cpp 90 bash -c "$(declare -f cpp); $(declare -p B OUT DRY); cpp" ;;
-    diag) [ "$BUILD_PY" = ON ] && step diag 60 bash -c "$(declare -f diag); $(declare -p B OUT PY); diag" ;;
+    diag) [ "$BUILD_PY" = ON ] && step diag 150 bash -c "$(declare -f diag); $(declare -p B OUT PY); diag" ;;
     pygpu) [ "$BUILD_PY" = ON ] && step pygpu 150 bash -c "$(declare -f pygpu diag_env); $(declare -p B OUT DRY PY CUDA ROOT); diag_env; pygpu" ;;
     bench) [ "$BUILD_PY" = ON ] && step bench "${GPU_BENCH_LIMIT:-200}" bash -c "$(declare -f bench diag_env); $(declare -p B OUT DRY PY CUDA); diag_env; bench" ;;
     pyall) [ "$BUILD_PY" = ON ] && step pyall "${GPU_PYALL_LIMIT:-150}" bash -c "$(declare -f pyall diag_env); $(declare -p B OUT PY CUDA ROOT); diag_env; pyall" ;;
