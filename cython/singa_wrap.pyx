@@ -70,6 +70,7 @@ for _kind, _cls in enumerate((SingaError, ShapeError, AxisError, DTypeError, Arg
 
 include "device.pxi"
 include "tensor.pxi"
+include "dlpack.pxi"
 include "ops.pxi"
 include "elementwise_ops.pxi"
 include "nn.pxi"

@@ -286,8 +286,16 @@ cdef class Tensor:
         return self
 
     def __array__(self, dtype=None, copy=None):
-        a = to_numpy(self)
-        return a if dtype is None else a.astype(dtype, copy=False)
+        """np.asarray(t): a view of a host tensor's memory (zero-copy, see dlpack.pxi)."""
+        return _as_array(self, dtype, copy)
+
+    # DLPack (the Python array API's protocol; cython/dlpack.pxi): np.from_dlpack(t),
+    # torch.from_dlpack(t) share this tensor's memory.
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return _dlpack_export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        return _dlpack_device(self)
 
     def __repr__(self):
         return "singa_wrap.Tensor(shape=%s, dtype=%s)" % (self.shape(),

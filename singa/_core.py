@@ -729,8 +729,37 @@ class Tensor(object):
 
     # ---- numpy interop and printing ---------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
-        a = singa.to_numpy(self.data)
-        return a if dtype is None else a.astype(dtype, copy=False)
+        """``np.asarray(t)``: a view of a host tensor's memory (writes show on both sides; the
+        view keeps the memory alive); a copy for a GPU tensor or a dtype conversion.
+        ``to_numpy()`` is always a copy."""
+        return self.data.__array__(dtype=dtype, copy=copy)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The DLPack protocol of the Python array API: ``np.from_dlpack(t)`` and
+        ``torch.from_dlpack(t)`` share this tensor's memory (its shape and strides; no copy).
+
+        Args:
+            stream: None or -1 for a host tensor; for a CUDA tensor None, -1 (no
+                synchronisation) or the consumer's stream handle: singa waits for its own stream
+                before handing the memory over.
+            max_version: the consumer's highest DLPack version; (1, 0) or later gives a
+                ``"dltensor_versioned"`` capsule, None the legacy ``"dltensor"`` one.
+            dl_device: the device the consumer wants; only this tensor's own, or (1, 0) (the
+                host) for a GPU tensor, which exports a host copy.
+            copy: True exports a copy; False never copies; None copies only if needed.
+
+        Raises BufferError while the device records a graph (nothing has run yet). The
+        consumer's view keeps the memory alive and counts as a user handle: a graph never
+        recycles it. Example::
+
+            a = np.from_dlpack(t)   # a[0] = 1 changes t too
+        """
+        return self.data.__dlpack__(stream=stream, max_version=max_version,
+                                    dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        """(device type, device id) in DLPack's terms: (1, 0) on the host, (2, gpu id) on CUDA."""
+        return self.data.__dlpack_device__()
 
     def __repr__(self):
         return np.array2string(singa.to_numpy(self.data))

@@ -30,7 +30,7 @@ _ELEMENTWISE = tuple(py_name(name) for name, _, _ in singa.ELEMENTWISE_OPS)
 __all__ = [
     # creation and conversion
     "from_raw_tensor", "from_raw_tensors", "sizeof", "dtype_name", "from_numpy", "to_numpy",
-    "to_host", "copy_from_numpy", "zeros", "ones", "zeros_like", "ones_like", "random", "_call_singa_func",
+    "from_dlpack", "to_host", "copy_from_numpy", "zeros", "ones", "zeros_like", "ones_like", "random", "_call_singa_func",
     # element-wise: the table's ops, and two with parameters
     *_ELEMENTWISE, "clip", "leakyrelu",
     # reductions
@@ -80,6 +80,29 @@ def to_numpy(t):
     if isinstance(t, Tensor):
         return t.to_numpy()
     return singa.to_numpy(_ct(t, "to_numpy"))
+
+
+def from_dlpack(x, device=None, copy=None):
+    """A tensor sharing the memory of ``x``, any object with ``__dlpack__`` (a numpy array, a
+    PyTorch tensor, another singa tensor...): the Python array API's ``from_dlpack``.
+
+    Zero-copy when ``x`` is host memory, row-major contiguous, aligned, writable and float32,
+    float16 or int32: writes on either side show on the other, and ``x``'s memory stays alive
+    while any tensor, view or recorded graph uses it. Strided (``x[:, ::2]``, ``x.T``), read-only
+    or unaligned host memory is copied into a contiguous tensor; ``copy=False`` raises
+    BufferError instead, ``copy=True`` always copies. Other dtypes raise DTypeError (a
+    TypeError): ``tensor.from_numpy`` converts them as SINGA does. Memory on a GPU raises
+    NotImplementedError (move it to the host first). ``device``: a host device (default: the
+    default host device), or a GPU device, which receives a copy. Example::
+
+        a = np.zeros((2, 3), np.float32)
+        t = tensor.from_dlpack(a)
+        t += 1                      # a is now all ones
+    """
+    if device is not None and not isinstance(device, singa.Device):
+        raise TypeError("from_dlpack: expected a singa Device or None, got %s"
+                        % type(device).__name__)
+    return _wrap(singa.from_dlpack(x, device, copy))
 
 
 def to_host(t):
