@@ -275,7 +275,7 @@ def test_strided_read_only_or_unaligned_memory_is_copied_or_refused():
     ro.setflags(write=False)
     raw = np.zeros(17, np.uint8)
     unaligned = raw[1:].view(np.float32)                   # 4 floats at an odd address
-    for src in (x[:, ::2], x.T, ro, unaligned):
+    for src in (x[:, ::2], x.T, x[::-1], ro, unaligned):
         t = tensor.from_dlpack(src)
         np.testing.assert_array_equal(tensor.to_numpy(t), src)
         t.set_value(-3)                                    # a copy: the source is unchanged
