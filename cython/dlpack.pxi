@@ -185,13 +185,13 @@ def _dlpack_export(Tensor t not None, stream=None, max_version=None, dl_device=N
         with nogil:
             dev.Sync()
     cdef void* m
-    cdef int32_t dtype_ = own[0]
+    cdef int32_t dev_type = own[0]
     cdef int32_t did = own[1]
     cdef uint8_t c8 = code
     cdef uint8_t b8 = bits
     cdef bool ver = versioned
     with nogil:
-        m = ExportTensor(src, ver, dtype_, did, c8, b8, flags)
+        m = ExportTensor(src, ver, dev_type, did, c8, b8, flags)
     if versioned:
         return PyCapsule_New(m, b"dltensor_versioned", _versioned_capsule_dtor)
     return PyCapsule_New(m, b"dltensor", _legacy_capsule_dtor)
