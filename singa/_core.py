@@ -356,7 +356,7 @@ class Tensor(object):
 
     # ---- norms ------------------------------------------------------------------------------
     def l1(self):
-        """The mean absolute value, sum(|x|) / size, as Apache SINGA defines it."""
+        """The mean absolute value, ``sum(|x|) / size``, as Apache SINGA defines it."""
         n = self.data.Size()
         return self.data.L1() / n if n else 0.0
 

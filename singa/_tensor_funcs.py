@@ -51,6 +51,8 @@ def from_raw_tensor(t):
 
 
 def from_raw_tensors(tt):
+    """A list of Tensors, one per core tensor (``singa_wrap.Tensor``) of ``tt``; each shares its
+    core tensor's memory (see from_raw_tensor)."""
     return [from_raw_tensor(t) for t in tt]
 
 
@@ -101,18 +103,28 @@ def copy_from_numpy(data, np_array):
 
 
 def zeros(shape, device=None, dtype=float32):
+    """A new tensor of ``shape`` filled with 0, on ``device`` (default: the default device).
+
+    Example::
+
+        t = tensor.zeros((2, 3))                        # float32
+        i = tensor.zeros((4,), dtype=tensor.int32)
+    """
     return Tensor(shape, device, dtype).set_value(0)
 
 
 def ones(shape, device=None, dtype=float32):
+    """A new tensor of ``shape`` filled with 1, on ``device`` (default: the default device)."""
     return Tensor(shape, device, dtype).set_value(1)
 
 
 def zeros_like(t):
+    """A new tensor of 0s with the shape, device and dtype of Tensor ``t``."""
     return Tensor(t.shape, t.device, t.dtype).set_value(0)
 
 
 def ones_like(t):
+    """A new tensor of 1s with the shape, device and dtype of Tensor ``t``."""
     return Tensor(t.shape, t.device, t.dtype).set_value(1)
 
 

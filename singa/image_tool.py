@@ -1,5 +1,7 @@
 """Image augmentation with Pillow, as Apache SINGA 3.3's singa.image_tool.
 
+Example::
+
     from singa import image_tool
     tool = image_tool.ImageTool()
     imgs = tool.load("input.png").resize_by_list([112]).crop5((96, 96), 5).enhance().flip().get()

@@ -1,6 +1,8 @@
 """Model: a Layer that trains, with an optional computational graph (Apache SINGA 3.x's
 singa.model).
 
+Example::
+
     class MLP(model.Model):
         def __init__(self):
             super().__init__()

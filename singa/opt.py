@@ -1,6 +1,8 @@
 """Optimizers: SGD, RMSProp, AdaGrad, Adam, learning-rate schedules, and DistOpt (data-parallel
 training over MPI; see its section below) (Apache SINGA 3.x's singa.opt).
 
+Example::
+
     sgd = opt.SGD(lr=0.05, momentum=0.9, weight_decay=1e-5)
     sgd(loss)                        # backward from loss, update every parameter, then step()
     # or, one parameter at a time (no step()):
@@ -614,7 +616,7 @@ class DistOpt(object):
         self.communicator.fusedSynchHalf(singa.VecTensor(tensor), send)
 
     def sparsification(self, tensor, accumulation, spars, topK):
-        """Sparse all-reduce: |g| >= spars (topK False) or the spars fraction of largest |g|;
+        """Sparse all-reduce: ``|g| >= spars`` (topK False) or the spars fraction of largest ``|g|``;
         ``accumulation`` (or None) keeps what was not sent, for the next step."""
         if accumulation is None:
             self.communicator.sparsification(tensor, spars, topK)

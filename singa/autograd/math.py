@@ -409,22 +409,32 @@ Not = _predicate("Not", lambda a: singa.EQ(a, 0.0), "logical not (0/1).")
 
 
 def less(x, y):
+    """``x < y`` elementwise, broadcast like numpy: a float32 tensor of 0s and 1s. Either operand
+    may be a number or a numpy array; no gradient flows through it (NoGradientError)."""
     return Less()(*_pair(x, y, "less"))[0]
 
 
 def greater(x, y):
+    """``x > y`` elementwise, broadcast like numpy: a float32 tensor of 0s and 1s. Either operand
+    may be a number or a numpy array; no gradient flows through it (NoGradientError)."""
     return Greater()(*_pair(x, y, "greater"))[0]
 
 
 def equal(x, y):
+    """``x == y`` elementwise, broadcast like numpy: a float32 tensor of 0s and 1s. Either operand
+    may be a number or a numpy array; no gradient flows through it (NoGradientError)."""
     return Equal()(*_pair(x, y, "equal"))[0]
 
 
 def less_equal(x, y):
+    """``x <= y`` elementwise, broadcast like numpy: a float32 tensor of 0s and 1s. Either operand
+    may be a number or a numpy array; no gradient flows through it (NoGradientError)."""
     return LessEqual()(*_pair(x, y, "less_equal"))[0]
 
 
 def greater_equal(x, y):
+    """``x >= y`` elementwise, broadcast like numpy: a float32 tensor of 0s and 1s. Either operand
+    may be a number or a numpy array; no gradient flows through it (NoGradientError)."""
     return GreaterEqual()(*_pair(x, y, "greater_equal"))[0]
 
 
