@@ -169,15 +169,18 @@ class ImageTool(object):
         return self
 
     def set(self, imgs):
+        """Replaces the image list with ``imgs`` (PIL images); returns the tool."""
         self.imgs = imgs
         self._cases = 1
         return self
 
     def append(self, img):
+        """Adds one PIL image to the list; returns the tool."""
         self.imgs.append(img)
         return self
 
     def get(self):
+        """The current list of PIL images."""
         return self.imgs
 
     def num_augmentation(self):

@@ -226,6 +226,7 @@ class Optimizer(object):
         self.apply(self._state_key(param), param, grad)
 
     def backward_and_update(self, loss):
+        """Apache SINGA's name for ``optimizer(loss)``: backward from loss, then update every parameter."""
         self.__call__(loss)
 
     # ---- helpers for apply() -----------------------------------------------------------------
@@ -604,15 +605,20 @@ class DistOpt(object):
 
     # ---- collectives (in place, sums over the ranks) -------------------------------------------
     def all_reduce(self, tensor):
+        """Sums the core tensor ``tensor`` over the ranks, in place."""
         self.communicator.synch(tensor)
 
     def fused_all_reduce(self, tensor, send=True):
+        """Sums a list of core tensors over the ranks in place, as one buffer; with
+        ``send=False`` the call does nothing (SINGA's flag for a bucket not yet full)."""
         self.communicator.fusedSynch(singa.VecTensor(tensor), send)
 
     def all_reduce_half(self, tensor):
+        """As all_reduce, the data travelling as float16."""
         self.communicator.synchHalf(tensor)
 
     def fused_all_reduce_half(self, tensor, send=True):
+        """As fused_all_reduce, the data travelling as float16."""
         self.communicator.fusedSynchHalf(singa.VecTensor(tensor), send)
 
     def sparsification(self, tensor, accumulation, spars, topK):
@@ -624,6 +630,7 @@ class DistOpt(object):
             self.communicator.sparsification(tensor, accumulation, spars, topK)
 
     def fused_sparsification(self, tensor, accumulation, spars, topK):
+        """As sparsification, for a list of core tensors sent as one buffer."""
         tensor = singa.VecTensor(tensor)
         if accumulation is None:
             self.communicator.fusedSparsification(tensor, spars, topK)
@@ -631,6 +638,9 @@ class DistOpt(object):
             self.communicator.fusedSparsification(tensor, accumulation, spars, topK)
 
     def wait(self):
+        """Apache SINGA's wait for the collectives issued so far. Here they are operations of
+        the device, ordered with the others (a read of their results waits for them), so it
+        returns at once."""
         self.communicator.wait()
 
     # ---- training steps ------------------------------------------------------------------------

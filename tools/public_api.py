@@ -62,6 +62,47 @@ def undocumented():
     return missing
 
 
+def _introduced_by(cls, name):
+    """The class of cls's MRO, farthest from cls, whose namespace holds name."""
+    owners = [c for c in cls.__mro__ if name in vars(c)]
+    return owners[-1]
+
+
+def public_methods(cls):
+    """The names of the public methods and properties cls defines itself, less the hooks that a
+    private base introduces (``_Unary.deriv``, ``_Binary``'s ``grads``...: how an operator class
+    is written, not what a user calls)."""
+    names = []
+    for name, v in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if not (inspect.isfunction(v) or isinstance(v, (property, staticmethod, classmethod))):
+            continue
+        if _introduced_by(cls, name).__name__.startswith("_"):
+            continue
+        names.append(name)
+    return names
+
+
+def undocumented_methods():
+    """'module.Class.method' of every public method or property of a public class with no
+    docstring, its own or one it inherits from the method it overrides (as autodoc shows it)."""
+    missing, seen = [], set()
+    for modname in MODULES:
+        mod = importlib.import_module(modname)
+        for name in public_names(modname):
+            cls = getattr(mod, name)
+            if not inspect.isclass(cls) or id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            for meth in public_methods(cls):
+                v = vars(cls)[meth]
+                doc = v.__doc__ if isinstance(v, property) else inspect.getdoc(getattr(cls, meth))
+                if not (doc and doc.strip()):
+                    missing.append("%s.%s.%s" % (modname, name, meth))
+    return missing
+
+
 if __name__ == "__main__":
     total = 0
     for m in MODULES:
@@ -72,3 +113,7 @@ if __name__ == "__main__":
     print("public names:", total, "without a docstring:", len(missing))
     for m, n in missing:
         print("  %s.%s" % (m, n))
+    methods = undocumented_methods()
+    print("public methods without a docstring:", len(methods))
+    for m in methods:
+        print("  " + m)

@@ -1,7 +1,8 @@
 """The API reference: every public name has a docstring (tools/public_api.py lists them: a
-module's __all__, else its own classes and functions), and `make docs` (Sphinx, warnings as
-errors) builds, here whenever Sphinx and myst-parser are installed (`make docs` installs them;
-`make test` does not, so there the build test skips and the docstring tests still run).
+module's __all__, else its own classes and functions; and their classes' public methods), and
+`make docs` (Sphinx, warnings as errors) builds, here whenever Sphinx and myst-parser are
+installed (`make docs` installs them; `make test` does not: there the build test skips and the
+docstring tests still run).
 """
 import importlib.util
 import os
@@ -18,6 +19,46 @@ import public_api  # noqa: E402
 def test_every_public_name_has_a_docstring():
     missing = ["%s.%s" % m for m in public_api.undocumented()]
     assert missing == [], "public names without a docstring: %s" % ", ".join(missing)
+
+
+def test_every_public_method_has_a_docstring():
+    # an override without its own docstring shows the one of the method it overrides (autodoc
+    # does the same), so Operator.forward's covers every operator's forward
+    missing = public_api.undocumented_methods()
+    assert missing == [], "public methods without a docstring: %s" % ", ".join(missing)
+
+
+def test_public_methods_skip_the_hooks_of_private_bases():
+    class _Base:
+        hook = None                          # introduced here: how subclasses are written
+
+        def run(self):
+            """Runs."""
+
+    class Public(_Base):
+        def hook(self):
+            pass
+
+        def run(self):
+            pass
+
+        def extra(self):
+            pass
+
+        @property
+        def size(self):
+            return 1
+
+        def _private(self):
+            pass
+
+    class Child(Public):
+        def extra(self):
+            pass
+
+    # what a private base introduces (hook, run) is skipped; a public class's own names are not
+    assert public_api.public_methods(Public) == ["extra", "size"]
+    assert public_api.public_methods(Child) == ["extra"]
 
 
 def test_public_names_follow_all_or_the_module_own_definitions():
