@@ -30,6 +30,7 @@ html_static_path = []
 autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_typehints = "description"
+autodoc_preserve_defaults = True        # dtype=float32, not dtype=0
 napoleon_google_docstring = True
 napoleon_numpy_docstring = True
 napoleon_use_rtype = False
