@@ -153,3 +153,16 @@ gpu-check: gpu-deps
 	tools/gpu_check.sh
 gpu-check-dry: gpu-deps build
 	GPU_CHECK_DRY=1 tools/gpu_check.sh
+
+# ---- The API reference (issue 22): make docs -> build/docs/index.html ---------------------------
+# Sphinx (autodoc + napoleon) and myst-parser (the pages include README.md and BENCHMARKS.md),
+# installed into .venv by this target only; onnx too (autodoc imports singa.sonnx), at the pin of
+# PIP_PKGS. Warnings are errors. docs/conf.py writes the API pages from tools/public_api.py.
+DOCS_PKGS := "sphinx==8.1.3" "myst-parser==4.0.1" $(filter "onnx==%,$(PIP_PKGS))
+.PHONY: docs
+docs: build-python $(VENV)/.docs-deps-ok
+	$(VPY) -m sphinx -b html -W --keep-going -q docs $(BUILD)/docs
+	@echo "== the API reference: $(BUILD)/docs/index.html"
+$(VENV)/.docs-deps-ok: Makefile | deps-demo
+	$(VPY) -m pip install -q --disable-pip-version-check $(DOCS_PKGS)
+	touch $@

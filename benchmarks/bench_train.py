@@ -43,8 +43,10 @@ MODES = [("layer", "layer"), ("eager", "model: disable graph"),
          ("bfs-nofuse", "model: enable graph, bfs, ReLU fusion off"),
          ("bfs-nocap", "model: enable graph, bfs, CUDA Graph capture off"),
          ("torch", "pytorch eager"),
+         ("torch-notf32", "pytorch eager, TF32 off"),
          ("torch-compile", "pytorch torch.compile")]
-GPU_ONLY = ("bfs-nocap", "torch-compile")  # capture exists on a GPU only; compile is slow on CPU
+# capture exists on a GPU only; TF32 is a GPU setting; compile is slow on the CPU
+GPU_ONLY = ("bfs-nocap", "torch-notf32", "torch-compile")
 
 
 def rss_kb(field):
@@ -73,6 +75,9 @@ def worker(cfg):
         import torch
         import torch_models
         torch.set_num_threads(os.cpu_count())
+        if mode == "torch-notf32":  # PyTorch's cuDNN convolutions use TF32 by default; ours FP32
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_tf32 = False
         reset_peak()
         base = rss_kb("VmRSS")
         net = torch_models.build(name)

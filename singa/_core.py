@@ -176,6 +176,8 @@ class Tensor(object):
     # is made on first read, so a tensor created before autograd was imported gets one too.
     @property
     def creator(self):
+        """The operator that produced this tensor (a Dummy for a leaf: an input or a parameter);
+        backward walks these links."""
         c = self._creator
         if type(c) is _Leaf:
             make = _state.leaf_creator
@@ -191,6 +193,7 @@ class Tensor(object):
     # ---- attributes derived from the core tensor ---------------------------------------------
     @property
     def shape(self):
+        """The shape, a tuple of int; assigning a new shape reshapes the data."""
         return self.data.shape()
 
     @shape.setter
@@ -201,6 +204,7 @@ class Tensor(object):
 
     @property
     def dtype(self):
+        """The dtype code (tensor.float32, float16 or int32); assigning one converts the data."""
         return self.data.data_type()
 
     @dtype.setter
@@ -209,6 +213,7 @@ class Tensor(object):
 
     @property
     def device(self):
+        """The Device holding the data; assigning another moves the data there."""
         return self.data.device()
 
     @device.setter
@@ -356,7 +361,7 @@ class Tensor(object):
 
     # ---- norms ------------------------------------------------------------------------------
     def l1(self):
-        """The mean absolute value, sum(|x|) / size, as Apache SINGA defines it."""
+        """The mean absolute value, ``sum(|x|) / size``, as Apache SINGA defines it."""
         n = self.data.Size()
         return self.data.L1() / n if n else 0.0
 
@@ -455,9 +460,11 @@ class Tensor(object):
         self._matrix_op(singa.AddRow, v)
 
     def sub_column(self, v):
+        """Subtracts v (one value per row) from every column, in place."""
         self._matrix_op(singa.SubColumn, v)
 
     def sub_row(self, v):
+        """Subtracts v (one value per column) from every row, in place."""
         self._matrix_op(singa.SubRow, v)
 
     def mult_column(self, v):

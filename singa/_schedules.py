@@ -124,6 +124,9 @@ class DecayScheduler(object):
         return out
 
     def call(self, step):
+        """The value at ``step``, a (1,) float32 Tensor on the device, computed with tensor
+        operations only (so that a graph records it); subclasses implement it. ``scheduler(step)``
+        calls it."""
         raise NotImplementedError("%s.call" % type(self).__name__)
 
     def __repr__(self):
@@ -335,6 +338,7 @@ class ReduceLROnPlateau(object):
                 "num_reductions": self.num_reductions}
 
     def set_states(self, states):
+        """Restores what get_states() returned (best value, bad epochs, cooldown)."""
         self.best = float(states["best"])
         self.num_bad_epochs = int(states["num_bad_epochs"])
         self.cooldown_counter = int(states["cooldown_counter"])

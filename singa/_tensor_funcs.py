@@ -8,7 +8,14 @@ reductions, products, shapes and random fills (re-exported there; import singa.t
 Every function computes with the C++ core (singa_wrap); only index bookkeeping (einsum,
 tensordot) happens in Python. The elementwise functions are made from the table generated from
 cpp/include/singa/ops/elementwise.def, so a new line there gets its tensor function here.
+
+Every public function is annotated (PEP 484; the package carries a ``py.typed`` marker); the
+annotations describe what a caller passes, while each function still checks its arguments itself.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
+
 import numpy as np
 
 from . import singa_wrap as singa
@@ -16,11 +23,20 @@ from ._core import (Tensor, _NAMES, _wrap, _ct, _operand, _dev, _dtype, _np_inpu
                     float16, float32, int32)
 from .errors import CheckShapeError
 
+# ---- the types of the annotations ------------------------------------------------------------
+TensorLike = Union[Tensor, "singa.Tensor"]            # a Tensor or a core tensor
+Number = Union[int, float]
+# one side of a binary function: a tensor, a number or a numpy array (copied to the device)
+Operand = Union[Tensor, "singa.Tensor", int, float, np.ndarray]
+Shape = Union[int, Sequence[int]]
+Axes = Union[int, Sequence[int]]
+DType = int                                            # tensor.float32, float16, int32
+
 # SINGA's names where they are not the C++ name lower-cased (ReLUBackward: not in SINGA).
 _PY_NAMES = {"EltwiseMult": "eltwise_mult", "ReLUBackward": "relu_backward"}
 
 
-def py_name(op):
+def py_name(op: str) -> str:
     """The tensor function's name of elementwise op ``op`` (its C++ name)."""
     return _PY_NAMES.get(op, op.lower())
 
@@ -45,16 +61,18 @@ __all__ = [
 
 
 # ---- creation and conversion ----------------------------------------------------------------
-def from_raw_tensor(t):
+def from_raw_tensor(t: TensorLike) -> Tensor:
     """A Tensor around core tensor ``t`` (no copy)."""
     return _wrap(_ct(t, "from_raw_tensor"))
 
 
-def from_raw_tensors(tt):
+def from_raw_tensors(tt: Sequence[TensorLike]) -> List[Tensor]:
+    """A list of Tensors, one per core tensor (``singa_wrap.Tensor``) of ``tt``; each shares its
+    core tensor's memory (see from_raw_tensor)."""
     return [from_raw_tensor(t) for t in tt]
 
 
-def dtype_name(t):
+def dtype_name(t: Union[TensorLike, DType]) -> str:
     """The name of the dtype of Tensor ``t`` (or of a dtype code): "float32", "float16" or
     "int32"."""
     if isinstance(t, (Tensor, singa.Tensor)):
@@ -64,25 +82,26 @@ def dtype_name(t):
     return _NAMES[code]
 
 
-def sizeof(dtype):
+def sizeof(dtype: DType) -> int:
     """Bytes per element of a singa dtype."""
     return {float32: 4, float16: 2, int32: 4}[_dtype(dtype, "sizeof")]
 
 
-def from_numpy(np_array, dev=None):
+def from_numpy(np_array: np.ndarray, dev: Optional[singa.Device] = None) -> Tensor:
     """A new tensor with a copy of a numpy array (float64 -> float32, int64 -> int32)."""
     arr = _np_input(np_array, "from_numpy")
     return _wrap(singa.from_numpy(arr, _dev(dev, "from_numpy")))
 
 
-def to_numpy(t):
+def to_numpy(t: TensorLike) -> np.ndarray:
     """A numpy copy of the values of ``t`` (through t.to_numpy(): a schedule's step refuses)."""
     if isinstance(t, Tensor):
         return t.to_numpy()
     return singa.to_numpy(_ct(t, "to_numpy"))
 
 
-def from_dlpack(x, device=None, copy=None):
+def from_dlpack(x: object, device: Optional[singa.Device] = None,
+                copy: Optional[bool] = None) -> Tensor:
     """A tensor sharing the memory of ``x``, any object with ``__dlpack__`` (a numpy array, a
     PyTorch tensor, another singa tensor...): the Python array API's ``from_dlpack``.
 
@@ -105,12 +124,12 @@ def from_dlpack(x, device=None, copy=None):
     return _wrap(singa.from_dlpack(x, device, copy))
 
 
-def to_host(t):
+def to_host(t: TensorLike) -> Tensor:
     """A copy of ``t`` on the host device."""
     return _wrap(_ct(t, "to_host").Clone().ToHost())
 
 
-def copy_from_numpy(data, np_array):
+def copy_from_numpy(data: TensorLike, np_array: np.ndarray) -> None:
     """Copies a numpy array of the same size into a Tensor or core tensor."""
     if isinstance(data, Tensor):
         data.copy_from_numpy(np_array)
@@ -123,23 +142,33 @@ def copy_from_numpy(data, np_array):
     singa.copy_from_numpy(ct, arr)
 
 
-def zeros(shape, device=None, dtype=float32):
+def zeros(shape: Shape, device: Optional[singa.Device] = None, dtype: DType = float32) -> Tensor:
+    """A new tensor of ``shape`` filled with 0, on ``device`` (default: the default device).
+
+    Example::
+
+        t = tensor.zeros((2, 3))                        # float32
+        i = tensor.zeros((4,), dtype=tensor.int32)
+    """
     return Tensor(shape, device, dtype).set_value(0)
 
 
-def ones(shape, device=None, dtype=float32):
+def ones(shape: Shape, device: Optional[singa.Device] = None, dtype: DType = float32) -> Tensor:
+    """A new tensor of ``shape`` filled with 1, on ``device`` (default: the default device)."""
     return Tensor(shape, device, dtype).set_value(1)
 
 
-def zeros_like(t):
+def zeros_like(t: Tensor) -> Tensor:
+    """A new tensor of 0s with the shape, device and dtype of Tensor ``t``."""
     return Tensor(t.shape, t.device, t.dtype).set_value(0)
 
 
-def ones_like(t):
+def ones_like(t: Tensor) -> Tensor:
+    """A new tensor of 1s with the shape, device and dtype of Tensor ``t``."""
     return Tensor(t.shape, t.device, t.dtype).set_value(1)
 
 
-def random(shape, device=None):
+def random(shape: Shape, device: Optional[singa.Device] = None) -> Tensor:
     """A float32 tensor of samples of U[0, 1)."""
     return Tensor(shape, device).uniform(0, 1)
 
@@ -171,7 +200,7 @@ def _binary(fn, lhs, rhs, ret, op):
 
 # SINGA's parameter names differ by function; each form keeps them (callers pass them by name).
 def _unary_form(fn, op, name):
-    def f(t, out=None):
+    def f(t: TensorLike, out: Optional[Tensor] = None) -> Tensor:
         x = _ct(t, name)
         if out is None:
             return _wrap(fn(x))
@@ -181,19 +210,19 @@ def _unary_form(fn, op, name):
 
 
 def _arith_form(fn, op, name):  # add, sub, eltwise_mult, div, maximum, minimum
-    def f(lhs, rhs, ret=None):
+    def f(lhs: Operand, rhs: Operand, ret: Optional[Tensor] = None) -> Tensor:
         return _binary(fn, lhs, rhs, ret, op)
     return f
 
 
 def _pow_form(fn, op, name):
-    def f(t, x, out=None):
+    def f(t: Operand, x: Operand, out: Optional[Tensor] = None) -> Tensor:
         return _binary(fn, t, x, out, op)
     return f
 
 
 def _compare_form(fn, op, name):  # no output argument in SINGA
-    def f(t, x):
+    def f(t: Operand, x: Operand) -> Tensor:
         return _binary(fn, t, x, None, op)
     return f
 
@@ -220,13 +249,35 @@ for _row in singa.ELEMENTWISE_OPS:
     globals()[_name] = _f
 del _row, _name, _f
 
+if TYPE_CHECKING:
+    # What the loop above defines, spelled out for type checkers, which do not run it (with the
+    # py.typed marker mypy would otherwise report tensor.exp as missing). test_typing.py checks
+    # that these lines name every row of the op table with its form's signature.
+    def _unary_sig(t: TensorLike, out: Optional[Tensor] = None) -> Tensor: ...
+    def _arith_sig(lhs: Operand, rhs: Operand, ret: Optional[Tensor] = None) -> Tensor: ...
+    def _pow_sig(t: Operand, x: Operand, out: Optional[Tensor] = None) -> Tensor: ...
+    def _compare_sig(t: Operand, x: Operand) -> Tensor: ...
 
-def clip(t, low, high):
+    abs = negative = sign = square = relu = ceil = floor = round = rounde = _unary_sig
+    exp = log = sqrt = reciprocal = sigmoid = softplus = softsign = tanh = _unary_sig
+    sin = cos = tan = asin = acos = atan = sinh = cosh = asinh = acosh = atanh = erf = _unary_sig
+    add = sub = eltwise_mult = div = maximum = minimum = relu_backward = _arith_sig
+    pow = _pow_sig
+    lt = le = gt = ge = eq = ne = _compare_sig
+    # the names __all__ takes from the table (a starred entry type checkers cannot evaluate)
+    __all__ += ["abs", "negative", "sign", "square", "relu", "ceil", "floor", "round", "rounde",
+                "exp", "log", "sqrt", "reciprocal", "sigmoid", "softplus", "softsign", "tanh",
+                "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+                "atanh", "erf", "add", "sub", "eltwise_mult", "div", "maximum", "minimum",
+                "relu_backward", "pow", "lt", "le", "gt", "ge", "eq", "ne"]
+
+
+def clip(t: TensorLike, low: Number, high: Number) -> Tensor:
     """Each element limited to [low, high]."""
     return _wrap(singa.Clamp(_ct(t, "clip"), float(low), float(high)))
 
 
-def leakyrelu(t, a=0.01):
+def leakyrelu(t: TensorLike, a: float = 0.01) -> Tensor:
     """x if x > 0 else a * x."""
     return _wrap(singa.LeakyReLU(_ct(t, "leakyrelu"), float(a)))
 
@@ -249,7 +300,7 @@ def _into(out, res, op):
     return out
 
 
-def sum(t, axis=None, out=None):
+def sum(t: TensorLike, axis: Optional[Axes] = None, out: Optional[Tensor] = None) -> Tensor:
     """The sum over ``axis`` (an int or a tuple of ints), the summed axes removed; into ``out``
     if given. With axis None the sum of every element comes as a (1, 1) tensor, as in SINGA
     (whose tensordot-based sum gives that shape; SINGA code reads it with to_numpy(s)[0])."""
@@ -260,7 +311,7 @@ def sum(t, axis=None, out=None):
     return res if out is None else _into(out, res, "sum")
 
 
-def average(t, axis=None):
+def average(t: TensorLike, axis: Optional[Axes] = None) -> Union[float, Tensor]:
     """The mean of all elements as a float if ``axis`` is None, else a tensor of the means
     along ``axis`` (an int or a tuple)."""
     x = _ct(t, "average")
@@ -274,7 +325,7 @@ def average(t, axis=None):
     return _wrap(singa.ReduceMean(x, _axes(axis), False))
 
 
-def softmax(t, out=None, axis=None):
+def softmax(t: TensorLike, out: Optional[Tensor] = None, axis: Optional[int] = None) -> Tensor:
     """Softmax of each row: of all elements for a 1-d tensor, of each t[i] (flattened) for a
     tensor of higher rank, as in SINGA; or along ``axis`` when given. Into ``out`` if given."""
     x = _ct(t, "softmax")
@@ -289,20 +340,21 @@ def softmax(t, out=None, axis=None):
     return res if out is None else _into(out, res, "softmax")
 
 
-def sum_columns(M):
+def sum_columns(M: TensorLike) -> Tensor:
     """The sum of the columns of matrix M, as a (rows, 1) tensor."""
     x = _ct(M, "sum_columns")
     return _wrap(singa.Reshape(singa.SumColumns(x), [-1, 1]))
 
 
-def sum_rows(M):
+def sum_rows(M: TensorLike) -> Tensor:
     """The sum of the rows of matrix M, as a (1, cols) tensor."""
     x = _ct(M, "sum_rows")
     return _wrap(singa.Reshape(singa.SumRows(x), [1, -1]))
 
 
 # ---- products -----------------------------------------------------------------------------
-def mult(A, B, C=None, alpha=1.0, beta=0.0):
+def mult(A: TensorLike, B: TensorLike, C: Optional[Tensor] = None, alpha: float = 1.0,
+         beta: float = 0.0) -> Tensor:
     """The matrix product A B (numpy.matmul rules: 1-d, 2-d and batched). With C given,
     C = alpha * A B + beta * C in place and C is returned."""
     a, b = _ct(A, "mult"), _ct(B, "mult")
@@ -315,13 +367,14 @@ def mult(A, B, C=None, alpha=1.0, beta=0.0):
     return C
 
 
-def axpy(alpha, x, y):
+def axpy(alpha: float, x: TensorLike, y: Tensor) -> Tensor:
     """y += alpha * x in place; returns y."""
     singa.Axpy(float(alpha), _ct(x, "axpy"), _ct(y, "axpy"))
     return y
 
 
-def tensordot(A, B, axes=2):
+def tensordot(A: TensorLike, B: TensorLike,
+              axes: Union[int, Tuple[Axes, Axes]] = 2) -> Tensor:
     """Sum of products over the given axes, like numpy.tensordot: ``axes`` is n (the last n axes
     of A with the first n of B) or a pair (axes of A, axes of B)."""
     a, b = _ct(A, "tensordot"), _ct(B, "tensordot")
@@ -334,7 +387,7 @@ def tensordot(A, B, axes=2):
         ax_a, ax_b = list(range(len(sa) - n, len(sa))), list(range(n))
     else:
         try:
-            ax_a, ax_b = axes
+            ax_a, ax_b = axes  # type: ignore[assignment]  # made lists below
         except (TypeError, ValueError):
             raise TypeError("tensordot: axes must be an int or a pair of axis lists, got %r"
                             % (axes,))
@@ -367,7 +420,7 @@ def _norm_axis(axis, nd, op):
     return axis + nd if axis < 0 else axis
 
 
-def einsum(ops, *args):
+def einsum(ops: str, *args: TensorLike) -> Tensor:
     """Einstein summation, e.g. einsum('ij,jk->ik', A, B), einsum('ki,kj->kij', A, B).
 
     Each operand's subscripts are letters, one per axis (no repeated letter in one operand, no
@@ -385,12 +438,12 @@ def einsum(ops, *args):
         ins, out = spec.split("->", 1)
     else:
         ins, out = spec, None
-    ins = ins.split(",")
+    ins = ins.split(",")  # type: ignore[assignment]  # one per operand
     if len(ins) != len(args):
         raise ValueError("einsum: %r names %d operands but %d were given"
                          % (ops, len(ins), len(args)))
     cts = [_ct(t, "einsum") for t in args]
-    sizes = {}
+    sizes: dict = {}
     for k, (sub, ct) in enumerate(zip(ins, cts)):
         if not sub.isalpha() and sub:
             raise ValueError("einsum: subscripts must be letters, got %r" % sub)
@@ -422,71 +475,72 @@ def einsum(ops, *args):
     if len(letters) > len(out):
         res = singa.ReduceSum(res, list(range(len(out), len(letters))), False)
     elif len(cts) == 1:
-        res = res.Clone()  # a result of its own, not a view of the operand
+        res = res.Clone()  # type: ignore[union-attr]  # its own result, not a view of the operand
     return _wrap(res)
 
 
 # ---- shapes and copies --------------------------------------------------------------------
-def contiguous(tensor):
+def contiguous(tensor: TensorLike) -> Tensor:
     """``tensor``'s values in row-major layout (the tensor itself if already contiguous)."""
     return _wrap(_ct(tensor, "contiguous").Contiguous())
 
 
-def reshape(tensor, shape):
+def reshape(tensor: TensorLike, shape: Sequence[int]) -> Tensor:
     """``tensor`` with a new shape (one entry may be -1); a view when contiguous."""
     return tensor.reshape(shape) if isinstance(tensor, Tensor) else \
         _wrap(singa.Reshape(_ct(tensor, "reshape"), list(shape)))
 
 
-def transpose(t, axes=None):
+def transpose(t: Tensor, axes: Optional[Sequence[int]] = None) -> Tensor:
     """A view of ``t`` with permuted axes (reversed if None)."""
     if not isinstance(t, Tensor):
         raise TypeError("transpose: expected a singa Tensor, got %s" % type(t).__name__)
     return t.transpose(axes)
 
 
-def repeat(t, repeats, axis=None):
+def repeat(t: Tensor, repeats: Union[int, Sequence[int]], axis: Optional[int] = None) -> Tensor:
     """numpy.repeat: repeat elements along ``axis`` (the flattened tensor if None)."""
     if not isinstance(t, Tensor):
         raise TypeError("repeat: expected a singa Tensor, got %s" % type(t).__name__)
     return t.repeat(repeats, axis)
 
 
-def concatenate(tensors, axis):
+def concatenate(tensors: Sequence[TensorLike], axis: int) -> Tensor:
     """The tensors joined along ``axis``; other dimensions must agree."""
     cts = [_ct(t, "concatenate") for t in tensors]
     return _wrap(singa.ConcatOn(cts, int(axis)))
 
 
-def copy_data_to_from(dst, src, size, dst_offset=0, src_offset=0):
+def copy_data_to_from(dst: TensorLike, src: TensorLike, size: int, dst_offset: int = 0,
+                      src_offset: int = 0) -> None:
     """Copies ``size`` elements of src (from src_offset, row-major) into dst at dst_offset."""
     singa.CopyDataToFrom(_ct(dst, "copy_data_to_from"), _ct(src, "copy_data_to_from"),
                          int(size), int(dst_offset), int(src_offset))
 
 
 # ---- random fills and row/column helpers ----------------------------------------------------
-def bernoulli(p, t):
+def bernoulli(p: float, t: Tensor) -> Tensor:
     """Fills t with 1 (probability p) or 0; returns t."""
     return t.bernoulli(p)
 
 
-def gaussian(mean, std, t):
+def gaussian(mean: float, std: float, t: Tensor) -> Tensor:
     """Fills t with samples of N(mean, std^2); returns t."""
     return t.gaussian(mean, std)
 
 
-def uniform(low, high, t):
+def uniform(low: float, high: float, t: Tensor) -> Tensor:
     """Fills t with samples of U[low, high); returns t."""
     return t.uniform(low, high)
 
 
-def add_column(alpha, v, beta, M):
+def add_column(alpha: float, v: TensorLike, beta: float, M: Tensor) -> Tensor:
     """Every column m of matrix M becomes alpha * v + beta * m; returns M."""
     singa.AddColumnWithScale(float(alpha), float(beta), _ct(v, "add_column"), _ct(M, "add_column"))
     return M
 
 
-def add_row(alpha, v, beta, M):
+def add_row(alpha: float, v: TensorLike, beta: float, M: Tensor) -> Tensor:
     """Every row m of matrix M becomes alpha * v + beta * m; returns M."""
     singa.AddRowWithScale(float(alpha), float(beta), _ct(v, "add_row"), _ct(M, "add_row"))
     return M

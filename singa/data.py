@@ -1,5 +1,7 @@
 """Mini-batches of images, prepared by a background process (Apache SINGA 3.3's singa.data).
 
+Example::
+
     from singa import data, image_tool
     tool = image_tool.ImageTool()
 

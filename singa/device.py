@@ -1,5 +1,7 @@
 """Devices: where tensors live and where operations run (Apache SINGA 3.x's singa.device).
 
+Example::
+
     from singa import device, tensor
     dev = device.get_default_device()          # the process-wide host (CPU) device
     dev.SetRandSeed(0)
@@ -151,11 +153,15 @@ def create_cuda_gpu_on(device_id, set_default=False):
 
 
 def get_num_opencl_platforms():
+    """The number of OpenCL platforms; raises DeviceUnavailableError when singa was built
+    without OpenCL (``singa_wrap.USE_OPENCL`` False, as in every build of this project)."""
     _require_opencl("get_num_opencl_platforms")
     return _core_fn("get_num_opencl_platforms", "get_num_opencl_platforms")()
 
 
 def get_num_opencl_devices():
+    """The number of OpenCL devices; raises DeviceUnavailableError when singa was built without
+    OpenCL (``singa_wrap.USE_OPENCL`` False)."""
     _require_opencl("get_num_opencl_devices")
     return _core_fn("get_num_opencl_devices", "get_num_opencl_devices")()
 
@@ -184,6 +190,8 @@ enbale_lazy_alloc = enable_lazy_alloc  # the spelling of Apache SINGA 2.x/3.0
 
 
 def is_lazy_alloc_enabled():
+    """The flag last set by enable_lazy_alloc (True by default); the core allocates lazily
+    whatever it says."""
     return _lazy_alloc
 
 

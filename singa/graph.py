@@ -1,5 +1,7 @@
 """Looking at a device's computational graph.
 
+Example::
+
     from singa import graph
     graph.save_dot(dev, "step.dot")            # operations as boxes, blocks as labelled edges
     graph.render(dev, "step.svg")              # needs Graphviz's `dot` (apt-get install graphviz)
@@ -25,6 +27,8 @@ def to_dot(dev):
 
 
 def save_dot(dev, path):
+    """Writes the Graphviz source of the operations recorded on ``dev`` (to_dot) to the file
+    ``path`` and returns ``path``."""
     with open(path, "w") as f:
         f.write(dev.graph_dot())
     return path

@@ -1,5 +1,7 @@
 """Image augmentation with Pillow, as Apache SINGA 3.3's singa.image_tool.
 
+Example::
+
     from singa import image_tool
     tool = image_tool.ImageTool()
     imgs = tool.load("input.png").resize_by_list([112]).crop5((96, 96), 5).enhance().flip().get()
@@ -167,15 +169,18 @@ class ImageTool(object):
         return self
 
     def set(self, imgs):
+        """Replaces the image list with ``imgs`` (PIL images); returns the tool."""
         self.imgs = imgs
         self._cases = 1
         return self
 
     def append(self, img):
+        """Adds one PIL image to the list; returns the tool."""
         self.imgs.append(img)
         return self
 
     def get(self):
+        """The current list of PIL images."""
         return self.imgs
 
     def num_augmentation(self):

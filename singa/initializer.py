@@ -1,5 +1,7 @@
 """Initial values for parameter tensors (Apache SINGA 3.x's singa.initializer).
 
+Example::
+
     from singa import initializer, tensor
     w = tensor.Tensor((784, 100))
     initializer.he_normal(w)            # in place, drawn from the device's generator
@@ -142,10 +144,12 @@ def constant(t, value=0.0):
 
 
 def zeros(t):
+    """Sets every element of Tensor ``t`` to 0 and returns ``t``."""
     return constant(t, 0.0)
 
 
 def ones(t):
+    """Sets every element of Tensor ``t`` to 1 and returns ``t``."""
     return constant(t, 1.0)
 
 

@@ -1,5 +1,7 @@
 """Starts a data-parallel training script on N local processes, without typing mpirun.
 
+Example::
+
     python -m singa.launch -n 2 train.py --epochs 3      # = mpirun -np 2 python train.py ...
 
 Each process is one rank of an MPI world: the script uses opt.DistOpt(opt) as under mpirun
@@ -7,7 +9,7 @@ Each process is one rank of an MPI world: the script uses opt.DistOpt(opt) as un
 itself with it (os.execvp): mpirun's exit status, signals and output are the job's. It adds
 --allow-run-as-root when run by root (Open MPI refuses root otherwise) and --oversubscribe when
 N exceeds the cores (Open MPI refuses more ranks than slots otherwise). Options after the
-script name belong to the script; options before it may add raw mpirun arguments:
+script name belong to the script; options before it may add raw mpirun arguments::
 
     python -m singa.launch -n 4 --mpirun-arg=--bind-to --mpirun-arg=none train.py
 
@@ -52,6 +54,8 @@ def mpirun_command(n, script_args, mpirun=None, cores=None, is_root=None, python
 
 
 def main(argv=None):
+    """``python -m singa.launch``: parses ``argv`` (default: sys.argv[1:]) and replaces this
+    process with the mpirun command of mpirun_command (``--dry-run`` prints it instead)."""
     ap = argparse.ArgumentParser(
         prog="python -m singa.launch",
         description="Run a singa DistOpt training script on N local MPI processes.")

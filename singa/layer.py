@@ -1,5 +1,7 @@
 """Layers: the building blocks of models (Apache SINGA 3.x's singa.layer).
 
+Example::
+
     from singa import layer, tensor
     fc = layer.Linear(10)                  # in_features comes from the first input
     y = fc(tensor.Tensor((4, 784)))        # creates fc.W (784, 10) and fc.b (10,)
@@ -7,7 +9,7 @@
 
 A layer creates its parameters lazily from its first input, registers the layers set as its
 attributes, and names parameters by attribute path (``conv1.W`` inside a Model). See
-singa/layers/base.py for the rules; the classes live in singa/layers/ by theme:
+singa/layers/base.py for the rules; the classes live in singa/layers/ by theme::
 
   dense   Linear, Gemm, Embedding
   conv    Conv2d, SeparableConv2d, BatchNorm2d, Pooling2d, MaxPool2d, AvgPool2d, MaxPool1d,

@@ -1,6 +1,8 @@
 """Model: a Layer that trains, with an optional computational graph (Apache SINGA 3.x's
 singa.model).
 
+Example::
+
     class MLP(model.Model):
         def __init__(self):
             super().__init__()
@@ -233,12 +235,18 @@ class Model(layer.Layer, metaclass=ModelMeta):
         self.__dict__["_compiled"] = True
 
     def set_optimizer(self, optimizer):
+        """Sets the optimizer that ``self.optimizer(loss)`` in train_one_batch calls (an
+        ``opt.Optimizer``, e.g. ``opt.SGD(lr=0.05)``, or an ``opt.DistOpt``)."""
         self.optimizer = optimizer
 
     def forward(self, *input):
+        """The model's computation from its inputs; subclasses define it (as for a Layer)."""
         raise NotImplementedError("%s must define forward()" % type(self).__name__)
 
     def train_one_batch(self, *input, **kwargs):
+        """One training step: forward, the loss, ``self.optimizer(loss)``; returns what the caller
+        wants back (usually ``out, loss``). Subclasses define it; ``model(x, y)`` in training mode
+        calls it, and with the graph on records it once and replays it after."""
         raise NotImplementedError("%s must define train_one_batch()" % type(self).__name__)
 
     def train(self, mode=True):
@@ -247,6 +255,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
         _state.training = bool(mode)
 
     def eval(self):
+        """Switches to evaluation mode (``train(mode=False)``): ``model(x)`` then runs forward."""
         self.train(mode=False)
 
     def graph(self, mode=True, sequential=False):

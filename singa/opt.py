@@ -1,6 +1,8 @@
 """Optimizers: SGD, RMSProp, AdaGrad, Adam, learning-rate schedules, and DistOpt (data-parallel
 training over MPI; see its section below) (Apache SINGA 3.x's singa.opt).
 
+Example::
+
     sgd = opt.SGD(lr=0.05, momentum=0.9, weight_decay=1e-5)
     sgd(loss)                        # backward from loss, update every parameter, then step()
     # or, one parameter at a time (no step()):
@@ -224,6 +226,7 @@ class Optimizer(object):
         self.apply(self._state_key(param), param, grad)
 
     def backward_and_update(self, loss):
+        """Apache SINGA's name for ``optimizer(loss)``: backward from loss, then update every parameter."""
         self.__call__(loss)
 
     # ---- helpers for apply() -----------------------------------------------------------------
@@ -602,19 +605,24 @@ class DistOpt(object):
 
     # ---- collectives (in place, sums over the ranks) -------------------------------------------
     def all_reduce(self, tensor):
+        """Sums the core tensor ``tensor`` over the ranks, in place."""
         self.communicator.synch(tensor)
 
     def fused_all_reduce(self, tensor, send=True):
+        """Sums a list of core tensors over the ranks in place, as one buffer; with
+        ``send=False`` the call does nothing (SINGA's flag for a bucket not yet full)."""
         self.communicator.fusedSynch(singa.VecTensor(tensor), send)
 
     def all_reduce_half(self, tensor):
+        """As all_reduce, the data travelling as float16."""
         self.communicator.synchHalf(tensor)
 
     def fused_all_reduce_half(self, tensor, send=True):
+        """As fused_all_reduce, the data travelling as float16."""
         self.communicator.fusedSynchHalf(singa.VecTensor(tensor), send)
 
     def sparsification(self, tensor, accumulation, spars, topK):
-        """Sparse all-reduce: |g| >= spars (topK False) or the spars fraction of largest |g|;
+        """Sparse all-reduce: ``|g| >= spars`` (topK False) or the spars fraction of largest ``|g|``;
         ``accumulation`` (or None) keeps what was not sent, for the next step."""
         if accumulation is None:
             self.communicator.sparsification(tensor, spars, topK)
@@ -622,6 +630,7 @@ class DistOpt(object):
             self.communicator.sparsification(tensor, accumulation, spars, topK)
 
     def fused_sparsification(self, tensor, accumulation, spars, topK):
+        """As sparsification, for a list of core tensors sent as one buffer."""
         tensor = singa.VecTensor(tensor)
         if accumulation is None:
             self.communicator.fusedSparsification(tensor, spars, topK)
@@ -629,6 +638,9 @@ class DistOpt(object):
             self.communicator.fusedSparsification(tensor, accumulation, spars, topK)
 
     def wait(self):
+        """Apache SINGA's wait for the collectives issued so far. Here they are operations of
+        the device, ordered with the others (a read of their results waits for them), so it
+        returns at once."""
         self.communicator.wait()
 
     # ---- training steps ------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Named tensors saved to and loaded from disk, with Apache SINGA 3.3's ``Snapshot`` API.
 
+Example::
+
     from singa import snapshot
     sn = snapshot.Snapshot("params", True)      # True: write -> params.bin (+ params.desc)
     for name, t in net.get_params().items():
@@ -9,11 +11,13 @@
 
 Note: the file format is ours
   SINGA writes ``<f>.bin`` with its C++ BinFile of protobuf TensorProtos; we have neither, so
-  ``<f>.bin`` here is a zip archive (ZIP_STORED, zip64) that SINGA cannot read and vice versa:
+  ``<f>.bin`` here is a zip archive (ZIP_STORED, zip64) that SINGA cannot read and vice versa::
+
     * ``singa_snapshot``  first member: b"singa-snapshot <version>\\n" (identifies the file);
     * ``t/<i>.npy``       the i-th tensor in numpy's .npy format (bit-exact, no pickles);
     * ``header.json``     last member: the format version and, per tensor in write order,
                           its name, member, dtype and shape.
+
   Every member carries a CRC-32 that zipfile checks when reading, and the zip directory sits at
   the end of the file, so a damaged or truncated file raises SnapshotError (a ValueError) naming
   the file and the problem; nothing partial is returned. ``<f>.desc`` is a text description

@@ -1,5 +1,7 @@
 """Tensors: n-dimensional arrays on a device (Apache SINGA 3.x's singa.tensor).
 
+Example::
+
     import numpy as np
     from singa import tensor, device
 

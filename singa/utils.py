@@ -1,6 +1,8 @@
 """Small helpers of Apache SINGA 3.3's ``singa.utils``: a progress bar, the ONNX-style "SAME"
 padding arithmetic used by conv and pooling, and a post-order walk of an autograd graph.
 
+Example::
+
     from singa import utils
     pads, odd = utils.get_padding_shape("SAME_UPPER", (7, 7), (3, 3), (2, 2))
     # pads == [1, 1, 1, 1] (top, bottom, left, right, symmetric part), odd == [0, 0, 0, 0]

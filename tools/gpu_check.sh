@@ -203,7 +203,7 @@ bench() {  # the seed's table on the GPU (ResNet-50 224), then the small models 
     local b
     for b in 16 32; do
       PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models resnet50 --batch $b \
-        --iters 10 --timeout 60 --modes layer eager bfs bfs-nocap serial torch ${quick} | tee -a "$OUT/gpu-report.md"
+        --iters 10 --timeout 60 --modes layer eager bfs bfs-nocap serial torch torch-notf32 ${quick} | tee -a "$OUT/gpu-report.md"
     done
     PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models mlp cnn --batch 16 \
       --iters 50 --timeout 60 --modes eager bfs bfs-nocap torch ${quick} | tee -a "$OUT/gpu-report.md"

@@ -1,5 +1,7 @@
 """singa.autograd: operators that record themselves, and backpropagation (Apache SINGA 3.x API).
 
+Example::
+
     from singa import autograd, tensor, opt
     autograd.training = True
     x = autograd.relu(autograd.add_bias(autograd.matmul(inputs, w), b))

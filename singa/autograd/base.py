@@ -138,9 +138,11 @@ class Operator(object):
         return self._do_forward(*xs)
 
     def output_name(self, idx):
+        """The name of output ``idx`` in a graph: ``<operator name>:<idx>``."""
         return "{}:{}".format(self.name, idx)
 
     def grad_name(self, idx):
+        """The name of output ``idx``'s gradient: its output_name with ``_g``."""
         return "{}_g".format(self.output_name(idx))
 
     def _do_forward(self, *xs):
@@ -212,12 +214,18 @@ class Operator(object):
         return tuple(dxs)
 
     def forward(self, *xs):
+        """Computes the outputs from the input core tensors (``singa_wrap.Tensor``), saving what
+        backward needs; returns a core tensor or a tuple of them. Subclasses implement it; call the
+        operator (``op(x)``) rather than forward, so that the result is recorded for backward."""
         raise NotImplementedError("%s.forward" % type(self).__name__)
 
     def backward(self, *dys):
+        """Given one gradient per output (core tensors), returns the gradient of each input, in
+        order: a tuple, or one core tensor for a single input; None where an input gets no gradient."""
         raise NotImplementedError("%s.backward" % type(self).__name__)
 
     def get_params(self):
+        """The parameter Tensors the operator holds itself (none for most operators)."""
         return []
 
 
@@ -235,12 +243,15 @@ class Dummy(Operator):
 
     @property
     def tensor(self):
+        """The tensor this Dummy stands for (None once it is garbage collected)."""
         return self._ref()
 
     def output_name(self, idx):
+        """The tensor's own name (a Dummy has one output)."""
         return self.name
 
     def grad_name(self, idx):
+        """The tensor's name with ``_g``."""
         return "{}_g".format(self.name)
 
     def __getattr__(self, name):

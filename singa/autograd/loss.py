@@ -79,6 +79,8 @@ class SoftMaxCrossEntropy(_TargetLoss):
     class indices, or an (N, C) one-hot / probability matrix."""
 
     def loss(self, x, t):
+        """The softmax cross entropy of x against target t, a (1,) core tensor; checks the shapes
+        and saves what grad() needs."""
         if x.nDim() != 2:
             raise ShapeError("softmax_cross_entropy: the logits must be (N, C), got shape %s"
                              % (x.shape(),))
@@ -94,6 +96,7 @@ class SoftMaxCrossEntropy(_TargetLoss):
         return singa.Div(_scalar(singa.SoftmaxCrossEntropyForward(x, t)), float(n))
 
     def grad(self):
+        """d loss / d x for the last loss() (backward scales it by dy)."""
         return singa.Div(singa.SoftmaxCrossEntropyBackward(self.x, self.tt), float(self.n))
 
 
@@ -107,6 +110,8 @@ class CrossEntropy(_TargetLoss):
     targets t (N, C), or class indices t (N,) or (N, 1)."""
 
     def loss(self, x, t):
+        """The cross entropy of x against target t, a (1,) core tensor; checks the shapes
+        and saves what grad() needs."""
         n = _batch(x, "cross_entropy")
         if x.nDim() != 2 or not (t.shape() == x.shape() or t.shape() in ((n,), (n, 1))):
             raise ShapeError("cross_entropy: target of shape %s does not match predictions of "
@@ -118,6 +123,7 @@ class CrossEntropy(_TargetLoss):
         return singa.Div(_scalar(singa.CrossEntropyFwd(x, t)), float(n))
 
     def grad(self):
+        """d loss / d x for the last loss() (backward scales it by dy)."""
         # d/dx of -t log x is -t / x; for labels t is their one-hot matrix: p - (p - onehot).
         onehot = singa.Sub(self.x, singa.SoftmaxCrossEntropyBwd(self.x, self.tt)) \
             if self.tt.shape() != self.x.shape() else self.tt
@@ -134,6 +140,8 @@ class BinaryCrossEntropy(_TargetLoss):
     definition), for probabilities x and targets t of the same shape."""
 
     def loss(self, x, t):
+        """The binary cross entropy of x against target t, a (1,) core tensor; checks the shapes
+        and saves what grad() needs."""
         if x.shape() != t.shape():
             raise ShapeError("binary_cross_entropy: target of shape %s does not match "
                              "predictions of shape %s" % (t.shape(), x.shape()))
@@ -146,6 +154,7 @@ class BinaryCrossEntropy(_TargetLoss):
         return singa.Div(_scalar(total), -float(self.n))
 
     def grad(self):
+        """d loss / d x for the last loss() (backward scales it by dy)."""
         # d/dx = -(t / (x + eps) - (1 - t) / (1 + eps - x)) / N
         dx = singa.Sub(singa.Div(self.tt, self.pos), singa.Div(self.negt, self.neg))
         return singa.Div(dx, -float(self.n))
@@ -165,6 +174,8 @@ class MeanSquareError(_TargetLoss):
     mse_loss(x, t) asks for equal shapes, as SINGA's does."""
 
     def loss(self, x, t):
+        """The mean squared error of x against target t, a (1,) core tensor; checks the shapes
+        and saves what grad() needs."""
         try:
             shape = tuple(np.broadcast_shapes(tuple(x.shape()), tuple(t.shape())))
         except ValueError:
@@ -179,6 +190,7 @@ class MeanSquareError(_TargetLoss):
         return singa.Div(_scalar(singa.Square(self.err)), float(self.numel))
 
     def grad(self):
+        """d loss / d x for the last loss() (backward scales it by dy)."""
         return _M(self.err, 2.0 / self.numel)
 
 

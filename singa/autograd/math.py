@@ -200,6 +200,7 @@ class Add(_Binary):
     compute = staticmethod(singa.Add)
 
     def grads(self, dy):
+        """(dy, dy): the gradients of a and b, before they are summed back to their shapes."""
         return dy, dy
 
 
@@ -208,6 +209,7 @@ class Sub(_Binary):
     compute = staticmethod(singa.Sub)
 
     def grads(self, dy):
+        """(dy, -dy): the gradients of a and b, before they are summed back to their shapes."""
         return dy, singa.Negative(dy)
 
 
@@ -216,6 +218,7 @@ class Mul(_Binary):
     compute = staticmethod(singa.EltwiseMult)
 
     def grads(self, dy):
+        """(dy * b, dy * a), each only where its input needs one (else None)."""
         return (_M(dy, self.b) if self.need(0) else None,
                 _M(dy, self.a) if self.need(1) else None)
 
@@ -225,6 +228,7 @@ class Div(_Binary):
     compute = staticmethod(singa.Div)
 
     def grads(self, dy):
+        """(dy / b, -dy * y / b), each only where its input needs one (else None)."""
         return (_D(dy, self.b) if self.need(0) else None,
                 _S.Negative(_D(_M(dy, self.y), self.b)) if self.need(1) else None)
 
@@ -234,6 +238,7 @@ class Pow(_Binary):
     compute = staticmethod(singa.Pow)
 
     def grads(self, dy):
+        """(dy * b * a^(b-1), dy * y * log(a)), each only where its input needs one."""
         da = _M(dy, _M(self.b, singa.Pow(self.a, _S.Sub(self.b, 1.0)))) if self.need(0) else None
         db = _M(dy, _M(self.y, singa.Log(self.a))) if self.need(1) else None
         return da, db
@@ -299,6 +304,7 @@ class Sum(_Variadic):
     combine = staticmethod(singa.Add)
 
     def grads(self, dy):
+        """dy for every input."""
         return [dy] * len(self.xs)
 
 
@@ -310,6 +316,7 @@ class Mean(_Variadic):
         return singa.Div(y, float(n))
 
     def grads(self, dy):
+        """dy / n for each of the n inputs."""
         return [singa.Div(dy, float(len(self.xs)))] * len(self.xs)
 
 
@@ -409,22 +416,32 @@ Not = _predicate("Not", lambda a: singa.EQ(a, 0.0), "logical not (0/1).")
 
 
 def less(x, y):
+    """``x < y`` elementwise, broadcast like numpy: a float32 tensor of 0s and 1s. Either operand
+    may be a number or a numpy array; no gradient flows through it (NoGradientError)."""
     return Less()(*_pair(x, y, "less"))[0]
 
 
 def greater(x, y):
+    """``x > y`` elementwise, broadcast like numpy: a float32 tensor of 0s and 1s. Either operand
+    may be a number or a numpy array; no gradient flows through it (NoGradientError)."""
     return Greater()(*_pair(x, y, "greater"))[0]
 
 
 def equal(x, y):
+    """``x == y`` elementwise, broadcast like numpy: a float32 tensor of 0s and 1s. Either operand
+    may be a number or a numpy array; no gradient flows through it (NoGradientError)."""
     return Equal()(*_pair(x, y, "equal"))[0]
 
 
 def less_equal(x, y):
+    """``x <= y`` elementwise, broadcast like numpy: a float32 tensor of 0s and 1s. Either operand
+    may be a number or a numpy array; no gradient flows through it (NoGradientError)."""
     return LessEqual()(*_pair(x, y, "less_equal"))[0]
 
 
 def greater_equal(x, y):
+    """``x >= y`` elementwise, broadcast like numpy: a float32 tensor of 0s and 1s. Either operand
+    may be a number or a numpy array; no gradient flows through it (NoGradientError)."""
     return GreaterEqual()(*_pair(x, y, "greater_equal"))[0]
 
 

@@ -348,6 +348,7 @@ class DepthToSpace(_Permute):
         self.b, self.mode = int(blocksize), mode
 
     def plan(self, n, c, h, w):
+        """(the 6-d shape to view x as, the permutation, the output shape) for an (n, c, h, w) input."""
         b = self.b
         self.check(b > 0 and c % (b * b) == 0, "the channels must be divisible by blocksize^2")
         c2 = c // (b * b)
@@ -373,6 +374,7 @@ class SpaceToDepth(_Permute):
         self.b, self.mode = int(blocksize), mode
 
     def plan(self, n, c, h, w):
+        """(the 6-d shape to view x as, the permutation, the output shape) for an (n, c, h, w) input."""
         b = self.b
         self.check(b > 0 and h % b == 0 and w % b == 0, "H and W must be divisible by blocksize")
         perm = [0, 3, 5, 1, 2, 4] if self.mode == "DCR" else [0, 1, 3, 5, 2, 4]

@@ -89,6 +89,8 @@ _active_models = []
 
 
 def _wrap_initialize(func):
+    """Wraps a Layer's ``initialize``: it runs once, on the first input, and a subclass may
+    call ``super().initialize()`` (Apache SINGA's ``LayerMeta.init_wrapper``)."""
     @wraps(func)
     def initialize(self, *args, **kwargs):
         if self.__dict__.get("_in_init"):  # a subclass calling super().initialize()
@@ -116,6 +118,9 @@ def _wrap_initialize(func):
 
 
 def _wrap_forward(func):
+    """Wraps a Layer's ``forward``: the first call runs ``initialize`` with the same arguments
+    (the parameters' shapes come from the first input), later calls go straight to forward
+    (Apache SINGA's ``LayerMeta.forward_wrapper``)."""
     @wraps(func)
     def forward(self, *args, **kwargs):
         if not self.__dict__.get("_initialized", False):
@@ -173,6 +178,9 @@ class Layer(object, metaclass=LayerMeta):
         """Creates the parameters from the first inputs (called once, before forward)."""
 
     def forward(self, *input):
+        """Computes the layer's output from its inputs (Tensors). Subclasses implement it; call
+        the layer (``layer(x)``) rather than forward: the first call creates the parameters
+        (``initialize``) from the inputs."""
         raise NotImplementedError("%s must define forward()" % type(self).__name__)
 
     def __call__(self, *args, **kwargs):

@@ -83,6 +83,7 @@ class RNN_Base(Layer):
 
     @property
     def num_directions(self):
+        """2 for a bidirectional network, else 1."""
         return 2 if self.bidirectional else 1
 
     def extra_repr(self):
@@ -94,6 +95,7 @@ class RNN_Base(Layer):
         return settings(self.input_size, self.hidden_size, **shown)
 
     def step_forward(self, x=None, h=None, c=None, Wx=None, Wh=None, Bx=None, Bh=None, b=None):
+        """One time step of a cell; the RNN and LSTM classes implement it."""
         raise NotImplementedError("%s.step_forward" % type(self).__name__)
 
     # ---- parameters --------------------------------------------------------------------------
@@ -203,6 +205,8 @@ class RNN(RNN_Base):
         return ys, h
 
     def step_forward(self, x, h, Wx, Wh, b):
+        """One step of the vanilla RNN cell: the new hidden state from input x, state h and the
+        weights given (SINGA's method)."""
         return _rnn.cell_step(self.mode, x, h, None, _rnn.CellWeights(Wx, Wh, b, None))[0]
 
 

@@ -1,5 +1,7 @@
 """singa.sonnx: ONNX import and export with Apache SINGA 3.3's sonnx API.
 
+Example::
+
     from singa import autograd, sonnx
     autograd.training = True
     y = net.forward(x)                          # trace the forward

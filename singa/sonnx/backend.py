@@ -343,6 +343,8 @@ class SingaBackend(Backend):
 
     @classmethod
     def run_model(cls, model, inputs, device="CPU", **kwargs):
+        """Prepares ONNX ``model`` (prepare) and runs it on ``inputs``; returns the outputs as numpy
+        arrays (the onnx backend API)."""
         rep = cls.prepare(model, device, **kwargs)
         return [tensor.to_numpy(y) for y in rep.run(inputs)]
 
