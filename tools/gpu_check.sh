@@ -233,20 +233,18 @@ pyall() {  # the whole suite against the CUDA build (CPU-only tests may skip), i
   local rc=$?; tail -n 15 "$OUT/python-all.log"; return $rc
 }
 
-want unpack && { step unpack 120 bash -c "$(declare -f unpack); DEPS='$DEPS' PREFIX='$PREFIX' DRY=$DRY unpack" || exit 1; }
+# Each step runs in its own bash (for `timeout`), which sees these through the environment.
+export DEPS PREFIX DRY LIB B BUILD_PY PY CUDA OUT JOBS ROOT
+export -f unpack configure build cpp diag diag_env pygpu bench compile pyall
 rm -f "$B/.diag-env"
-for s in configure build cpp diag pygpu bench pyall compile; do
-  want $s || continue
-  case $s in
-    configure) step configure 120 bash -c "$(declare -f configure); $(declare -p PREFIX LIB B BUILD_PY PY CUDA); configure" || break ;;
-    build) step build "${GPU_BUILD_LIMIT:-330}" bash -c "$(declare -f build); $(declare -p B OUT JOBS BUILD_PY ROOT); build" || break ;;
-    cpp) step cpp 90 bash -c "$(declare -f cpp); $(declare -p B OUT DRY); cpp" ;;
-    diag) [ "$BUILD_PY" = ON ] && step diag 150 bash -c "$(declare -f diag); $(declare -p B OUT PY); diag" ;;
-    pygpu) [ "$BUILD_PY" = ON ] && step pygpu 150 bash -c "$(declare -f pygpu diag_env); $(declare -p B OUT DRY PY CUDA ROOT); diag_env; pygpu" ;;
-    bench) [ "$BUILD_PY" = ON ] && step bench "${GPU_BENCH_LIMIT:-200}" bash -c "$(declare -f bench diag_env); $(declare -p B OUT DRY PY CUDA); diag_env; bench" ;;
-    pyall) [ "$BUILD_PY" = ON ] && step pyall "${GPU_PYALL_LIMIT:-150}" bash -c "$(declare -f pyall diag_env); $(declare -p B OUT PY CUDA ROOT); diag_env; pyall" ;;
-    compile) [ "$BUILD_PY" = ON ] && step compile 200 bash -c "$(declare -f compile); $(declare -p B OUT PY); compile" ;;
-  esac
+# name:time limit:needs the Python extension:a failure stops the run
+for row in unpack:120:0:1 configure:120:0:1 build:"${GPU_BUILD_LIMIT:-330}":0:1 cpp:90:0:0 \
+    diag:150:1:0 pygpu:150:1:0 bench:"${GPU_BENCH_LIMIT:-200}":1:0 \
+    pyall:"${GPU_PYALL_LIMIT:-150}":1:0 compile:200:1:0; do
+  IFS=: read -r s limit needs_py fatal <<<"$row"
+  want "$s" || continue
+  [ "$needs_py" = 1 ] && [ "$BUILD_PY" != ON ] && continue
+  step "$s" "$limit" bash -c "diag_env; $s" || { [ "$fatal" = 1 ] && break; }
 done
 say "total $(( $(date +%s) - T0 ))s; $( [ $STATUS -eq 0 ] && echo 'ALL PASSED' || echo 'SOME STEPS FAILED')"
 exit $STATUS
