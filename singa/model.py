@@ -289,8 +289,15 @@ class Model(layer.Layer, metaclass=ModelMeta):
         sig = _signature(self, method)
         if sig is None:
             return
+        # Whether a call binds depends only on how many positional arguments and which keywords
+        # it passes: remembered per class, so a training step does not bind on every call.
+        fits = _signatures[type(self)]
+        shape = (method, len(args), frozenset(kwargs))
+        if shape in fits:
+            return
         try:
             sig.bind(*args, **kwargs)
+            fits[shape] = True
             return
         except TypeError as e:
             why = str(e)
