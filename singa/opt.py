@@ -30,8 +30,9 @@ Note: float16 (Apache SINGA 3.3's ``-p float16``)
   float16 input) in place, as SINGA 3.3 does: no float32 master copy and no loss scaling. The
   hyper-parameter values are cast to the dtype (SINGA casts all but lr), except SGD's: its fused
   update (singa/ops/optim.h) computes in float32 and reads them as float32, so they stay float32
-  (the first GPU run found float16 ones refused). Momentum buffers are zeros_like(param), float16. The step
-  counter stays float32. The update runs on a GPU; on the CPU it raises DTypeError.
+  (the first GPU run found float16 ones refused). Momentum buffers are zeros_like(param),
+  float16. The step counter stays float32. The update runs on a GPU; on the CPU it raises
+  DTypeError.
 
 Note: state keys
   State is kept by parameter name, as in SINGA (get_states()/set_states() exchange those
@@ -119,7 +120,7 @@ class Optimizer(object):
         ``value_attr``; returns the schedule."""
         sched = _schedule(value, what)
         with graph_paused(self.step_counter.device):
-            object.__setattr__(self, value_attr, sched(self.step_counter).as_type(self._hyper_dtype))
+            object.__setattr__(self, value_attr, self._evaluate(sched))
         object.__setattr__(self, attr, sched)
         self._hypers.append((attr, value_attr))
         self._hyper_names[attr] = (value_attr, what)
@@ -151,7 +152,7 @@ class Optimizer(object):
                 "while a step is being recorded into the graph (inside train_one_batch): set it "
                 "between two steps" % (type(self).__name__, attr, value))
         with graph_paused(dev):
-            getattr(self, value_attr).copy_data(sched(self.step_counter).as_type(self._hyper_dtype))
+            getattr(self, value_attr).copy_data(self._evaluate(sched))
         object.__setattr__(self, attr, sched)
         self._cache = {}
         if not same_ops:
@@ -167,6 +168,10 @@ class Optimizer(object):
     def _hyper_dtype(self):
         """The dtype of the hyper-parameter value tensors (the optimizer's dtype by default)."""
         return self.dtype
+
+    def _evaluate(self, sched):
+        """Schedule ``sched`` at the current step, as a value tensor of ``_hyper_dtype``."""
+        return sched(self.step_counter).as_type(self._hyper_dtype)
 
     def _constant(self, attr, value=None):
         """True if schedule ``attr`` is a Constant (equal to ``value`` when given)."""
@@ -214,8 +219,7 @@ class Optimizer(object):
         self._cache = {}
         for attr, value_attr in self._hypers:
             if not self._constant(attr):
-                getattr(self, value_attr).copy_data(
-                    getattr(self, attr)(self.step_counter).as_type(self._hyper_dtype))
+                getattr(self, value_attr).copy_data(self._evaluate(getattr(self, attr)))
 
     def apply(self, param_name, param_value, param_grad):
         """Updates ``param_value`` in place from its gradient ``param_grad``."""
@@ -226,7 +230,8 @@ class Optimizer(object):
         self.apply(self._state_key(param), param, grad)
 
     def backward_and_update(self, loss):
-        """Apache SINGA's name for ``optimizer(loss)``: backward from loss, then update every parameter."""
+        """Apache SINGA's name for ``optimizer(loss)``: backward from loss, then update every
+        parameter."""
         self.__call__(loss)
 
     # ---- helpers for apply() -----------------------------------------------------------------
