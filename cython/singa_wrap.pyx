@@ -74,6 +74,7 @@ include "dlpack.pxi"
 include "ops.pxi"
 include "elementwise_ops.pxi"
 include "nn.pxi"
+include "transformer.pxi"
 include "kernels.pxi"
 include "dist.pxi"
 
