@@ -12,7 +12,9 @@ as singa's OpenMP (the machine's cores). singa runs on each CPU backend in turn:
 "dnnl" (the default when built with oneDNN) and "cpu" (the reference kernels). Neither op runs
 a oneDNN primitive by default (gelu: the table's loops; layer_norm: oneDNN 2.6's primitives
 measured slower); SINGA_DNNL_LAYER_NORM=1 in the environment makes the "dnnl" column run
-oneDNN's layer_normalization forward and backward, for the comparison in BENCHMARKS.md.
+oneDNN's layer_normalization forward and backward, for the comparison in BENCHMARKS.md. The
+third pass times singa's two core calls (singa_wrap.GELU + GELUBackward, LayerNormForward +
+LayerNormBackward) without autograd, beside torch's forward + backward.
 """
 import argparse
 import os
@@ -65,11 +67,21 @@ def singa_cases(x, w, b, dy):
             autograd.training = False
         return run
 
+    def ln_kernels():  # the two core calls autograd makes, without the autograd around them
+        n = x.shape[-1]
+        _, mean, rstd = sw.LayerNormForward(x.data, w.data, b.data, (n,), 1e-5)
+        sw.LayerNormBackward(dy.data, x.data, w.data, mean, rstd, (n,))
+
+    def kernels(fwd, bwd):
+        return lambda: (fwd(x.data), bwd(dy.data, x.data))
+
     ln = lambda v: autograd.layer_norm(v, v.shape[-1], w, b)  # noqa: E731
-    return {"layer_norm": (forward(ln), both(ln)),
-            "gelu": (forward(autograd.gelu), both(autograd.gelu)),
+    return {"layer_norm": (forward(ln), both(ln), ln_kernels),
+            "gelu": (forward(autograd.gelu), both(autograd.gelu),
+                     kernels(sw.GELU, sw.GELUBackward)),
             "gelu tanh": (forward(lambda v: autograd.gelu(v, "tanh")),
-                          both(lambda v: autograd.gelu(v, "tanh")))}
+                          both(lambda v: autograd.gelu(v, "tanh")),
+                          kernels(sw.GELUTanh, sw.GELUTanhBackward))}
 
 
 def torch_cases(torch, x, w, b, dy):
@@ -88,10 +100,11 @@ def torch_cases(torch, x, w, b, dy):
         return run
 
     ln = lambda v: F.layer_norm(v, (v.shape[-1],), w, b)  # noqa: E731
-    return {"layer_norm": (forward(ln), both(ln)),
-            "gelu": (forward(F.gelu), both(F.gelu)),
-            "gelu tanh": (forward(lambda v: F.gelu(v, approximate="tanh")),
-                          both(lambda v: F.gelu(v, approximate="tanh")))}
+    tanh = lambda v: F.gelu(v, approximate="tanh")  # noqa: E731
+    # (the third pass, singa's core kernels alone, is compared with torch's forward + backward)
+    return {"layer_norm": (forward(ln), both(ln), both(ln)),
+            "gelu": (forward(F.gelu), both(F.gelu), both(F.gelu)),
+            "gelu tanh": (forward(tanh), both(tanh), both(tanh))}
 
 
 def main():
@@ -123,8 +136,9 @@ def main():
               torch.get_num_threads(), shape))
     backends = ["dnnl", "cpu"] if sw.USE_DNNL else ["cpu"]
     cells = []
+    passes = ("forward", "forward + backward", "forward + backward, core kernels only")
     for name in ours:
-        for k in range(2):
+        for k in range(len(passes)):
             for bk in backends:  # "cpu": the reference kernels, for comparison
                 cells.append(((name, k, bk), lambda bk=bk: dev.set_backend(bk), ours[name][k]))
             cells.append(((name, k, "torch"), lambda: dev.set_backend(backends[0]),
@@ -134,7 +148,7 @@ def main():
           " | torch (ms) | torch / singa %s |" % backends[0])
     print("|---|---|" + "---:|" * (len(backends) + 2))
     for name in ours:
-        for k, label in enumerate(("forward", "forward + backward")):
+        for k, label in enumerate(passes):
             ts = [best[(name, k, bk)] for bk in backends]
             t_pt = best[(name, k, "torch")]
             print("| %s | %s | %s | %.2f | %.2f |" % (
