@@ -2,10 +2,15 @@
 into the torch module, and the outputs and every gradient (each parameter's and the inputs')
 must agree, for pre/post-norm, masks, causal attention, cross attention and both layouts.
 Also: positional embeddings, parameter names, set_params and checkpoints, bad input."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
-from singa import autograd, layer, model, opt, tensor
+from singa import autograd, layer, opt, tensor
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 
 torch = pytest.importorskip("torch", reason="PyTorch is the reference of these tests")
 
@@ -335,29 +340,9 @@ def test_learned_positional_embedding(batch_first, rng):
 
 
 # ---- parameters, checkpoints -----------------------------------------------------------------
-class TinyGPT(model.Model):
-    def __init__(self, vocab=11, d=E, layers=2):
-        super().__init__()
-        self.tok = layer.Embedding(vocab, d)
-        self.pos = layer.LearnedPositionalEmbedding(8, d, batch_first=True)
-        self.blocks = layer.TransformerEncoder(
-            layer.TransformerEncoderLayer(d, H, 2 * d, dropout=0.0, batch_first=True,
-                                          norm_first=True, activation="gelu"), layers)
-        self.norm = layer.LayerNorm(d)
-        self.head = layer.Linear(vocab)
-        self.loss = layer.SoftMaxCrossEntropy()
-        self.vocab = vocab
-
-    def forward(self, idx):
-        h = self.norm(self.blocks(self.pos(self.tok(idx)), is_causal=True))
-        n, L, d = h.shape
-        return self.head(autograd.reshape(h, (n * L, d)))
-
-    def train_one_batch(self, idx, target):
-        out = self.forward(idx)
-        loss = self.loss(out, autograd.reshape(target, (-1,)))
-        self.optimizer(loss)
-        return out, loss
+def TinyGPT():
+    import gpt  # examples/gpt.py
+    return gpt.GPT(11, 8, d_model=E, nhead=H, num_layers=2)
 
 
 def test_set_params_and_checkpoint_round_trip(tmp_path, rng):
