@@ -190,6 +190,10 @@ void ForwardBlock(const AttentionArgs& a, const Seed& seed, int64_t b, int64_t i
 
 void AttentionForward(const AttentionArgs& a, Context*) {
   const Seed seed = ReadSeed(a);
+  // Blocks allocate lazily on their first mutable_data(), which is not thread-safe: allocate the
+  // outputs here, before the threads write their rows.
+  a.out.block()->mutable_data();
+  a.lse.block()->mutable_data();
   const int64_t qblocks = (a.L + kQ - 1) / kQ, tasks = a.nb * qblocks;
 #pragma omp parallel if (tasks > 1)
   {
@@ -282,6 +286,8 @@ void AttentionBackward(const AttentionArgs& a, Context*) {
   float* dq = static_cast<float*>(a.dq.block()->mutable_data());
   std::fill(dq, dq + a.nb * a.L * a.E, 0.f);
   if (a.S == 0) return;  // no key: every gradient is zero (dk, dv are empty)
+  a.dk.block()->mutable_data();  // allocated before the threads write their rows (see forward)
+  a.dv.block()->mutable_data();
   RowDots(a);
   const int64_t nt = MaxThreads(), ktiles = (a.S + kK - 1) / kK;
   // key tiles of one batch-head split into `chunks` interleaved shares when batch-heads are few
