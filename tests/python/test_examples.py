@@ -63,11 +63,11 @@ def test_gpt_learns_below_the_unigram_entropy(capsys):
     # a short run (about half a minute on 2 cores): the next-character loss must fall well
     # below what character frequencies alone give, so the model uses its context
     import gpt
-    entropy, loss, text = gpt.run(["--steps", "200", "--d-model", "64", "--layers", "1",
+    entropy, loss, text = gpt.run(["--steps", "150", "--d-model", "64", "--layers", "1",
                                    "--seq-len", "32", "--batch-size", "32", "--lr", "5e-3",
                                    "--sample-len", "20", "--log-every", "50"])
     out = capsys.readouterr().out
-    assert loss < 0.78 * entropy, out
+    assert loss < 0.75 * entropy, out
     assert len(text) >= 20 and os.path.exists("gpt-loss-curve.png"), out
 
 
