@@ -27,7 +27,6 @@ import numpy as np
 
 from .. import _state, autograd, tensor
 from ..tensor import Tensor
-from . import _interim_ops  # noqa: F401  TEMPORARY until the ops branches land
 from .base import Layer, graph_paused, settings
 from ._util import CheckValueError, check_ndim, param, shape_error
 from .dense import Linear
