@@ -118,11 +118,16 @@ def worker(cfg):
 
 
 def cpu_model():
+    """The CPU's model name and its widest vector ISA extensions (from /proc/cpuinfo)."""
+    name, flags = "unknown CPU", set()
     with open("/proc/cpuinfo") as f:
         for line in f:
             if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown CPU"
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+    isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
+    return "%s (%s)" % (name, " ".join(isa) or "no AVX2")
 
 
 def print_profile(text, top):
