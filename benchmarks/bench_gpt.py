@@ -28,7 +28,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, HERE)
 from bench_train import reset_peak, rss_kb, run_one  # noqa: E402
 
-MODES = [("graph", "singa graph"), ("eager", "singa eager"), ("torch", "pytorch eager"),
+MODES = [("graph", "singa graph, bfs"), ("graph-serial", "singa graph, serial"),
+         ("eager", "singa eager"), ("torch", "pytorch eager"),
          ("torch-compile", "pytorch torch.compile")]
 
 
@@ -94,7 +95,8 @@ def worker(cfg):
         net = gpt.GPT(cfg["vocab"], cfg["seq"], cfg["d_model"], cfg["heads"], cfg["layers"])
         net.set_optimizer(opt.Adam(lr=1e-3))
         tx, ty = tensor.from_numpy(x, dev), tensor.from_numpy(y, dev)
-        net.compile([tx], is_train=True, use_graph=mode == "graph", sequential=False)
+        net.compile([tx], is_train=True, use_graph=mode.startswith("graph"),
+                    sequential=mode == "graph-serial")
 
         def step():
             return net(tx, ty)[1]
@@ -105,7 +107,7 @@ def worker(cfg):
         loss = step()
     float(loss) if mode.startswith("torch") else float(tensor.to_numpy(loss).reshape(-1)[0])
     out = {"time": time.perf_counter() - t0, "mem_mb": (rss_kb("VmHWM") - base) / 1024.0}
-    if mode == "graph":
+    if mode.startswith("graph"):
         plan = dev.graph_memory_plan()
         out.update(lb_mb=(plan["persistent_bytes"] + plan["lower_bound_bytes"]) / 2**20,
                    plan_mb=(plan["persistent_bytes"] + plan["arena_bytes"]) / 2**20)
