@@ -106,6 +106,25 @@ Seed ReadSeed(const AttentionArgs& a) {
   return s;
 }
 
+// The operands' memory, looked up once before any parallel region: Block::data() and
+// mutable_data() allocate on first use, which two threads must never race to do.
+struct Mem {
+  const float *q, *k, *v;
+  const void* mask;
+  float *out = nullptr, *lse = nullptr;                           // forward
+  const float *dout = nullptr, *lse_in = nullptr, *D = nullptr;  // backward
+  float *dk = nullptr, *dv = nullptr;                             // backward
+};
+
+Mem Inputs(const AttentionArgs& a) {
+  Mem m;
+  m.q = static_cast<const float*>(a.q.block()->data());
+  m.k = static_cast<const float*>(a.k.block()->data());
+  m.v = static_cast<const float*>(a.v.block()->data());
+  m.mask = a.mask.block() != nullptr ? a.mask.block()->data() : nullptr;
+  return m;
+}
+
 // The n rows of x (row length d) transposed into t (d x n, row stride ldt), in 8 x 8 blocks.
 void Transpose(const float* x, int64_t d, int64_t n, float* t, int64_t ldt) {
   for (int64_t c0 = 0; c0 < n; c0 += 8)
@@ -119,9 +138,10 @@ void Transpose(const float* x, int64_t d, int64_t n, float* t, int64_t ldt) {
 // The scores tile rows [i0, i0+bq) x keys [j0, j0+bk) of batch b: s = scale q k^T (kt: the key
 // tile transposed, E x bk with row stride ldkt), then the mask (or the causal cut) applied.
 // Row stride kK.
-void Scores(const AttnTileOps& t, const AttentionArgs& a, const AttnOffsets& off, int64_t i0,
-            int64_t bq, int64_t j0, int64_t bk, const float* kt, int64_t ldkt, float* s) {
-  const float* q = static_cast<const float*>(a.q.block()->data()) + off.q + i0 * a.E;
+void Scores(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem, const AttnOffsets& off,
+            int64_t i0, int64_t bq, int64_t j0, int64_t bk, const float* kt, int64_t ldkt,
+            float* s) {
+  const float* q = mem.q + off.q + i0 * a.E;
   t.gemm(bq, bk, a.E, a.scale, q, a.E, 1, kt, ldkt, 0.f, s, kK);
   if (a.causal) {
     for (int64_t r = 0; r < bq; ++r) {
@@ -129,14 +149,14 @@ void Scores(const AttnTileOps& t, const AttentionArgs& a, const AttnOffsets& off
       std::fill(s + r * kK + keep, s + r * kK + bk, kNegInf);
     }
   } else if (a.mask_kind == kAttnKeepMask) {
-    const int32_t* m = static_cast<const int32_t*>(a.mask.block()->data()) + off.m;
+    const int32_t* m = static_cast<const int32_t*>(mem.mask) + off.m;
     for (int64_t r = 0; r < bq; ++r) {
       const int32_t* mr = m + (i0 + r) * a.mask_row + j0 * a.mask_col;
       float* sr = s + r * kK;
       for (int64_t c = 0; c < bk; ++c) sr[c] = mr[c * a.mask_col] != 0 ? sr[c] : kNegInf;
     }
   } else if (a.mask_kind == kAttnAddMask) {
-    const float* m = static_cast<const float*>(a.mask.block()->data()) + off.m;
+    const float* m = static_cast<const float*>(mem.mask) + off.m;
     for (int64_t r = 0; r < bq; ++r) {
       const float* mr = m + (i0 + r) * a.mask_row + j0 * a.mask_col;
       float* sr = s + r * kK;
@@ -155,11 +175,11 @@ struct FwdScratch {
 };
 
 // Output rows [i0, i0 + kQ) of batch b; kt: batch b's keys transposed (E x S).
-void ForwardBlock(const AttnTileOps& t, const AttentionArgs& a, const Seed& seed, int64_t b,
-                  int64_t i0, const float* kt, FwdScratch* w) {
+void ForwardBlock(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem, const Seed& seed,
+                  int64_t b, int64_t i0, const float* kt, FwdScratch* w) {
   const int64_t bq = std::min(kQ, a.L - i0), Ev = a.Ev;
   const AttnOffsets off = AttnOffsetsOf(a.batch, b);
-  const float* v = static_cast<const float*>(a.v.block()->data()) + off.v;
+  const float* v = mem.v + off.v;
   float *s = w->s.data(), *acc = w->acc.data(), *m = w->m.data(), *l = w->l.data();
   std::fill(acc, acc + bq * Ev, 0.f);
   std::fill(m, m + bq, kNegInf);
@@ -167,7 +187,7 @@ void ForwardBlock(const AttnTileOps& t, const AttentionArgs& a, const Seed& seed
   const int64_t S = KeysSeen(a, i0, bq);
   for (int64_t j0 = 0; j0 < S; j0 += kK) {
     const int64_t bk = std::min(kK, S - j0);
-    Scores(t, a, off, i0, bq, j0, bk, kt + j0, a.S, s);
+    Scores(t, a, mem, off, i0, bq, j0, bk, kt + j0, a.S, s);
     for (int64_t r = 0; r < bq; ++r) {
       float* sr = s + r * kK;
       const float m_new = std::max(m[r], t.row_max(sr, bk));
@@ -185,8 +205,8 @@ void ForwardBlock(const AttnTileOps& t, const AttentionArgs& a, const Seed& seed
     }
     t.gemm(bq, Ev, bk, 1.f, s, kK, 1, v + j0 * Ev, Ev, 1.f, acc, Ev);
   }
-  float* out = static_cast<float*>(a.out.block()->mutable_data()) + (b * a.L + i0) * Ev;
-  float* lse = static_cast<float*>(a.lse.block()->mutable_data()) + b * a.L + i0;
+  float* out = mem.out + (b * a.L + i0) * Ev;
+  float* lse = mem.lse + b * a.L + i0;
   for (int64_t r = 0; r < bq; ++r) {
     // l == 0: every key masked; the row is zeros (PyTorch 2.13), lse -inf
     const float inv = l[r] == 0.f ? 0.f : 1.f / l[r];
@@ -201,12 +221,14 @@ void AttentionForward(const AttentionArgs& a, Context*) {
   const int64_t qblocks = (a.L + kQ - 1) / kQ, tasks = a.nb * qblocks, ES = a.E * a.S;
   // every query block reads all of its batch's keys: transposed once, (nb, E, S), O(S) memory
   std::vector<float> kt(size_t(a.nb * ES));
-  const float* k = static_cast<const float*>(a.k.block()->data());
+  Mem mem = Inputs(a);
+  mem.out = static_cast<float*>(a.out.block()->mutable_data());
+  mem.lse = static_cast<float*>(a.lse.block()->mutable_data());
 #pragma omp parallel if (tasks > 1)
   {
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < a.nb; ++b)
-      Transpose(k + AttnOffsetsOf(a.batch, b).k, a.E, a.S, kt.data() + b * ES, a.S);
+      Transpose(mem.k + AttnOffsetsOf(a.batch, b).k, a.E, a.S, kt.data() + b * ES, a.S);
     FwdScratch w;
     w.s.resize(size_t(kQ * kK));
     w.acc.resize(size_t(kQ * a.Ev));
@@ -215,7 +237,7 @@ void AttentionForward(const AttentionArgs& a, Context*) {
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < tasks; ++i) {
       const int64_t b = i / qblocks;
-      ForwardBlock(t, a, seed, b, (i % qblocks) * kQ, kt.data() + b * ES, &w);
+      ForwardBlock(t, a, mem, seed, b, (i % qblocks) * kQ, kt.data() + b * ES, &w);
     }
   }
 }
@@ -228,18 +250,18 @@ struct BwdScratch {
 
 // dK, dV of key tile [j0, j0+bk) of batch b (rows of a.dk / a.dv, owned by this task), and the
 // tile's share of dQ added into dq (rows of batch b: (L, E)).
-void BackwardKeyTile(const AttnTileOps& t, const AttentionArgs& a, const Seed& seed, int64_t b,
-                     int64_t j0, BwdScratch* w, float* dq) {
+void BackwardKeyTile(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem,
+                     const Seed& seed, int64_t b, int64_t j0, BwdScratch* w, float* dq) {
   const int64_t bk = std::min(kK, a.S - j0), E = a.E, Ev = a.Ev;
   const AttnOffsets off = AttnOffsetsOf(a.batch, b);
-  const float* q = static_cast<const float*>(a.q.block()->data()) + off.q;
-  const float* k = static_cast<const float*>(a.k.block()->data()) + off.k + j0 * E;
-  const float* v = static_cast<const float*>(a.v.block()->data()) + off.v + j0 * Ev;
-  const float* dout = static_cast<const float*>(a.dout.block()->data()) + b * a.L * Ev;
-  const float* lse = static_cast<const float*>(a.lse.block()->data()) + b * a.L;
-  const float* D = static_cast<const float*>(a.work.block()->data()) + b * a.L;
-  float* dk = static_cast<float*>(a.dk.block()->mutable_data()) + (b * a.S + j0) * E;
-  float* dv = static_cast<float*>(a.dv.block()->mutable_data()) + (b * a.S + j0) * Ev;
+  const float* q = mem.q + off.q;
+  const float* k = mem.k + off.k + j0 * E;
+  const float* v = mem.v + off.v + j0 * Ev;
+  const float* dout = mem.dout + b * a.L * Ev;
+  const float* lse = mem.lse_in + b * a.L;
+  const float* D = mem.D + b * a.L;
+  float* dk = mem.dk + (b * a.S + j0) * E;
+  float* dv = mem.dv + (b * a.S + j0) * Ev;
   std::fill(dk, dk + bk * E, 0.f);
   std::fill(dv, dv + bk * Ev, 0.f);
   float *p = w->p.data(), *dp = w->dp.data(), *pd = seed.on ? w->pd.data() : p;
@@ -248,7 +270,7 @@ void BackwardKeyTile(const AttnTileOps& t, const AttentionArgs& a, const Seed& s
   const int64_t first = a.causal ? j0 / kQ * kQ : 0;  // earlier queries see none of the tile
   for (int64_t i0 = first; i0 < a.L; i0 += kQ) {
     const int64_t bq = std::min(kQ, a.L - i0);
-    Scores(t, a, off, i0, bq, j0, bk, w->kt.data(), kK, p);
+    Scores(t, a, mem, off, i0, bq, j0, bk, w->kt.data(), kK, p);
     for (int64_t r = 0; r < bq; ++r) {
       float* pr = p + r * kK;
       const float shift = lse[i0 + r];
@@ -278,10 +300,7 @@ void BackwardKeyTile(const AttnTileOps& t, const AttentionArgs& a, const Seed& s
 }
 
 // D[b, i] = sum_c dO[b, i, c] * O[b, i, c].
-void RowDots(const AttentionArgs& a) {
-  const float* dout = static_cast<const float*>(a.dout.block()->data());
-  const float* out = static_cast<const float*>(a.out.block()->data());
-  float* D = static_cast<float*>(a.work.block()->mutable_data());
+void RowDots(const AttentionArgs& a, const float* dout, const float* out, float* D) {
   const int64_t rows = a.nb * a.L, Ev = a.Ev;
 #pragma omp parallel for schedule(static) if (rows * Ev >= int64_t(kParallelGrain))
   for (int64_t i = 0; i < rows; ++i) {
@@ -294,10 +313,17 @@ void RowDots(const AttentionArgs& a) {
 void AttentionBackward(const AttentionArgs& a, Context*) {
   const AttnTileOps& t = AttnTiles();
   const Seed seed = ReadSeed(a);
+  Mem mem = Inputs(a);
   float* dq = static_cast<float*>(a.dq.block()->mutable_data());
   std::fill(dq, dq + a.nb * a.L * a.E, 0.f);
   if (a.S == 0) return;  // no key: every gradient is zero (dk, dv are empty)
-  RowDots(a);
+  mem.dout = static_cast<const float*>(a.dout.block()->data());
+  mem.lse_in = static_cast<const float*>(a.lse.block()->data());
+  mem.dk = static_cast<float*>(a.dk.block()->mutable_data());
+  mem.dv = static_cast<float*>(a.dv.block()->mutable_data());
+  float* D = static_cast<float*>(a.work.block()->mutable_data());
+  mem.D = D;
+  RowDots(a, mem.dout, static_cast<const float*>(a.out.block()->data()), D);
   const int64_t nt = MaxThreads(), ktiles = (a.S + kK - 1) / kK;
   // key tiles of one batch-head split into `chunks` interleaved shares when batch-heads are few
   const int64_t chunks = a.nb >= nt ? 1 : std::min(ktiles, (nt + a.nb - 1) / a.nb);
@@ -316,7 +342,7 @@ void AttentionBackward(const AttentionArgs& a, Context*) {
       const int64_t b = i / chunks, c = i % chunks;
       float* dq_b = chunks > 1 ? partial.data() + i * LE : dq + b * LE;
       for (int64_t kt = c; kt < ktiles; kt += chunks)
-        BackwardKeyTile(t, a, seed, b, kt * kK, &w, dq_b);
+        BackwardKeyTile(t, a, mem, seed, b, kt * kK, &w, dq_b);
     }
   }
   if (chunks > 1) {
