@@ -34,7 +34,7 @@ namespace singa {
 namespace cpu {
 namespace {
 
-constexpr int64_t kQ = 64, kK = 256;  // query rows and keys per tile
+constexpr int64_t kQ = 128, kK = 256;  // query rows and keys per tile
 // Row stride of the tile buffers: kK plus one cache line, so that the rows of a tile do not all
 // fall into the same few L1 sets (a stride of a multiple of 4 KiB maps every row to one set).
 constexpr int64_t kPad = 16, kLd = kK + kPad;

@@ -97,6 +97,16 @@ __device__ void Stage(const float* x, int64_t r0, int64_t n, int64_t d, int64_t 
   }
 }
 
+// Keys and values [j0, j0 + n) of batch offsets o into ks (n x E) and vs (n x Ev), once every
+// thread of the block is done with the previous tile.
+__device__ void StageKeys(const AttnDev& a, const AttnOffsets& o, int64_t j0, int64_t n,
+                          float* ks, float* vs) {
+  __syncthreads();
+  Stage(a.k + o.k, j0, n, a.E, a.S, ks);
+  Stage(a.v + o.v, j0, n, a.Ev, a.S, vs);
+  __syncthreads();
+}
+
 __global__ void Forward(AttnDev a, int64_t tile) {
   extern __shared__ float smem[];
   float* ks = smem;
@@ -112,10 +122,7 @@ __global__ void Forward(AttnDev a, int64_t tile) {
   const int64_t S = a.causal ? min(a.S, i0 + kRows) : a.S;
   for (int64_t j0 = 0; j0 < S; j0 += tile) {
     const int64_t n = min(tile, S - j0);
-    __syncthreads();
-    Stage(a.k + o.k, j0, n, a.E, a.S, ks);
-    Stage(a.v + o.v, j0, n, a.Ev, a.S, vs);
-    __syncthreads();
+    StageKeys(a, o, j0, n, ks, vs);
     if (!active) continue;
     for (int64_t c = 0; c < n; ++c) {
       float dot = 0.f;
@@ -218,10 +225,7 @@ __global__ void BackwardQ(AttnDev a, int64_t tile) {
   const int64_t S = a.causal ? min(a.S, i0 + kRows) : a.S;
   for (int64_t j0 = 0; j0 < S; j0 += tile) {
     const int64_t n = min(tile, S - j0);
-    __syncthreads();
-    Stage(a.k + o.k, j0, n, a.E, a.S, ks);
-    Stage(a.v + o.v, j0, n, a.Ev, a.S, vs);
-    __syncthreads();
+    StageKeys(a, o, j0, n, ks, vs);
     if (!active) continue;
     for (int64_t c = 0; c < n; ++c) {
       const float* kc = ks + c * a.E;
