@@ -214,10 +214,10 @@ void ForwardBlock(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem, 
   float* out = mem.out + (b * a.L + i0) * Ev;
   float* lse = mem.lse + b * a.L + i0;
   for (int64_t r = 0; r < bq; ++r) {
-    // l == 0: every key masked; the row is zeros (PyTorch 2.13), lse -inf
+    // l == 0: every key masked; the row is zeros (PyTorch 2.13)
     const float inv = l[r] == 0.f ? 0.f : 1.f / l[r];
     for (int64_t c = 0; c < Ev; ++c) out[r * Ev + c] = acc[r * Ev + c] * inv;
-    lse[r] = l[r] == 0.f ? kNegInf : m[r] + std::log(l[r]);
+    lse[r] = l[r] == 0.f ? kAttnMaskedLse : m[r] + std::log(l[r]);
   }
 }
 
@@ -283,12 +283,7 @@ void BackwardKeyTile(const AttnTileOps& t, const AttentionArgs& a, const Mem& me
     Scores(t, a, mem, off, i0, bq, j0, bk, w->kt.data(), kLd, p);
     for (int64_t r = 0; r < bq; ++r) {
       float* pr = p + r * kLd;
-      const float shift = lse[i0 + r];
-      if (shift == kNegInf) {  // a fully masked row: no probability, no gradient
-        std::fill(pr, pr + bk, 0.f);
-      } else {
-        t.exp_shift_sum(pr, bk, shift);
-      }
+      t.exp_shift_sum(pr, bk, lse[i0 + r]);  // a fully masked row: kAttnMaskedLse, p = 0
       if (seed.on) {
         std::copy(pr, pr + bk, pd + r * kLd);
         t.dropout(pd + r * kLd, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr,

@@ -138,9 +138,9 @@ __global__ void Forward(AttnDev a, int64_t tile) {
     }
   }
   if (!active) return;
-  const float inv = l == 0.f ? 0.f : 1.f / l;  // every key masked: zeros, lse -inf
+  const float inv = l == 0.f ? 0.f : 1.f / l;  // every key masked: zeros
   for (int64_t e = 0; e < a.Ev; ++e) a.out[(b * a.L + i) * a.Ev + e] = acc[e] * inv;
-  a.lse[b * a.L + i] = l == 0.f ? -INFINITY : m + logf(l);
+  a.lse[b * a.L + i] = l == 0.f ? kAttnMaskedLse : m + logf(l);
 }
 
 __global__ void RowDots(AttnDev a) {
@@ -151,10 +151,8 @@ __global__ void RowDots(AttnDev a) {
   }
 }
 
-// p(i, j) recomputed from the saved lse; 0 for a fully masked row.
-__device__ __forceinline__ float Prob(float s, float lse) {
-  return lse == -INFINITY ? 0.f : expf(s - lse);
-}
+// p(i, j) recomputed from the saved lse (kAttnMaskedLse for a fully masked row: p = 0).
+__device__ __forceinline__ float Prob(float s, float lse) { return expf(s - lse); }
 
 // dK, dV of keys [j0, j0 + kRows): queries staged tile by tile (q, dO, lse, D).
 __global__ void BackwardKV(AttnDev a, int64_t tile) {
