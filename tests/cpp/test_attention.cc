@@ -36,7 +36,7 @@ TEST(AttentionTiles, GemmMatchesPortableForBothLayoutsAndOddSizes) {
   const AttnTileOps& ref = singa::cpu::PortableAttnTiles();
   for (int64_t m : {1, 5, 7, 64}) {
     for (int64_t n : {1, 17, 64, 70, 256}) {
-      for (int64_t k : {1, 3, 64}) {
+      for (int64_t k : {1, 3, 64, 300}) {  // 300: three passes over B
         for (bool trans : {false, true}) {
           SCOPED_TRACE(testing::Message() << m << "x" << n << "x" << k << " trans " << trans);
           const std::vector<float> a = Random(size_t(m * k), 1), b = Random(size_t(k * n), 2);
@@ -44,7 +44,7 @@ TEST(AttentionTiles, GemmMatchesPortableForBothLayoutsAndOddSizes) {
           const int64_t sai = trans ? 1 : k, sak = trans ? m : 1;
           Fast()->gemm(m, n, k, 0.5f, a.data(), sai, sak, b.data(), n, 1.f, c1.data(), n);
           ref.gemm(m, n, k, 0.5f, a.data(), sai, sak, b.data(), n, 1.f, c2.data(), n);
-          for (size_t i = 0; i < c1.size(); ++i) ASSERT_NEAR(c1[i], c2[i], 1e-4f) << i;
+          for (size_t i = 0; i < c1.size(); ++i) ASSERT_NEAR(c1[i], c2[i], 1e-4f * (1 + k / 64)) << i;
           // beta 0 ignores C, NaN included
           std::vector<float> c3(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
           Fast()->gemm(m, n, k, 1.f, a.data(), sai, sak, b.data(), n, 0.f, c3.data(), n);
