@@ -44,7 +44,8 @@ TEST(AttentionTiles, GemmMatchesPortableForBothLayoutsAndOddSizes) {
           const int64_t sai = trans ? 1 : k, sak = trans ? m : 1;
           Fast()->gemm(m, n, k, 0.5f, a.data(), sai, sak, b.data(), n, 1.f, c1.data(), n);
           ref.gemm(m, n, k, 0.5f, a.data(), sai, sak, b.data(), n, 1.f, c2.data(), n);
-          for (size_t i = 0; i < c1.size(); ++i) ASSERT_NEAR(c1[i], c2[i], 1e-4f * (1 + k / 64)) << i;
+          const float tol = 1e-4f * float(1 + k / 64);
+          for (size_t i = 0; i < c1.size(); ++i) ASSERT_NEAR(c1[i], c2[i], tol) << i;
           // beta 0 ignores C, NaN included
           std::vector<float> c3(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
           Fast()->gemm(m, n, k, 1.f, a.data(), sai, sak, b.data(), n, 0.f, c3.data(), n);
@@ -117,7 +118,8 @@ TEST(AttentionFront, ShapesErrorsAndValuesAgainstALoop) {
         for (size_t j = 0; j < S; ++j) den += std::exp(s[j] - mx);
         for (size_t c = 0; c < Ev; ++c) {
           double want = 0;
-          for (size_t j = 0; j < S; ++j) want += std::exp(s[j] - mx) / den * vv[(h * S + j) * Ev + c];
+          for (size_t j = 0; j < S; ++j)
+            want += std::exp(s[j] - mx) / den * vv[(h * S + j) * Ev + c];
           EXPECT_NEAR(out[((b * 3 + h) * L + i) * Ev + c], want, 1e-5);
         }
       }
