@@ -69,6 +69,8 @@ TEST(CudaAttention, MatchesTheCpuKernels) {
       {{1, 4, 33, 8}, {3, 4, 47, 8}, {3, 4, 47, 8}, {3, 1, 1, 47}},   // additive key bias
       {{2, 9, 64}, {2, 11, 64}, {2, 11, 128}, {}, false, false, 0.f, 0.3f},
       {{2, 3, 40, 8}, {2, 3, 70, 8}, {2, 3, 70, 8}, {}, false, false, 0.25f},  // dropout
+      {{2, 0, 8}, {2, 5, 8}, {2, 5, 8}, {}},  // no query: dk, dv zeros
+      {{2, 3, 8}, {2, 0, 8}, {2, 0, 8}, {}},  // no key: zeros out, dq zeros
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(testing::Message() << "case " << i);

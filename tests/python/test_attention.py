@@ -100,6 +100,19 @@ def test_a_fully_masked_row_passes_the_finite_check(rng):
     assert np.all(N(g[ts[0]])[1] == 0)
 
 
+@pytest.mark.parametrize("L,S", [(0, 5), (3, 0)])
+def test_no_queries_or_no_keys_give_zeros(L, S):
+    autograd.training = True
+    ts = [tensor.from_numpy(np.ones(s, np.float32)) for s in ((2, L, 4), (2, S, 4), (2, S, 3))]
+    for t in ts:
+        t.requires_grad = t.stores_grad = True
+    y = autograd.scaled_dot_product_attention(*ts)
+    assert N(y).shape == (2, L, 3) and not N(y).any()
+    g = autograd.gradients(y, tensor.from_numpy(np.ones((2, L, 3), np.float32)))
+    for t in ts:
+        assert N(g[t]).shape == t.shape and not N(g[t]).any()
+
+
 def test_int32_tensor_masks_keep_and_float_tensor_masks_add(rng):
     q, k, v = rand(rng, 2, 3, 4), rand(rng, 2, 6, 4), rand(rng, 2, 6, 4)
     keep = rng.random((3, 6)) > 0.5

@@ -274,11 +274,14 @@ void AttentionBackward(const AttentionArgs& a, Context* ctx) {
   d.lse_in = static_cast<const float*>(a.lse.block()->data());
   d.D = static_cast<float*>(a.work.block()->mutable_data());
   d.D_in = d.D;
+  if (a.L == 0 || a.S == 0) {  // no query or no key: the gradients that exist are zeros
+    for (const Tensor* t : {&a.dq, &a.dk, &a.dv})
+      if (t->Size() > 0)
+        SINGA_CUDA_CHECK(
+            cudaMemsetAsync(t->block()->mutable_data(), 0, t->MemSize(), Stream(ctx)), op);
+    return;
+  }
   d.dq = static_cast<float*>(a.dq.block()->mutable_data());
-  if (a.L > 0 && a.S == 0)  // no key: dq is zeros (dk, dv are empty)
-    SINGA_CUDA_CHECK(cudaMemsetAsync(d.dq, 0, size_t(a.nb * a.L * a.E) * sizeof(float),
-                                     Stream(ctx)), op);
-  if (a.L == 0 || a.S == 0) return;
   d.dk = static_cast<float*>(a.dk.block()->mutable_data());
   d.dv = static_cast<float*>(a.dv.block()->mutable_data());
   RowDots<<<Blocks(size_t(a.nb * a.L)), kThreads, 0, Stream(ctx)>>>(d);
