@@ -15,8 +15,8 @@
 // The tile products and the elementwise passes (exp, dropout, dS) go through AttnTiles()
 // (attention_tiles.h): AVX-512 register-blocked loops where the CPU has AVX-512, else
 // single-threaded OpenBLAS sgemm calls (the OpenMP build of OpenBLAS runs one thread inside our
-// parallel region) and plain loops. Key tiles are transposed once (E x kK) so that every product
-// streams rows of its right operand.
+// parallel region) and plain loops. Keys (and in the backward values) are transposed (E x keys)
+// so that every product streams rows of its right operand.
 #include <cblas.h>
 
 #include <algorithm>
