@@ -30,10 +30,21 @@ std::string MpiLibPath() {
   return kMpiLib;
 }
 
-// RTLD_GLOBAL: Open MPI's components, loaded by MPI_Init, resolve libmpi's symbols globally.
+// The system's MPI library: by its soname (LD_LIBRARY_PATH, the ld.so cache), else where the
+// build found it. RTLD_GLOBAL: libsinga_mpi.so's MPI symbols resolve to it, and so do those of
+// the components Open MPI loads at MPI_Init.
+bool LoadSystemMpi(std::string* why) {
+  if (dlopen(SINGA_MPI_SONAME, RTLD_NOW | RTLD_GLOBAL)) return true;
+  *why = dlerror();
+  if (dlopen(SINGA_MPI_PATH, RTLD_NOW | RTLD_GLOBAL)) return true;
+  *why += std::string("; ") + dlerror();
+  return false;
+}
+
 const Communicator::Mpi* LoadMpi(std::string* why) {
+  if (!LoadSystemMpi(why)) return nullptr;
   const std::string path = MpiLibPath();
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  void* lib = dlopen(path.c_str(), RTLD_NOW);
   if (!lib) {
     const char* e = dlerror();
     *why = e ? e : ("cannot load " + path);
@@ -71,7 +82,7 @@ const Communicator::Mpi& MpiOrThrow(const char* op) {
   SINGA_THROW(NotImplementedError,
               op << ": MPI is not available (" << g_mpi_error << "). Distributed training on "
                  << "CPUs uses the system's Open MPI 4.x, the one whose mpirun starts the ranks "
-                 << "(singa links it, never bundles it): install it (Debian/Ubuntu: apt-get "
+                 << "(singa loads it at run time and never bundles it): install it (Debian/Ubuntu: apt-get "
                  << "install openmpi-bin libopenmpi3; conda: conda install -c conda-forge "
                  << "'openmpi=4') and start the script with python -m singa.launch -n N "
                  << "script.py");
