@@ -84,6 +84,12 @@ inline void* ExportTensor(const singa::Tensor& t, bool versioned, int32_t device
   return &raw->legacy;
 }
 
+/// The CUDA stream every operation of `device` is enqueued on, as the integer a consumer passes
+/// to a producer's __dlpack__(stream=...) (null on the host).
+inline uintptr_t DeviceStream(singa::Device* device) {
+  return reinterpret_cast<uintptr_t>(device->context()->stream);
+}
+
 /// Deletes a Block, then hands its memory back to the producer (once armed: a shared_ptr whose
 /// construction fails deletes the block without touching the producer's tensor).
 struct GiveBack {

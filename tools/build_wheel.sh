@@ -40,7 +40,8 @@ tree=build/wheel-$variant
 raw=$tree/dist
 rm -rf "$raw" && mkdir -p "$raw" "$out"
 start=$(date +%s)
-"$VPY" -m pip wheel . -q --no-build-isolation --no-deps -w "$raw" -Cbuild-dir="$tree" "${defines[@]}"
+"$VPY" -m pip wheel . -q --no-build-isolation --no-deps -w "$raw" -Cbuild-dir="$tree" \
+  "${defines[@]}"
 built=$(ls "$raw"/singa-*.whl)
 
 if [ "$variant" = cuda ]; then

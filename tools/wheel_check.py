@@ -19,8 +19,10 @@ import tempfile
 import numpy as np
 
 # A mapped file is "one of those libraries" when its name matches; the OpenMP runtimes of GCC,
-# LLVM and Intel; OpenBLAS, reference/ATLAS BLAS and MKL; oneDNN; Open MPI / MPICH.
-NATIVE = re.compile(r"lib(openblas|blas|cblas|mkl|dnnl|mkldnn|gomp|omp|iomp5|mpi)[-_.]")
+# LLVM and Intel; OpenBLAS (Debian names it libopenblasp-r0.3.21.so), reference BLAS and MKL;
+# oneDNN; Open MPI / MPICH.
+NATIVE = re.compile(
+    r"lib(openblas[a-z]*|blas|cblas|mkl[a-z_]*|dnnl|mkldnn|gomp|omp|iomp5|mpi)[-_.]")
 
 
 def mapped_libraries():
@@ -80,7 +82,8 @@ def train_and_export(models, steps):
     for _ in range(steps):
         _, loss = net(tx, ty)
         losses.append(float(tensor.to_numpy(loss).reshape(-1)[0]))
-    print("seed CNN, %d graph steps on one batch: loss %s" % (steps, " ".join("%.4f" % v for v in losses)))
+    print("seed CNN, %d graph steps on one batch: loss %s"
+          % (steps, " ".join("%.4f" % v for v in losses)))
     if not (np.all(np.isfinite(losses)) and losses[-1] < losses[0]):
         sys.exit("FAIL: the loss did not fall: %s" % losses)
 

@@ -29,7 +29,8 @@ trap 'rm -rf "$tmp"' EXIT
 # The system's copies (real files, not their symlinks), in the loader's default folders.
 hidden=$(find /lib /lib64 /usr/lib /usr/lib64 /usr/local/lib -xdev \
            -regextype posix-extended -type f \
-           -regex '.*/lib(openblas|blas|cblas|dnnl|gomp|mpi|mpi_cxx|open-pal|open-rte)[-_.a-z0-9]*\.so[.0-9]*' \
+           -regex \
+           '.*/lib(openblas|blas|cblas|dnnl|gomp|mpi|mpi_cxx|open-pal|open-rte)[-_.a-z0-9]*\.so[.0-9]*' \
            2>/dev/null || true)
 check=("$tmp/venv/bin/python" -I "$root/tools/wheel_check.py" --examples "$root/examples")
 cd "$tmp"

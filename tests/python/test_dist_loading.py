@@ -23,7 +23,8 @@ def _loaded(name_start):
 
 def _needed(path):
     out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True)
-    return [line.split("[")[1].rstrip("]") for line in out.stdout.splitlines() if "(NEEDED)" in line]
+    lines = out.stdout.splitlines()
+    return [line.split("[")[1].rstrip("]") for line in lines if "(NEEDED)" in line]
 
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="needs readelf (binutils)")

@@ -406,6 +406,37 @@ def test_gpu_export_import_rules():
         tt = torch.from_dlpack(t)                          # shares the GPU memory
         tt[0, 0] = 50
         assert tensor.to_numpy(t)[0, 0] == 50
-        with pytest.raises(NotImplementedError, match="CUDA"):
-            tensor.from_dlpack(tt)
+        back = tensor.from_dlpack(tt)                      # and back: singa shares it too
+        assert back.device.id() == 0 and not back.device.is_host()
+        back.data += 1.0                                   # a singa kernel on torch's memory
+        torch.cuda.synchronize()
+        assert tt[0, 0].item() == 51
+        tt[1, 2] = -7                                      # torch's write...
+        torch.cuda.synchronize()                           # ...done before singa reads
+        assert tensor.to_numpy(back)[1, 2] == -7
+        on_gpu = tensor.from_dlpack(tt, device=gpu)        # on a given device of that GPU
+        assert on_gpu.device == gpu and tensor.to_numpy(on_gpu)[0, 0] == 51
+        copied = tensor.from_dlpack(tt, copy=True)         # a copy on the GPU
+        tt[0, 0] = 0
+        assert tensor.to_numpy(copied)[0, 0] == 51
+        with pytest.raises(BufferError, match="contiguous"):
+            tensor.from_dlpack(tt.t())                     # strided GPU memory
+        with pytest.raises(BufferError, match="device"):
+            tensor.from_dlpack(tt, device=device.get_default_device())
+
+
+class _FakeGpuArray:
+    """A producer that says its memory is on CUDA device 0 (never asked for it here)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("a CPU build must refuse before asking for the capsule")
+
+
+@pytest.mark.skipif(sw.USE_CUDA, reason="a CPU build's refusal")
+def test_a_cpu_build_refuses_gpu_memory_saying_why():
+    with pytest.raises(NotImplementedError, match="built without CUDA"):
+        tensor.from_dlpack(_FakeGpuArray())
 

@@ -82,8 +82,9 @@ const Communicator::Mpi& MpiOrThrow(const char* op) {
   SINGA_THROW(NotImplementedError,
               op << ": MPI is not available (" << g_mpi_error << "). Distributed training on "
                  << "CPUs uses the system's Open MPI 4.x, the one whose mpirun starts the ranks "
-                 << "(singa loads it at run time and never bundles it): install it (Debian/Ubuntu: apt-get "
-                 << "install openmpi-bin libopenmpi3; conda: conda install -c conda-forge "
+                 << "(singa loads it at run time and never bundles it): install it "
+                 << "(Debian/Ubuntu: apt-get install openmpi-bin libopenmpi3; conda: conda "
+                 << "install -c conda-forge "
                  << "'openmpi=4') and start the script with python -m singa.launch -n N "
                  << "script.py");
 #else

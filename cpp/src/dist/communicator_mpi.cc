@@ -499,7 +499,9 @@ const Communicator::Mpi& Communicator::Mpi::Table() {
       [](Communicator& c, size_t n) { c.InitMpi(n); },
       [](Communicator& c, bool on) { c.SetOverlapMpi(on); },
       [](Communicator& c) { c.BroadcastNcclId(); },
-      [](Communicator& c, std::vector<Tensor>& ts, bool half) { return c.StartBucketMpi(ts, half); },
+      [](Communicator& c, std::vector<Tensor>& ts, bool half) {
+        return c.StartBucketMpi(ts, half);
+      },
       [](Communicator& c, int handle, float scale) { c.WaitBucketMpi(handle, scale); },
       [](Communicator& c, std::vector<Tensor>& ts, const char* op, int mode, float scale,
          float spars, bool topK, Tensor* acc) {
