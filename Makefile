@@ -14,7 +14,7 @@ APT_PKGS := g++ make python3-dev libopenblas-openmp-dev libdnnl-dev openmpi-bin 
 APT_TEST_PKGS := libgtest-dev
 DEMO_PIP_PKGS := "numpy>=1.26" "cython>=3.0" "tqdm>=4.60" "scikit-learn>=1.3" "matplotlib>=3.7"
 PIP_PKGS := $(DEMO_PIP_PKGS) "pytest>=7" "scikit-build-core>=0.10" "pillow>=10" \
-  "onnx==1.23.2" "onnxruntime==1.32.0"
+  "onnx==1.23.2" "onnxruntime==1.32.0" "mypy==2.4.1"
 # The reference for the RNN, ONNX and benchmark comparisons (tests skip without it). Pinned: the
 # benchmarks' peer; the CPU wheel is on the local package mirror.
 PIP_REF_PKGS := "torch==2.13.0"

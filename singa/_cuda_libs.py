@@ -11,18 +11,20 @@ linked statically and opens the driver at the first CUDA call), so `import singa
 machine without one.
 """
 import ctypes
+import importlib.util
 import os
 
 _LISTING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_libs.txt")
 
 
 def _library_dirs():
-    try:
-        import nvidia
-    except ImportError:
+    # Located, not imported: `nvidia` is a namespace package that only the CUDA wheel's metadata
+    # requires (tools/build_wheel.sh adds the pins); the source package declares no such thing.
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
         return []
     dirs = []
-    for root in nvidia.__path__:
+    for root in spec.submodule_search_locations:
         for part in sorted(os.listdir(root)):
             lib = os.path.join(root, part, "lib")
             if os.path.isdir(lib):
