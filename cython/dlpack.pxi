@@ -26,6 +26,7 @@
 from cpython.pycapsule cimport (PyCapsule_New, PyCapsule_IsValid, PyCapsule_GetPointer,
                                 PyCapsule_SetName)
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, int64_t, uintptr_t
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE
 
 cdef extern from "dlpack.h" nogil:
     enum:
@@ -71,6 +72,12 @@ cdef extern from "dlpack.h" nogil:
 
 cdef extern from "dlpack_bridge.h" namespace "singa_dlpack" nogil:
     uintptr_t DeviceStream(CDevice* device)
+    cdef cppclass BufferCtx:
+        vector[Py_ssize_t] shape
+        vector[Py_ssize_t] strides
+    BufferCtx* NewBufferCtx(const CTensor& t)
+    void DeleteBufferCtx(void* ctx)
+    void* HostData(const CTensor& t)
     void* ExportTensor(const CTensor& t, bool versioned, int32_t device_type, int32_t device_id,
                        uint8_t code, uint8_t bits, uint64_t flags) except +raise_py_error
     CTensor ImportTensor(shared_ptr[CDevice] device, void* data, const vector[size_t]& shape,
@@ -120,12 +127,13 @@ def _dlpack_device(Tensor t not None):
     return _dl_device_of(t.c.device().get())
 
 
-cdef void _check_not_graph_owned(Tensor t) except *:
+cdef void _check_not_graph_owned(Tensor t, str op="__dlpack__") except *:
     cdef CDevice* dev = t.c.device().get()
     if dev.graph_enabled():
-        raise BufferError("__dlpack__: the tensor's device is recording a graph "
+        raise BufferError("%s: the tensor's device is recording a graph "
                           "(EnableGraph(True)): nothing has run yet, so its memory holds no "
-                          "values; export after the training step or outside train_one_batch")
+                          "values; export after the training step or outside train_one_batch"
+                          % op)
     cdef CBlock* b = t.c.block()
     if b == NULL:
         return
@@ -133,9 +141,9 @@ cdef void _check_not_graph_owned(Tensor t) except *:
     cdef size_t i
     for i in range(infos.size()):
         if infos[i].block == b and infos[i].recyclable:
-            raise BufferError("__dlpack__: the tensor's memory belongs to the device's graph "
+            raise BufferError("%s: the tensor's memory belongs to the device's graph "
                               "(a recyclable block, shared with other tensors in the planned "
-                              "arena); Clone() it, or export after dev.ResetGraph()")
+                              "arena); Clone() it, or export after dev.ResetGraph()" % op)
 
 
 def _dlpack_export(Tensor t not None, stream=None, max_version=None, dl_device=None, copy=None):
@@ -368,3 +376,46 @@ cdef _copy_dl_into(Tensor out, cap, DLTensor* dl, char* data, shape, strides):
         "typestr": np.dtype(_NP_OF[_DT_OF_DL[(dl.dtype.code, dl.dtype.bits)]]).str,
         "data": (<uintptr_t>data, True)}
     copy_from_numpy(out, np.asarray(holder))
+
+
+# ---- the buffer protocol (Tensor.__getbuffer__): memoryview(t), np.frombuffer, bytes(t)... ----
+# The same rules as a DLPack export of a host tensor: the view holds the block (user-held, so a
+# graph never recycles it) until released, a broadcast view is read-only, GPU tensors and a
+# device recording a graph are refused with BufferError.
+_BUFFER_FORMATS = {kFloat32: b"f", kInt: b"i", kFloat16: b"e"}
+
+
+cdef int _get_buffer(Tensor t, Py_buffer* view, int flags) except -1:
+    if not t.c.device().get().is_host():
+        raise BufferError("Tensor buffer: the tensor is on %r; the buffer protocol exposes host "
+                          "memory (to_host() first, or __dlpack__ for GPU consumers)"
+                          % wrap_device(t.c.device()))
+    _check_not_graph_owned(t, "Tensor buffer")
+    dt = t.c.data_type()
+    if dt not in _BUFFER_FORMATS:
+        raise BufferError("Tensor buffer: dtype %s has no buffer format" % _dtype_name(dt))
+    read_only = any(st == 0 and d > 1 for st, d in zip(t.c.stride(), t.c.shape()))
+    if read_only and (flags & PyBUF_WRITABLE):
+        raise BufferError("Tensor buffer: a broadcast view is read-only (one element at many "
+                          "places); Clone() it for a writable buffer")
+    if not t.c.IsContiguous() and not (flags & PyBUF_STRIDES):
+        raise BufferError("Tensor buffer: the tensor is a strided view and the consumer did "
+                          "not ask for strides")
+    cdef BufferCtx* ctx = NewBufferCtx(t.c)
+    cdef Py_ssize_t esize = SizeOf(<DataType>dt)
+    view.buf = HostData(t.c)
+    view.obj = t
+    view.len = <Py_ssize_t>t.c.Size() * esize
+    view.readonly = 1 if read_only else 0
+    view.itemsize = esize
+    view.format = <char*>(<bytes>_BUFFER_FORMATS[dt]) if flags & PyBUF_FORMAT else NULL
+    view.ndim = <int>ctx.shape.size()
+    view.shape = ctx.shape.data() if flags & PyBUF_ND else NULL
+    view.strides = ctx.strides.data() if flags & PyBUF_STRIDES else NULL
+    view.suboffsets = NULL
+    view.internal = <void*>ctx
+    return 0
+
+
+cdef void _release_buffer(Py_buffer* view) noexcept:
+    DeleteBufferCtx(view.internal)

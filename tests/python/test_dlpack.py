@@ -9,6 +9,7 @@ without a usable GPU (SINGA_REQUIRE_GPU=1 makes them fail instead, as in test_gp
 import ctypes
 import gc
 import os
+import sys
 import weakref
 
 import numpy as np
@@ -383,6 +384,62 @@ def test_parameters_exported_from_a_graph_model_follow_its_replays():
     tiny_nets.step(m, *data[1])                            # a replay updates W in place
     np.testing.assert_array_equal(view, tensor.to_numpy(w))
     assert not np.array_equal(view, before)
+
+
+# ---- the buffer protocol ---------------------------------------------------------------------
+@pytest.mark.parametrize("code,np_dtype", DTYPES)
+def test_memoryview_of_the_core_tensor_shares_memory_both_ways(code, np_dtype):
+    t = host_tensor(np.arange(6).reshape(2, 3).astype(np_dtype), dtype=code)
+    fmt = np.dtype(np_dtype).char      # f, e, i: struct's codes, as numpy reads them
+    m = memoryview(t.data)
+    assert (m.format, m.shape, m.readonly) == (fmt, (2, 3), False)
+    a = np.asarray(m)                  # numpy through the buffer: a view
+    a[1, 2] = 9
+    assert tensor.to_numpy(t)[1, 2] == 9
+    t.copy_from_numpy(np.full((2, 3), 7, np_dtype))   # singa writes, the view sees it
+    assert a[0, 0] == 7
+
+
+def test_a_buffer_view_holds_the_memory_after_the_tensor_goes():
+    t = host_tensor(np.arange(4, dtype=np.float32))
+    a = np.frombuffer(t.data, dtype=np.float32)
+    del t
+    gc.collect()
+    np.testing.assert_array_equal(a, np.arange(4, dtype=np.float32))
+
+
+def test_strided_and_broadcast_views_through_the_buffer():
+    t = host_tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    m = memoryview(t.T().data)         # strides in bytes, as the buffer protocol counts
+    assert m.shape == (3, 2) and m.strides == (4, 12)
+    np.testing.assert_array_equal(np.asarray(m), np.arange(6, dtype=np.float32).reshape(2, 3).T)
+    b = sw.Broadcast(sw.from_numpy(np.arange(3, dtype=np.float32)), (4, 3))
+    m = memoryview(b)
+    assert m.readonly and m.strides == (0, 4)      # one element at many places
+    with pytest.raises(TypeError):
+        m[0, 0] = 1.0
+    assert not np.asarray(m).flags.writeable
+
+
+def test_no_buffer_while_a_graph_is_recorded():
+    dev = own_device()
+    t = host_tensor(np.ones(3, np.float32), dev=dev)
+    dev.EnableGraph(True)
+    try:
+        with pytest.raises(BufferError, match="recording a graph"):
+            memoryview(t.data)
+    finally:
+        dev.EnableGraph(False)
+        dev.ResetGraph()
+    assert memoryview(t.data).tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="Tensor.__buffer__ is PEP 688 (3.12+)")
+def test_memoryview_of_the_python_tensor():
+    t = host_tensor(np.arange(3, dtype=np.float32))
+    m = memoryview(t)
+    m[0] = 5.0
+    assert tensor.to_numpy(t)[0] == 5.0
 
 
 # ---- GPU ------------------------------------------------------------------------------------
