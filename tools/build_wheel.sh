@@ -12,8 +12,8 @@
 #    them. Left out (--exclude): libmpi (the system's Open MPI must be the one its mpirun belongs
 #    to; libsinga_mpi.so loads it at the first Communicator) and, for CUDA, the nvidia-* wheels'
 #    libraries, which the wheel depends on instead (singa/_cuda_libs.py loads them at import).
-# CUDA: the wheel's metadata gains a Requires-Dist on each pinned nvidia-* wheel (CUDA_PIP_PKGS,
-# passed by the Makefile as the remaining arguments).
+# CUDA: the wheel's metadata gains a Requires-Dist on each pinned nvidia-* wheel (the Makefile's
+# CUDA_WHEEL_PKGS, passed as the remaining arguments).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 variant=${1:?usage: build_wheel.sh cpu|cuda [requirement...]}
@@ -30,8 +30,8 @@ case $variant in
   cpu) defines=(); out=build/wheelhouse
        excludes=(libmpi.so.40 libmpi.so.12) ;;
   cuda) defines=(-Ccmake.define.USE_CUDA=ON); out=build/wheelhouse-cuda
-        excludes=(libmpi.so.40 libmpi.so.12 libcuda.so.1 'libcublas*' 'libcurand*' 'libcudnn*'
-                  'libnccl*' 'libnvrtc*') ;;
+        excludes=(libmpi.so.40 libmpi.so.12 libcuda.so.1 'libcudart*' 'libcublas*' 'libcurand*'
+                  'libcudnn*' 'libnccl*' 'libnvrtc*') ;;
   *) echo "build_wheel.sh: unknown variant '$variant' (cpu or cuda)" >&2; exit 2 ;;
 esac
 # Two levels below the checkout, as build/cuda is: ccache keys on include paths relative to the
