@@ -7,7 +7,9 @@
 // dlopen libmpi itself: the MPI API is Open MPI's headers (MPI_COMM_WORLD, MPI_FLOAT are its
 // global objects), so every call would have to be looked up by hand; compiled here against
 // mpi.h, the code stays plain MPI and only the eight entry points of Communicator::Mpi cross
-// the dlopen boundary.
+// the dlopen boundary. This library does not list libmpi (its MPI symbols stay undefined):
+// libsinga loads the system's libmpi with RTLD_GLOBAL just before it, so nothing in a wheel
+// names a library auditwheel would have to bundle or reject.
 //
 // Why every all-reduce is MPI_Reduce to rank 0 then MPI_Bcast rather than MPI_Allreduce: an
 // all-reduce may add the ranks' values in a different order on each rank (recursive doubling),
