@@ -20,9 +20,11 @@ from .. import model
 from .. import tensor
 from .errors import SonnxError
 from .ops import run_onnx_node, HANDLERS, SUPPORTED_OPS  # noqa: F401
-from .ops_tensor import BOOL_OUTPUTS, holdable
+from .ops_tensor import BOOL_OUTPUTS as _TENSOR_BOOLS, holdable
+from .ops_transformer import BOOL_OUTPUTS as _TRANSFORMER_BOOLS, HOST_KERNELS
 
 MIN_OPSET = 11
+BOOL_OUTPUTS = _TENSOR_BOOLS | _TRANSFORMER_BOOLS  # ONNX types them bool: run_node gives bool
 
 
 def _load(model):
@@ -73,7 +75,8 @@ def _to_tensor(array, dev, param):
         a = np.clip(a, _INT32.min, _INT32.max).astype(np.int32)
     elif a.dtype.kind in "fb" and a.dtype != np.float32:
         a = a.astype(np.float32)
-    t = tensor.from_numpy(np.ascontiguousarray(a), dev)
+    # ascontiguousarray would raise a 0-d value (a scalar Gather index) to shape (1,)
+    t = tensor.from_numpy(np.ascontiguousarray(a).reshape(a.shape), dev)
     t.requires_grad = param
     t.stores_grad = param
     return t
@@ -250,6 +253,8 @@ class SingaRep(BackendRep):
         given = [x for x in ins if x is not None]
         if not given or not all(isinstance(x, np.ndarray) for x in given):
             return None
+        if node.op_type in HOST_KERNELS:  # where onnx's reference is wrong
+            return HOST_KERNELS[node.op_type](ins, _attrs(node))
         from onnx.reference import ReferenceEvaluator
         key = ("fold", id(node))
         if key not in self._cache:

@@ -15,6 +15,7 @@ from ..layers._util import same_pad_split
 from .errors import SonnxError, UnsupportedOpError
 from .ops_tensor import HANDLERS as _TENSOR_HANDLERS
 from .ops_rnn import HANDLERS as _RNN_HANDLERS
+from .ops_transformer import HANDLERS as _TRANSFORMER_HANDLERS
 
 _UNARY = {"Relu": autograd.relu, "Sigmoid": autograd.sigmoid, "Tanh": autograd.tanh,
           "Abs": autograd.abs, "Neg": autograd.negative, "Exp": autograd.exp,
@@ -311,6 +312,7 @@ for _k, _f in _VARIADIC.items():
 
 HANDLERS.update(_TENSOR_HANDLERS)
 HANDLERS.update(_RNN_HANDLERS)
+HANDLERS.update(_TRANSFORMER_HANDLERS)
 
 SUPPORTED_OPS = sorted(HANDLERS)
 
