@@ -76,5 +76,6 @@ include "elementwise_ops.pxi"
 include "nn.pxi"
 include "kernels.pxi"
 include "dist.pxi"
+include "attention.pxi"
 
 USE_DNNL = built_with_dnnl()
