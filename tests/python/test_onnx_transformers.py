@@ -13,7 +13,7 @@ ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
 
 from onnx import helper, numpy_helper, TensorProto  # noqa: E402
 
-from singa import device, sonnx  # noqa: E402
+from singa import autograd, device, sonnx, tensor  # noqa: E402
 from singa.sonnx import ops_transformer  # noqa: E402
 
 import transformer_zoo  # noqa: E402
@@ -248,3 +248,56 @@ def test_transformer_imports_like_onnxruntime(name, exporter, opset):
     got, = sonnx.prepare(m, DEV).run(list(feeds.values()))
     assert got.shape == ref.shape and np.isfinite(ref).all()
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))
+
+
+# ---- singa's transformer layers -> ONNX -> onnxruntime (and back into singa) ------------------
+def _singa_net(kind):
+    """(a function of the input Tensor, the input array): small stacks of singa's layers."""
+    from singa import layer
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    if kind == "encoder":  # post-norm, GELU, a key-padding mask (a constant of the graph)
+        enc = layer.TransformerEncoder(layer.TransformerEncoderLayer(
+            16, 2, 32, dropout=0.0, activation="gelu", batch_first=True), 2)
+        pad = np.zeros((2, 5), bool)
+        pad[1, 3:] = True
+        return (lambda t: enc(t, src_key_padding_mask=pad)), x
+    if kind == "gpt":  # pre-norm, causal (the fused op's flag), learned positions, final norm
+        pos = layer.LearnedPositionalEmbedding(8, batch_first=True)
+        enc = layer.TransformerEncoder(layer.TransformerEncoderLayer(
+            16, 4, 32, dropout=0.0, batch_first=True, norm_first=True), 2,
+            norm=layer.LayerNorm())
+        return (lambda t: enc(pos(t), is_causal=True)), x
+    if kind == "decoder":  # cross attention, a tanh GELU, sequence-first
+        dec = layer.TransformerDecoderLayer(16, 2, 24, dropout=0.0, batch_first=False,
+                                            activation=lambda t: autograd.gelu(t, "tanh"))
+        mem = tensor.from_numpy(rng.standard_normal((3, 2, 16)).astype(np.float32))
+        return (lambda t: dec(t, mem, tgt_is_causal=True)), x.transpose(1, 0, 2).copy()
+    # explicit attention weights (need_weights): the probabilities as a second output
+    mha = layer.MultiHeadAttention(16, 4, batch_first=True)
+    return (lambda t: mha(t, t, t, need_weights=True, average_attn_weights=False)), x
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+@pytest.mark.parametrize("kind", ["encoder", "gpt", "decoder", "weights"])
+def test_singa_transformer_exports_to_onnxruntime(kind, opset):
+    from singa import autograd as ag
+    fn, x_np = _singa_net(kind)
+    x = tensor.from_numpy(x_np)
+    ag.training = True  # the operators record the trace
+    ys = fn(x)
+    ys = [y for y in ys if y is not None] if isinstance(ys, tuple) else [ys]
+    m = sonnx.to_onnx([x], ys, opset_version=opset)
+    ag.training = False
+    ours = [tensor.to_numpy(y) for y in (fn(x) if kind == "weights" else [fn(x)])]
+    ours = [o for o in ours if o is not None]
+    types = {n.op_type for n in m.graph.node}
+    assert m.opset_import[0].version == opset
+    assert ("LayerNormalization" in types) == (opset >= 17 and kind != "weights")
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    refs = sess.run(None, {sess.get_inputs()[0].name: x_np})
+    back = sonnx.prepare(m, DEV).run([x_np])
+    assert len(refs) == len(ours) == len(back)
+    for o, r, b in zip(ours, refs, back):
+        np.testing.assert_allclose(r, o, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(b, o, rtol=1e-4, atol=1e-5)
