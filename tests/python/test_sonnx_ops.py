@@ -93,6 +93,19 @@ def _rnn(mode, bidirectional, return_sequences):
     return run
 
 
+def _sdpa(x, k):
+    """A keep mask (with a query that keeps no key: zeros), a float mask, causal with a given
+    scale; keys and values broadcast over the heads."""
+    key, val = k.w(2, 1, 5, 4), k.w(2, 1, 5, 3)
+    keep = np.ones((3, 5), bool)
+    keep[1], keep[2, :2] = False, False
+    a = ag.scaled_dot_product_attention(x, key, val, attn_mask=keep)
+    b = ag.scaled_dot_product_attention(x, key, val,
+                                        attn_mask=k.c(k.rng.standard_normal((2, 1, 3, 5))))
+    c = ag.scaled_dot_product_attention(x, key, val, is_causal=True, scale=0.7)
+    return ag.add(ag.add(a, b), c)
+
+
 # class name -> (example(x, consts) -> output Tensor or tuple, input kind)
 EXAMPLES = {
     # elementwise, from the op table
@@ -188,6 +201,7 @@ EXAMPLES = {
     # nn
     "_Conv2d": (_conv, "nchw"), "_Pooling2d": (_pool, "nchw"), "_BatchNorm2d": (_bn, "nchw"),
     "Dropout": (lambda x, k: ag.dropout(ag.relu(x), ratio=0.3), "normal"),
+    "ScaledDotProductAttention": (_sdpa, "heads"),
     # a bidirectional LSTM (directions summed), a GRU's last step, a ReLU RNN
     "_RNN": (lambda x, k: ag.add(ag.reduce_sum(ag.reshape(_rnn(2, 1, True)(x, k), [5, 2, 2, 4]),
                                                [2], 0),
@@ -207,6 +221,7 @@ _INPUTS = {
     "ids": lambda r: r.integers(0, 5, (2, 3)),
     "dims": lambda r: np.array([2, 3]),
     "seq": lambda r: r.standard_normal((5, 2, 3)),
+    "heads": lambda r: r.standard_normal((2, 2, 3, 4)),
 }
 
 
