@@ -33,6 +33,11 @@ EXCLUDED = {
     "RankingLoss": "a loss (see SoftMaxCrossEntropy)",
     "QALSTMLoss": "a loss (see SoftMaxCrossEntropy)",
 }
+# The transformer ops (issue 19, point 1) landed before their ONNX export (point 4): each entry
+# goes when sonnx exports the operator and it gets an example.
+EXCLUDED.update({name: "transformer op without ONNX export yet (issue 19, point 4)" for name in (
+    "LayerNorm", "GELU", "GELUTanh", "CumSum", "GatherElements", "GatherND", "MaskedFill",
+    "IsNaN", "IsInf")})
 
 
 class Consts(object):

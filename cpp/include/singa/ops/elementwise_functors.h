@@ -36,6 +36,25 @@ using std::round; using std::sin; using std::sinh; using std::sqrt; using std::t
 #endif
 }  // namespace math
 
+// GELU's pieces, shared by the table's forward and backward rows (a row is one expression).
+template <typename T>
+SINGA_HOST_DEVICE T GeluDeriv(T x) {  // Phi(x) + x * phi(x)
+  using namespace math;
+  return T(0.5) * (T(1) + erf(x * T(0.70710678118654752))) +
+         x * T(0.39894228040143268) * exp(T(-0.5) * x * x);
+}
+template <typename T>
+SINGA_HOST_DEVICE T GeluTanhInner(T x) {  // sqrt(2 / pi) * (x + 0.044715 x^3)
+  return T(0.79788456080286536) * (x + T(0.044715) * x * x * x);
+}
+template <typename T>
+SINGA_HOST_DEVICE T GeluTanhDeriv(T x) {
+  using namespace math;
+  const T t = tanh(GeluTanhInner(x));
+  return T(0.5) * (T(1) + t) +
+         T(0.5) * x * (T(1) - t * t) * T(0.79788456080286536) * (T(1) + T(0.134145) * x * x);
+}
+
 #define SINGA_UNARY(Name, kinds, expr)                 \
   struct Name##Op {                                    \
     template <typename T>                              \
@@ -75,6 +94,12 @@ struct ClampOp {
     }
     return T(v);
   }
+};
+/// value where the mask b is nonzero (NaN counts as nonzero, as bool(nan) in numpy), else a.
+struct MaskedFillOp {
+  float value;
+  template <typename T>
+  SINGA_HOST_DEVICE T operator()(T a, T b) const { return b != T(0) ? T(value) : a; }
 };
 /// x if x > 0 else slope * x (NaN: slope * NaN, still NaN).
 struct LeakyReLUOp {
