@@ -3,6 +3,7 @@
 // submit one operation each; the kernels (cpu/attention.cc, cuda/attention.cu) only compute.
 #include "singa/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -27,6 +28,22 @@ std::string Describe(const Tensor& q, const Tensor& k, const Tensor& v) {
 }
 
 Shape BatchPart(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+
+// The broadcast of the batch shapes (numpy rules), or ShapeError naming q, k and v.
+Shape BatchShape(const std::vector<Shape>& parts, const std::string& what) {
+  size_t n = 0;
+  for (const Shape& p : parts) n = std::max(n, p.size());
+  Shape out(n, 1);
+  for (const Shape& p : parts)
+    for (size_t i = 0; i < p.size(); ++i) {
+      size_t& o = out[n - p.size() + i];
+      SINGA_CHECK_SHAPE(p[i] == o || p[i] == 1 || o == 1,
+                        kOp << ": the batch axes (all but the last two) of q, k and v do not "
+                               "broadcast together; " << what);
+      if (o == 1) o = p[i];
+    }
+  return out;
+}
 
 // Element strides of x's leading batch axes, aligned to the right of the broadcast batch shape
 // `full` (0 where x has no such axis or size 1).
@@ -73,8 +90,7 @@ AttentionArgs Plan(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
   SINGA_CHECK_SHAPE(int64_t(vs[vs.size() - 2]) == a.S,
                     kOp << ": k and v must have the same number of keys (axis -2); "
                         << Describe(q_in, k_in, v_in));
-  *batch = BroadcastShapes(BroadcastShapes(BatchPart(qs), BatchPart(ks), kOp), BatchPart(vs),
-                           kOp);
+  *batch = BatchShape({BatchPart(qs), BatchPart(ks), BatchPart(vs)}, Describe(q_in, k_in, v_in));
   SINGA_CHECK_SHAPE(batch->size() <= size_t(kAttnMaxBatchDims),
                     kOp << ": at most " << kAttnMaxBatchDims << " batch axes; "
                         << Describe(q_in, k_in, v_in));

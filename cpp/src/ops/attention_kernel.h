@@ -70,11 +70,13 @@ SINGA_KERNEL_SLOT_DECL(AttentionBackward, AttentionKernelFn);
 
 // ---- dropout: keep bit of (seed, batch-head b, row i, column j), no stored mask ----
 // murmur3's 32-bit finaliser: every input bit flips each output bit with probability ~1/2.
+// (cpu/attention_avx512.cc computes the same with vector instructions and these constants.)
+constexpr uint32_t kAttnMix1 = 0x85ebca6bu, kAttnMix2 = 0xc2b2ae35u, kAttnColMul = 0x9e3779b1u;
 SINGA_HOST_DEVICE inline uint32_t AttnMix(uint32_t h) {
   h ^= h >> 16;
-  h *= 0x85ebca6bu;
+  h *= kAttnMix1;
   h ^= h >> 13;
-  h *= 0xc2b2ae35u;
+  h *= kAttnMix2;
   h ^= h >> 16;
   return h;
 }
@@ -84,7 +86,7 @@ SINGA_HOST_DEVICE inline uint32_t AttnRowKey(uint32_t s0, uint32_t s1, int64_t b
 }
 /// Kept when the hash is at or above p * 2^32 (probability 1 - p).
 SINGA_HOST_DEVICE inline bool AttnKeep(uint32_t row_key, int64_t j, uint32_t threshold) {
-  return AttnMix(row_key ^ (uint32_t(j) * 0x9e3779b1u)) >= threshold;
+  return AttnMix(row_key ^ (uint32_t(j) * kAttnColMul)) >= threshold;
 }
 inline uint32_t AttnDropThreshold(float p) {
   return uint32_t(double(p) * 4294967296.0 > 4294967295.0 ? 4294967295.0

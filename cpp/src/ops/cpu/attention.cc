@@ -1,19 +1,21 @@
 // CPU kernels of the fused attention (front: ../attention.cc), FlashAttention-2 on tiles.
 //
 // Forward: one task per (batch-head, block of kQ query rows); the keys go by in tiles of kK:
-// S = scale Q K^T (sgemm), mask, online softmax (running max m and sum l per row, the output
-// accumulator rescaled when m grows), acc += P V (sgemm). The output is acc / l and the saved
+// S = scale Q K^T, mask, online softmax (running max m and sum l per row, the output
+// accumulator rescaled when m grows), acc += P V. The output is acc / l and the saved
 // lse = m + log(l). Backward: D = rowsum(dO * O) per row first; then one task per (batch-head,
 // share of the key tiles) recomputes P = exp(S - lse) tile by tile and accumulates
 // dV += P^T dO, dP = dO V^T, dS = P (dP - D), dQ += scale dS K, dK += scale dS^T Q.
 // A task owns its dK / dV rows; dQ is shared by the tasks of one batch-head, so when there are
 // fewer batch-heads than threads each task adds into a private (L, E) copy, summed at the end.
-// Scratch is per thread and O(kQ * kK + L * E): nothing is (L, S).
+// Scratch is O(S * E) (the forward's transposed keys, the backward's dQ copies) plus
+// O(kQ * kK) per thread, allocated by the kernel: nothing is (L, S).
 //
-// The tile products are single-threaded OpenBLAS sgemm calls inside the OpenMP region (the
-// OpenMP build of OpenBLAS runs one thread there). The elementwise passes (exp, masks, dropout)
-// are loops the compiler vectorises, built for AVX-512, AVX2 and the baseline and picked at load
-// time (target_clones): the library's baseline ISA (x86-64-v2) has no AVX.
+// The tile products and the elementwise passes (exp, dropout, dS) go through AttnTiles()
+// (attention_tiles.h): AVX-512 register-blocked loops where the CPU has AVX-512, else
+// single-threaded OpenBLAS sgemm calls (the OpenMP build of OpenBLAS runs one thread inside our
+// parallel region) and plain loops. Key tiles are transposed once (E x kK) so that every product
+// streams rows of its right operand.
 #include <cblas.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 
 #include "../attention_kernel.h"
 #include "../strided.h"
+#include "attention_tiles.h"
 
 namespace singa {
 namespace cpu {
@@ -33,20 +36,22 @@ namespace {
 constexpr int64_t kQ = 64, kK = 256;  // query rows and keys per tile
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define SINGA_ATTN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define SINGA_ATTN_CLONES
-#endif
+// ---- the portable tile primitives (attention_tiles.h; AVX-512 ones in attention_avx512.cc) ----
 
-// exp(x) within 2 ulp for x <= 88, written so that it vectorises: 2^n * p(r) with r = x - n ln2.
+void PortableGemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t sai,
+                  int64_t sak, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const bool plain = sak == 1;  // else sai == 1: A stored transposed
+  cblas_sgemm(CblasRowMajor, plain ? CblasNoTrans : CblasTrans, CblasNoTrans, int(m), int(n),
+              int(k), alpha, a, int(plain ? sai : sak), b, int(ldb), beta, c, int(ldc));
+}
+
+// exp(x) within 2 ulp for x <= 88: 2^n * p(r) with r = x - n ln2 (Cephes' expf polynomial).
 // exp(-inf) and anything below -87.3 give 0; NaN stays NaN.
 inline float Exp(float x) {
-  const float lo = -87.3f, hi = 88.7f;
-  float xc = x < lo ? lo : x;
-  xc = xc > hi ? hi : xc;
-  float fn = std::floor(xc * 1.44269504f + 0.5f);
-  fn = fn == fn ? fn : 0.f;  // NaN: any finite n keeps the NaN of p
+  const float lo = -87.3f;
+  if (!(x >= lo)) return x < lo ? 0.f : x;  // NaN returned as is
+  const float xc = x > 88.7f ? 88.7f : x;
+  const float fn = std::nearbyint(xc * 1.44269504f);
   float r = xc - fn * 0.693359375f;
   r -= fn * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -56,42 +61,30 @@ inline float Exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.f;
-  const int32_t bits = (int32_t(fn) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return x < lo ? 0.f : p * scale;
+  return std::ldexp(p, int(fn));
 }
 
-// s[c] = exp(s[c] - m) for c < n; returns the sum.
-SINGA_ATTN_CLONES float ExpShiftSum(float* s, int64_t n, float m) {
+float PortableExpShiftSum(float* s, int64_t n, float m) {
   float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
   for (int64_t c = 0; c < n; ++c) {
-    const float e = Exp(s[c] - m);
-    s[c] = e;
-    sum += e;
+    s[c] = Exp(s[c] - m);
+    sum += s[c];
   }
   return sum;
 }
 
-// Largest value of s[0..n), ignoring NaN (NaN reaches the output through exp anyway).
-SINGA_ATTN_CLONES float RowMax(const float* s, int64_t n) {
+float PortableRowMax(const float* s, int64_t n) {
   float m = kNegInf;
-#pragma omp simd reduction(max : m)
   for (int64_t c = 0; c < n; ++c) m = s[c] > m ? s[c] : m;
   return m;
 }
 
-// p[c] *= 1/(1-p) where the hash keeps column j0 + c, else 0.
-SINGA_ATTN_CLONES void Dropout(float* p, int64_t n, uint32_t row_key, int64_t j0, uint32_t thr,
-                               float inv_keep) {
-#pragma omp simd
+void PortableDropout(float* p, int64_t n, uint32_t row_key, int64_t j0, uint32_t thr,
+                     float inv_keep) {
   for (int64_t c = 0; c < n; ++c) p[c] = AttnKeep(row_key, j0 + c, thr) ? p[c] * inv_keep : 0.f;
 }
 
-// ds[c] = p[c] * (dp[c] * drop[c] - d) where drop is the dropout factor (1 without dropout).
-SINGA_ATTN_CLONES void SoftmaxGrad(const float* p, float* dp, int64_t n, float d) {
-#pragma omp simd
+void PortableSoftmaxGrad(const float* p, float* dp, int64_t n, float d) {
   for (int64_t c = 0; c < n; ++c) dp[c] = p[c] * (dp[c] - d);
 }
 
@@ -113,28 +106,57 @@ Seed ReadSeed(const AttentionArgs& a) {
   return s;
 }
 
-// The scores tile rows [i0, i0+bq) x keys [j0, j0+bk) of batch b: s = scale q k^T, then the mask
-// (or the causal cut) applied. ld = kK.
-void Scores(const AttentionArgs& a, const AttnOffsets& off, int64_t i0, int64_t bq, int64_t j0,
-            int64_t bk, float* s) {
-  const float* q = static_cast<const float*>(a.q.block()->data()) + off.q + i0 * a.E;
-  const float* k = static_cast<const float*>(a.k.block()->data()) + off.k + j0 * a.E;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(a.E), a.scale, q,
-              int(a.E), k, int(a.E), 0.f, s, int(kK));
+// The operands' memory, looked up once before any parallel region: Block::data() and
+// mutable_data() allocate on first use, which two threads must never race to do.
+struct Mem {
+  const float *q, *k, *v;
+  const void* mask;
+  float *out = nullptr, *lse = nullptr;                           // forward
+  const float *dout = nullptr, *lse_in = nullptr, *D = nullptr;  // backward
+  float *dk = nullptr, *dv = nullptr;                             // backward
+};
+
+Mem Inputs(const AttentionArgs& a) {
+  Mem m;
+  m.q = static_cast<const float*>(a.q.block()->data());
+  m.k = static_cast<const float*>(a.k.block()->data());
+  m.v = static_cast<const float*>(a.v.block()->data());
+  m.mask = a.mask.block() != nullptr ? a.mask.block()->data() : nullptr;
+  return m;
+}
+
+// The n rows of x (row length d) transposed into t (d x n, row stride ldt), in 8 x 8 blocks.
+void Transpose(const float* x, int64_t d, int64_t n, float* t, int64_t ldt) {
+  for (int64_t c0 = 0; c0 < n; c0 += 8)
+    for (int64_t e0 = 0; e0 < d; e0 += 8) {
+      const int64_t c1 = std::min(n, c0 + 8), e1 = std::min(d, e0 + 8);
+      for (int64_t e = e0; e < e1; ++e)
+        for (int64_t c = c0; c < c1; ++c) t[e * ldt + c] = x[c * d + e];
+    }
+}
+
+// The scores tile rows [i0, i0+bq) x keys [j0, j0+bk) of batch b: s = scale q k^T (kt: the key
+// tile transposed, E x bk with row stride ldkt), then the mask (or the causal cut) applied.
+// Row stride kK.
+void Scores(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem, const AttnOffsets& off,
+            int64_t i0, int64_t bq, int64_t j0, int64_t bk, const float* kt, int64_t ldkt,
+            float* s) {
+  const float* q = mem.q + off.q + i0 * a.E;
+  t.gemm(bq, bk, a.E, a.scale, q, a.E, 1, kt, ldkt, 0.f, s, kK);
   if (a.causal) {
     for (int64_t r = 0; r < bq; ++r) {
       const int64_t keep = std::clamp<int64_t>(i0 + r - j0 + 1, 0, bk);
       std::fill(s + r * kK + keep, s + r * kK + bk, kNegInf);
     }
   } else if (a.mask_kind == kAttnKeepMask) {
-    const int32_t* m = static_cast<const int32_t*>(a.mask.block()->data()) + off.m;
+    const int32_t* m = static_cast<const int32_t*>(mem.mask) + off.m;
     for (int64_t r = 0; r < bq; ++r) {
       const int32_t* mr = m + (i0 + r) * a.mask_row + j0 * a.mask_col;
       float* sr = s + r * kK;
       for (int64_t c = 0; c < bk; ++c) sr[c] = mr[c * a.mask_col] != 0 ? sr[c] : kNegInf;
     }
   } else if (a.mask_kind == kAttnAddMask) {
-    const float* m = static_cast<const float*>(a.mask.block()->data()) + off.m;
+    const float* m = static_cast<const float*>(mem.mask) + off.m;
     for (int64_t r = 0; r < bq; ++r) {
       const float* mr = m + (i0 + r) * a.mask_row + j0 * a.mask_col;
       float* sr = s + r * kK;
@@ -143,43 +165,48 @@ void Scores(const AttentionArgs& a, const AttnOffsets& off, int64_t i0, int64_t 
   }
 }
 
-// Key tiles a query block [i0, i0+bq) sees: all, or up to its last row when causal.
+// Keys a query block [i0, i0+bq) sees: all, or up to its last row when causal.
 int64_t KeysSeen(const AttentionArgs& a, int64_t i0, int64_t bq) {
   return a.causal ? std::min(a.S, i0 + bq) : a.S;
 }
 
-void ForwardBlock(const AttentionArgs& a, const Seed& seed, int64_t b, int64_t i0, float* s,
-                  float* acc, float* m, float* l) {
+struct FwdScratch {
+  std::vector<float> s, acc, m, l;
+};
+
+// Output rows [i0, i0 + kQ) of batch b; kt: batch b's keys transposed (E x S).
+void ForwardBlock(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem, const Seed& seed,
+                  int64_t b, int64_t i0, const float* kt, FwdScratch* w) {
   const int64_t bq = std::min(kQ, a.L - i0), Ev = a.Ev;
   const AttnOffsets off = AttnOffsetsOf(a.batch, b);
-  const float* v = static_cast<const float*>(a.v.block()->data()) + off.v;
+  const float* v = mem.v + off.v;
+  float *s = w->s.data(), *acc = w->acc.data(), *m = w->m.data(), *l = w->l.data();
   std::fill(acc, acc + bq * Ev, 0.f);
   std::fill(m, m + bq, kNegInf);
   std::fill(l, l + bq, 0.f);
   const int64_t S = KeysSeen(a, i0, bq);
   for (int64_t j0 = 0; j0 < S; j0 += kK) {
     const int64_t bk = std::min(kK, S - j0);
-    Scores(a, off, i0, bq, j0, bk, s);
+    Scores(t, a, mem, off, i0, bq, j0, bk, kt + j0, a.S, s);
     for (int64_t r = 0; r < bq; ++r) {
       float* sr = s + r * kK;
-      const float m_new = std::max(m[r], RowMax(sr, bk));
+      const float m_new = std::max(m[r], t.row_max(sr, bk));
       // all -inf so far: p = exp(-inf) = 0 without the NaN of -inf - -inf
       const float shift = m_new == kNegInf ? 0.f : m_new;
       const float corr = m[r] == kNegInf ? 0.f : Exp(m[r] - shift);
-      l[r] = l[r] * corr + ExpShiftSum(sr, bk, shift);
+      l[r] = l[r] * corr + t.exp_shift_sum(sr, bk, shift);
       m[r] = m_new;
       if (corr != 1.f) {
         float* ar = acc + r * Ev;
         for (int64_t c = 0; c < Ev; ++c) ar[c] *= corr;
       }
       if (seed.on)
-        Dropout(sr, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr, seed.inv_keep);
+        t.dropout(sr, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr, seed.inv_keep);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(bq), int(Ev), int(bk), 1.f, s,
-                int(kK), v + j0 * Ev, int(Ev), 1.f, acc, int(Ev));
+    t.gemm(bq, Ev, bk, 1.f, s, kK, 1, v + j0 * Ev, Ev, 1.f, acc, Ev);
   }
-  float* out = static_cast<float*>(a.out.block()->mutable_data()) + (b * a.L + i0) * Ev;
-  float* lse = static_cast<float*>(a.lse.block()->mutable_data()) + b * a.L + i0;
+  float* out = mem.out + (b * a.L + i0) * Ev;
+  float* lse = mem.lse + b * a.L + i0;
   for (int64_t r = 0; r < bq; ++r) {
     // l == 0: every key masked; the row is zeros (PyTorch 2.13), lse -inf
     const float inv = l[r] == 0.f ? 0.f : 1.f / l[r];
@@ -189,85 +216,91 @@ void ForwardBlock(const AttentionArgs& a, const Seed& seed, int64_t b, int64_t i
 }
 
 void AttentionForward(const AttentionArgs& a, Context*) {
+  const AttnTileOps& t = AttnTiles();
   const Seed seed = ReadSeed(a);
-  const int64_t qblocks = (a.L + kQ - 1) / kQ, tasks = a.nb * qblocks;
+  const int64_t qblocks = (a.L + kQ - 1) / kQ, tasks = a.nb * qblocks, ES = a.E * a.S;
+  // every query block reads all of its batch's keys: transposed once, (nb, E, S), O(S) memory
+  std::vector<float> kt(size_t(a.nb * ES));
+  Mem mem = Inputs(a);
+  mem.out = static_cast<float*>(a.out.block()->mutable_data());
+  mem.lse = static_cast<float*>(a.lse.block()->mutable_data());
 #pragma omp parallel if (tasks > 1)
   {
-    std::vector<float> s(size_t(kQ * kK)), acc(size_t(kQ * a.Ev)), m(kQ), l(kQ);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < a.nb; ++b)
+      Transpose(mem.k + AttnOffsetsOf(a.batch, b).k, a.E, a.S, kt.data() + b * ES, a.S);
+    FwdScratch w;
+    w.s.resize(size_t(kQ * kK));
+    w.acc.resize(size_t(kQ * a.Ev));
+    w.m.resize(kQ);
+    w.l.resize(kQ);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; ++t)
-      ForwardBlock(a, seed, t / qblocks, (t % qblocks) * kQ, s.data(), acc.data(), m.data(),
-                   l.data());
+    for (int64_t i = 0; i < tasks; ++i) {
+      const int64_t b = i / qblocks;
+      ForwardBlock(t, a, mem, seed, b, (i % qblocks) * kQ, kt.data() + b * ES, &w);
+    }
   }
 }
 
 // ---- backward ----
 
 struct BwdScratch {
-  std::vector<float> p, dp, pd;
+  std::vector<float> p, dp, pd, kt, vt;
 };
 
 // dK, dV of key tile [j0, j0+bk) of batch b (rows of a.dk / a.dv, owned by this task), and the
 // tile's share of dQ added into dq (rows of batch b: (L, E)).
-void BackwardKeyTile(const AttentionArgs& a, const Seed& seed, int64_t b, int64_t j0,
-                     BwdScratch* w, float* dq) {
+void BackwardKeyTile(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem,
+                     const Seed& seed, int64_t b, int64_t j0, BwdScratch* w, float* dq) {
   const int64_t bk = std::min(kK, a.S - j0), E = a.E, Ev = a.Ev;
   const AttnOffsets off = AttnOffsetsOf(a.batch, b);
-  const float* q = static_cast<const float*>(a.q.block()->data()) + off.q;
-  const float* k = static_cast<const float*>(a.k.block()->data()) + off.k + j0 * E;
-  const float* v = static_cast<const float*>(a.v.block()->data()) + off.v + j0 * Ev;
-  const float* dout = static_cast<const float*>(a.dout.block()->data()) + b * a.L * Ev;
-  const float* lse = static_cast<const float*>(a.lse.block()->data()) + b * a.L;
-  const float* D = static_cast<const float*>(a.work.block()->data()) + b * a.L;
-  float* dk = static_cast<float*>(a.dk.block()->mutable_data()) + (b * a.S + j0) * E;
-  float* dv = static_cast<float*>(a.dv.block()->mutable_data()) + (b * a.S + j0) * Ev;
+  const float* q = mem.q + off.q;
+  const float* k = mem.k + off.k + j0 * E;
+  const float* v = mem.v + off.v + j0 * Ev;
+  const float* dout = mem.dout + b * a.L * Ev;
+  const float* lse = mem.lse_in + b * a.L;
+  const float* D = mem.D + b * a.L;
+  float* dk = mem.dk + (b * a.S + j0) * E;
+  float* dv = mem.dv + (b * a.S + j0) * Ev;
   std::fill(dk, dk + bk * E, 0.f);
   std::fill(dv, dv + bk * Ev, 0.f);
   float *p = w->p.data(), *dp = w->dp.data(), *pd = seed.on ? w->pd.data() : p;
+  Transpose(k, E, bk, w->kt.data(), kK);
+  Transpose(v, Ev, bk, w->vt.data(), kK);
   const int64_t first = a.causal ? j0 / kQ * kQ : 0;  // earlier queries see none of the tile
   for (int64_t i0 = first; i0 < a.L; i0 += kQ) {
     const int64_t bq = std::min(kQ, a.L - i0);
-    Scores(a, off, i0, bq, j0, bk, p);
+    Scores(t, a, mem, off, i0, bq, j0, bk, w->kt.data(), kK, p);
     for (int64_t r = 0; r < bq; ++r) {
       float* pr = p + r * kK;
       const float shift = lse[i0 + r];
       if (shift == kNegInf) {  // a fully masked row: no probability, no gradient
         std::fill(pr, pr + bk, 0.f);
       } else {
-        ExpShiftSum(pr, bk, shift);
+        t.exp_shift_sum(pr, bk, shift);
       }
       if (seed.on) {
         std::copy(pr, pr + bk, pd + r * kK);
-        Dropout(pd + r * kK, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr,
-                seed.inv_keep);
+        t.dropout(pd + r * kK, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr,
+                  seed.inv_keep);
       }
     }
     const float* dout_i = dout + i0 * Ev;
-    // dV += Pd^T dO
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(Ev), int(bq), 1.f, pd,
-                int(kK), dout_i, int(Ev), 1.f, dv, int(Ev));
-    // dP = dO V^T, through the dropout; dS = P (dP - D)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(Ev), 1.f, dout_i,
-                int(Ev), v, int(Ev), 0.f, dp, int(kK));
-    for (int64_t r = 0; r < bq; ++r) {
+    t.gemm(bk, Ev, bq, 1.f, pd, 1, kK, dout_i, Ev, 1.f, dv, Ev);             // dV += Pd^T dO
+    t.gemm(bq, bk, Ev, 1.f, dout_i, Ev, 1, w->vt.data(), kK, 0.f, dp, kK);  // dP = dO V^T
+    for (int64_t r = 0; r < bq; ++r) {  // through the dropout, then dS = P (dP - D)
       float* dpr = dp + r * kK;
       if (seed.on)
-        Dropout(dpr, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr, seed.inv_keep);
-      SoftmaxGrad(p + r * kK, dpr, bk, D[i0 + r]);
+        t.dropout(dpr, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr, seed.inv_keep);
+      t.softmax_grad(p + r * kK, dpr, bk, D[i0 + r]);
     }
-    // dQ += scale dS K, dK += scale dS^T Q
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(bq), int(E), int(bk), a.scale, dp,
-                int(kK), k, int(E), 1.f, dq + i0 * E, int(E));
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(E), int(bq), a.scale, dp,
-                int(kK), q + i0 * E, int(E), 1.f, dk, int(E));
+    t.gemm(bq, E, bk, a.scale, dp, kK, 1, k, E, 1.f, dq + i0 * E, E);  // dQ += scale dS K
+    t.gemm(bk, E, bq, a.scale, dp, 1, kK, q + i0 * E, E, 1.f, dk, E);  // dK += scale dS^T Q
   }
 }
 
 // D[b, i] = sum_c dO[b, i, c] * O[b, i, c].
-void RowDots(const AttentionArgs& a) {
-  const float* dout = static_cast<const float*>(a.dout.block()->data());
-  const float* out = static_cast<const float*>(a.out.block()->data());
-  float* D = static_cast<float*>(a.work.block()->mutable_data());
+void RowDots(const AttentionArgs& a, const float* dout, const float* out, float* D) {
   const int64_t rows = a.nb * a.L, Ev = a.Ev;
 #pragma omp parallel for schedule(static) if (rows * Ev >= int64_t(kParallelGrain))
   for (int64_t i = 0; i < rows; ++i) {
@@ -278,11 +311,19 @@ void RowDots(const AttentionArgs& a) {
 }
 
 void AttentionBackward(const AttentionArgs& a, Context*) {
+  const AttnTileOps& t = AttnTiles();
   const Seed seed = ReadSeed(a);
+  Mem mem = Inputs(a);
   float* dq = static_cast<float*>(a.dq.block()->mutable_data());
   std::fill(dq, dq + a.nb * a.L * a.E, 0.f);
   if (a.S == 0) return;  // no key: every gradient is zero (dk, dv are empty)
-  RowDots(a);
+  mem.dout = static_cast<const float*>(a.dout.block()->data());
+  mem.lse_in = static_cast<const float*>(a.lse.block()->data());
+  mem.dk = static_cast<float*>(a.dk.block()->mutable_data());
+  mem.dv = static_cast<float*>(a.dv.block()->mutable_data());
+  float* D = static_cast<float*>(a.work.block()->mutable_data());
+  mem.D = D;
+  RowDots(a, mem.dout, static_cast<const float*>(a.out.block()->data()), D);
   const int64_t nt = MaxThreads(), ktiles = (a.S + kK - 1) / kK;
   // key tiles of one batch-head split into `chunks` interleaved shares when batch-heads are few
   const int64_t chunks = a.nb >= nt ? 1 : std::min(ktiles, (nt + a.nb - 1) / a.nb);
@@ -294,11 +335,14 @@ void AttentionBackward(const AttentionArgs& a, Context*) {
     w.p.resize(size_t(kQ * kK));
     w.dp.resize(size_t(kQ * kK));
     if (seed.on) w.pd.resize(size_t(kQ * kK));
+    w.kt.resize(size_t(a.E * kK));
+    w.vt.resize(size_t(a.Ev * kK));
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t b = t / chunks, c = t % chunks;
-      float* dq_b = chunks > 1 ? partial.data() + t * LE : dq + b * LE;
-      for (int64_t kt = c; kt < ktiles; kt += chunks) BackwardKeyTile(a, seed, b, kt * kK, &w, dq_b);
+    for (int64_t i = 0; i < tasks; ++i) {
+      const int64_t b = i / chunks, c = i % chunks;
+      float* dq_b = chunks > 1 ? partial.data() + i * LE : dq + b * LE;
+      for (int64_t kt = c; kt < ktiles; kt += chunks)
+        BackwardKeyTile(t, a, mem, seed, b, kt * kK, &w, dq_b);
     }
   }
   if (chunks > 1) {
@@ -313,6 +357,13 @@ void AttentionBackward(const AttentionArgs& a, Context*) {
 }
 
 }  // namespace
+
+const AttnTileOps& AttnTiles() {
+  static const AttnTileOps portable = {&PortableGemm, &PortableExpShiftSum, &PortableRowMax,
+                                       &PortableDropout, &PortableSoftmaxGrad, "portable"};
+  static const AttnTileOps* chosen = Avx512AttnTiles();
+  return chosen != nullptr ? *chosen : portable;
+}
 
 SINGA_REGISTER_KERNEL(AttentionForward, kCpuRef, &AttentionForward);
 SINGA_REGISTER_KERNEL(AttentionBackward, kCpuRef, &AttentionBackward);
