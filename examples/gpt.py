@@ -126,8 +126,8 @@ def parse_args(argv=None):
     ap.add_argument("--d-model", type=int, default=64, help="width of the model")
     ap.add_argument("--heads", type=int, default=4, help="attention heads per block")
     ap.add_argument("--layers", type=int, default=2, help="transformer blocks")
-    ap.add_argument("--ff", type=int, default=None,
-                    help="hidden width of the feed-forward part (default 4 * d-model)")
+    ap.add_argument("--ff", type=int, default=0,
+                    help="hidden width of the feed-forward part (0: 4 * d-model)")
     ap.add_argument("--dropout", type=float, default=0.0, help="dropout ratio in the blocks")
     ap.add_argument("--lr", type=float, default=3e-3, help="Adam's learning rate")
     ap.add_argument("--graph", action=argparse.BooleanOptionalAction, default=True,

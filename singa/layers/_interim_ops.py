@@ -10,6 +10,7 @@ from .. import tensor
 
 
 def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Interim composite of torch.nn.functional.layer_norm."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     axes = list(range(len(x.shape) - len(normalized_shape), len(x.shape)))
@@ -25,6 +26,7 @@ def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def _gelu(x, approximate="none"):
+    """Interim composite of torch.nn.functional.gelu."""
     if approximate == "tanh":
         inner = autograd.mul(autograd.add(x, autograd.mul(autograd.mul(autograd.mul(x, x), x),
                                                           0.044715)), math.sqrt(2 / math.pi))
@@ -34,11 +36,13 @@ def _gelu(x, approximate="none"):
 
 
 def _masked_fill(x, mask, value):
+    """Interim composite: value where mask is nonzero (infinities clipped to 1e30)."""
     value = float(np.clip(value, -1e30, 1e30))
     return autograd.where(value, x, mask)
 
 
 def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    """Interim composite of scaled_dot_product_attention."""
     e = q.shape[-1]
     nd = len(k.shape)
     perm = list(range(nd - 2)) + [nd - 1, nd - 2]
