@@ -187,6 +187,8 @@ class _Exporter(TensorExports, TransformerExports):
         # ONNX 13's Softmax normalises along one axis: the same when it is the last one,
         # else flatten to (rows, cols), normalise the rows, and reshape back
         nd = len(op.shape)
+        if len(ins) > 1:  # a mask: the entries not taking part are -inf first
+            ins = [self.keep_where(op, ins[0], ins[1])]
         if op.axis == nd - 1:
             return self.node("Softmax", ins, outs, axis=nd - 1)
         flat, rows = self.fresh(outs[0] + ":flat"), self.fresh(outs[0] + ":rows")

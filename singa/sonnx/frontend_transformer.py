@@ -57,12 +57,16 @@ class TransformerExports(object):
 
     def _attention_mask(self, op, s, mask):
         if self._input_dtype(op, 3) == singa.kInt:  # keep where nonzero
-            keep = self._mid(op, "keep")
-            self.node("Cast", [mask], [keep], to=TensorProto.BOOL)
-            return self._keep_where(op, s, keep)
+            return self.keep_where(op, s, mask)
         added = self._mid(op, "masked")
         self.node("Add", [s, mask], [added])
         return added
+
+    def keep_where(self, op, s, mask):
+        """s where ``mask`` (any dtype) is nonzero, else -inf."""
+        keep = self._mid(op, "keep")
+        self.node("Cast", [mask], [keep], to=TensorProto.BOOL)
+        return self._keep_where(op, s, keep)
 
     def _keep_where(self, op, s, keep):
         out = self._mid(op, "masked")
@@ -76,6 +80,52 @@ class TransformerExports(object):
         self.node("Equal", [top, self._init(op, "ninf", _f32(-np.inf))], [dead])
         self.node("Where", [dead, self._init(op, "zero", _f32(0.0)), p], [out])
         return out
+
+    # ---- the other transformer operators ---------------------------------------------------
+    def _op_LayerNorm(self, op, ins, outs):
+        params = list(ins[1:])
+        weight = params.pop(0) if op.has_weight else None
+        bias = params.pop(0) if op.has_bias else None
+        self.layer_norm(op, ins, outs, len(op.normalized_shape), op.eps, weight, bias)
+
+    def _op_GELU(self, op, ins, outs):
+        self.gelu(op, ins, outs, "none")
+
+    def _op_GELUTanh(self, op, ins, outs):
+        self.gelu(op, ins, outs, "tanh")
+
+    def _predicate(self, op, ins, outs):
+        """IsNaN / IsInf: 0/1 in the input's dtype (an int32 input is never NaN or inf)."""
+        if self._input_dtype(op, 0) == singa.kInt:
+            return self.node("Sub", [ins[0], ins[0]], outs)
+        mid = self._mid(op, "bool")
+        self.node(type(op).__name__, ins, [mid])
+        self.node("Cast", [mid], outs, to=TensorProto.FLOAT)
+
+    _op_IsNaN = _op_IsInf = _predicate
+
+    def _op_CumSum(self, op, ins, outs):
+        self.node("CumSum", [ins[0], self._init(op, "axis", np.array(op.axis, np.int64))], outs,
+                  exclusive=int(op.exclusive), reverse=int(op.reverse))
+
+    def _int64_indices(self, op, name):
+        idx = self._mid(op, "indices")
+        self.node("Cast", [name], [idx], to=TensorProto.INT64)
+        return idx
+
+    def _op_GatherElements(self, op, ins, outs):
+        self.node("GatherElements", [ins[0], self._int64_indices(op, ins[1])], outs,
+                  axis=int(op.axis))
+
+    def _op_GatherND(self, op, ins, outs):
+        self.node("GatherND", [ins[0], self._int64_indices(op, ins[1])], outs,
+                  batch_dims=int(op.batch_dims))
+
+    def _op_MaskedFill(self, op, ins, outs):
+        fill, dtype = self._mid(op, "fill"), self._input_dtype(op, 0)
+        value = np.array(op.value, np.int32 if dtype == singa.kInt else np.float32)
+        self.node("Cast", [ins[1]], [fill], to=TensorProto.BOOL)
+        self.node("Where", [fill, self._init(op, "value", value), ins[0]], outs)
 
     # ---- LayerNorm: LayerNormalization from opset 17, primitives before ---------------------
     def layer_norm(self, op, ins, outs, n_axes, eps, weight, bias):

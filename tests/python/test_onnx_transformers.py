@@ -301,3 +301,14 @@ def test_singa_transformer_exports_to_onnxruntime(kind, opset):
     for o, r, b in zip(ours, refs, back):
         np.testing.assert_allclose(r, o, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(b, o, rtol=1e-4, atol=1e-5)
+
+
+# the transformer operators' examples of test_sonnx_ops.py (exported there at opset 13)
+_OPSET_17_EXAMPLES = ["ScaledDotProductAttention", "LayerNorm", "GELU", "GELUTanh", "IsNaN",
+                      "IsInf", "CumSum", "GatherElements", "GatherND", "MaskedFill", "SoftMax"]
+
+
+@pytest.mark.parametrize("name", _OPSET_17_EXAMPLES)
+def test_transformer_operator_exports_at_opset_17(name, rng):
+    import test_sonnx_ops
+    test_sonnx_ops.test_operator_exports_to_onnxruntime_and_imports_back(name, rng, opset=17)
