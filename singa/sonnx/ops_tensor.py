@@ -84,9 +84,10 @@ def _slice(ins, attrs, opset, cache):
 
 
 def _gather(ins, attrs, opset, cache):
-    # the indices are read into Python: autograd.gather checks and wraps negative ones
-    idx = _np(ins[1])
-    return [autograd.gather(ins[0], int(attrs.get("axis", 0)), idx.astype(np.int64))]
+    # index Tensors (token ids) stay on the device, so that a graph records the gather; the
+    # core checks and wraps negative ones when it runs, as autograd.gather does host indices
+    idx = ins[1] if isinstance(ins[1], tensor.Tensor) else _np(ins[1]).astype(np.int64)
+    return [autograd.gather(ins[0], int(attrs.get("axis", 0)), idx)]
 
 
 def _split(ins, attrs, opset, cache):
