@@ -126,9 +126,7 @@ def _trilu(ins, attrs, opset, cache):
         else np.tril(np.ones((rows, cols), bool), k)
     if isinstance(x, np.ndarray):
         return [np.where(keep, x, np.zeros((), x.dtype))]
-    drop = tensor.from_numpy((~keep).astype(np.float32), x.device)
-    cache.setdefault("_keep", []).append(drop)  # the constant must outlive the forward
-    return [autograd.masked_fill(x, drop, 0.0)]
+    return [autograd.masked_fill(x, ~keep, 0.0)]
 
 
 def _range(ins, attrs, opset, cache):

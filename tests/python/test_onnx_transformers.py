@@ -272,12 +272,13 @@ def _singa_net(kind):
     from singa import layer
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 5, 16)).astype(np.float32)
-    if kind == "encoder":  # post-norm, GELU, a key-padding mask (a constant of the graph)
+    if kind == "encoder":  # sinusoidal positions, post-norm, GELU, a key-padding mask
+        pos = layer.SinusoidalPositionalEmbedding(batch_first=True)
         enc = layer.TransformerEncoder(layer.TransformerEncoderLayer(
             16, 2, 32, dropout=0.0, activation="gelu", batch_first=True), 2)
         pad = np.zeros((2, 5), bool)
         pad[1, 3:] = True
-        return (lambda t: enc(t, src_key_padding_mask=pad)), x
+        return (lambda t: enc(pos(t), src_key_padding_mask=pad)), x
     if kind == "gpt":  # pre-norm, causal (the fused op's flag), learned positions, final norm
         pos = layer.LearnedPositionalEmbedding(8, batch_first=True)
         enc = layer.TransformerEncoder(layer.TransformerEncoderLayer(
@@ -328,3 +329,56 @@ _OPSET_17_EXAMPLES = ["ScaledDotProductAttention", "LayerNorm", "GELU", "GELUTan
 def test_transformer_operator_exports_at_opset_17(name, rng):
     import test_sonnx_ops
     test_sonnx_ops.test_operator_exports_to_onnxruntime_and_imports_back(name, rng, opset=17)
+
+
+# ---- the handlers train: gradients against finite differences of onnx's reference -----------
+def _handler_case(op_type, opset, attrs, before, n_float, after):
+    """(op(ag, *floats), ref(*floats)) for one node whose inputs are the host values ``before``,
+    ``n_float`` float arrays, then the host values ``after``; the reference is ONNX's reference
+    implementation (run in float64 by the finite differences)."""
+    from onnx.reference import ReferenceEvaluator
+    attrs = dict(attrs)
+    n_out = 3 if attrs.pop("stats", False) else 1
+    names = ["in%d" % i for i in range(len(before) + n_float + len(after))]
+    node = helper.make_node(op_type, names, ["out%d" % i for i in range(n_out)], **attrs)
+    evaluator = ReferenceEvaluator(node, opsets={"": opset})
+
+    def op(ag_, *xs):
+        ys = sonnx.ops.run_onnx_node(op_type, list(before) + list(xs) + list(after),
+                                     dict(attrs, __outputs__=n_out), opset)
+        return ys[0] if n_out == 1 else tuple(ys)
+
+    def ref(*xs):
+        ys = evaluator.run(None, dict(zip(names, list(before) + list(xs) + list(after))))
+        return ys[0] if n_out == 1 else tuple(ys)
+    return op, ref
+
+
+# case -> (op type, opset, attributes, host inputs before, float input shapes, host inputs after)
+_HANDLER_GRADS = {
+    "layernorm-axis1": ("LayerNormalization", 17, {"axis": 1}, [], [(2, 3, 4), (3, 4), (4,)],
+                        []),
+    "layernorm-stats": ("LayerNormalization", 17, {"stats": True}, [], [(2, 3, 4), (4,), (4,)],
+                        []),
+    "trilu-lower": ("Trilu", 14, {"upper": 0}, [], [(2, 3, 4)], [np.array(1, np.int64)]),
+    "cumsum-exclusive-reverse": ("CumSum", 14, {"exclusive": 1, "reverse": 1}, [], [(2, 3, 4)],
+                                 [np.array(-1, np.int64)]),
+    "gatherelements": ("GatherElements", 13, {"axis": 0}, [], [(3, 3)],
+                       [_i64([1, 0, 1], [2, 2, 0])]),
+    "gathernd-batch": ("GatherND", 13, {"batch_dims": 1}, [], [(2, 3, 4)],
+                       [_i64([[2], [0]], [[1], [1]])]),
+    "where": ("Where", 16, {}, [np.arange(12).reshape(3, 4) % 3 == 0], [(3, 1), (4,)], []),
+    "expand": ("Expand", 13, {}, [], [(3, 1)], [_i64(2, 3, 4)]),
+    "gather-scalar": ("Gather", 13, {"axis": 1}, [], [(3, 4)], [np.array(-1, np.int64)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_HANDLER_GRADS))
+def test_import_handler_gradients_and_graph(case):
+    from gradcheck import check_op, check_graph
+    op_type, opset, attrs, before, shapes, after = _HANDLER_GRADS[case]
+    op, ref = _handler_case(op_type, opset, attrs, before, len(shapes), after)
+    rng = np.random.default_rng(11)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    check_op(op, ref, arrays)
+    check_graph(op, arrays)
