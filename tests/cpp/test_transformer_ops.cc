@@ -1,10 +1,15 @@
 // The transformer ops of singa/ops/transformer.h and their elementwise rows (GELU, IsNaN, IsInf,
 // MaskedFill) against plain C++ references, on the CPU's reference kernels; errors and NaN.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "test_helpers.h"
+
+#ifdef SINGA_USE_DNNL
+#include "ops/dnnl/common.h"
+#endif
 
 using namespace singa;
 using singa_test::FromVector;
@@ -172,5 +177,41 @@ TEST(TransformerOps, GatherNDSlicesBatchDimsAndScatterAdd) {
   EXPECT_THROW_MSG(GatherND(x, Ints({0, 0, 0, 0}, {1, 4}), 0), ShapeError, "coordinates");
   EXPECT_THROW_MSG(GatherND(x, Ints({5, 0}, {1, 2}), 0), AxisError, "out of range");
 }
+
+#ifdef SINGA_USE_DNNL
+// oneDNN's layer_normalization (when enabled) against the reference kernel, with and without the
+// affine parameters: y, mean, rstd and every gradient.
+TEST(TransformerOps, LayerNormOneDnnEqualsReference) {
+  auto dev = defaultDevice();
+  const Backend old = dev->backend();
+  const bool was = dnnl_kernel::LayerNormEnabled();
+  dnnl_kernel::SetLayerNormEnabled(true);
+  const size_t M = 37, N = 130;
+  std::vector<float> xv = singa_test::Iota(M * N, -2.f, 0.013f);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(xv[i] * 3.f) + 0.01f * float(i % 11);
+  const Tensor x = FromVector(xv, {M, N}), dy = FromVector(singa_test::Iota(M * N, 1.f, -1e-3f),
+                                                          {M, N});
+  const Tensor w = FromVector(singa_test::Iota(N, 0.5f, 0.01f), {N});
+  const Tensor b = FromVector(singa_test::Iota(N, -0.3f, 0.02f), {N});
+  for (bool affine : {true, false}) {
+    std::vector<std::vector<float>> got[2];
+    for (int k = 0; k < 2; ++k) {
+      dev->set_backend(k ? Backend::kCpuDnnl : Backend::kCpuRef);
+      auto f = LayerNormForward(x, affine ? w : Tensor(), affine ? b : Tensor(), {N}, 1e-5f);
+      auto g = LayerNormBackward(dy, x, affine ? w : Tensor(), f[1], f[2], {N});
+      for (const Tensor& t : {f[0], f[1], f[2], g[0], g[1], g[2]})
+        got[k].push_back(t.empty() ? std::vector<float>() : t.ToVector<float>());
+    }
+    for (size_t i = 0; i < got[0].size(); ++i) {
+      ASSERT_EQ(got[0][i].size(), got[1][i].size()) << "output " << i;
+      for (size_t j = 0; j < got[0][i].size(); ++j)
+        EXPECT_NEAR(got[0][i][j], got[1][i][j], 2e-4f * std::max(1.f, std::fabs(got[0][i][j])))
+            << "output " << i << " element " << j << (affine ? " (affine)" : "");
+    }
+  }
+  dev->set_backend(old);
+  dnnl_kernel::SetLayerNormEnabled(was);
+}
+#endif
 
 }  // namespace

@@ -131,9 +131,5 @@ Prepared<LnBwdArgs> PrepareBackward(const LnBwdArgs&) {
 
 SINGA_REGISTER_KERNEL(LayerNormForward, kCpuRef, cpu::PrepareForward);
 SINGA_REGISTER_KERNEL(LayerNormBackward, kCpuRef, cpu::PrepareBackward);
-// oneDNN 2.6's layer_normalization keeps the variance, not rstd, and measured no faster than
-// these loops on transformer rows (BENCHMARKS.md): the reference kernels run under oneDNN too.
-SINGA_KERNEL_FALLBACK(LayerNormForward, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(LayerNormBackward, kCpuDnnl, kCpuRef);
 
 }  // namespace singa
