@@ -84,6 +84,22 @@ def test_a_fully_masked_row_gives_zeros_and_no_gradient(rng):
     assert np.all(N(dq)[2] == 0) and np.any(N(dq)[0] != 0)
 
 
+def test_a_fully_masked_row_passes_the_finite_check(rng):
+    # the saved log-sum-exp of such a row is finite: a device checking every output for NaN/Inf
+    # must not stop at a padding row
+    dev = sw.create_cpu_device()
+    dev.SetCheckFinite(True)
+    mask = np.ones((4, 5), bool)
+    mask[1] = False
+    autograd.training = True
+    ts = [tensor.from_numpy(rand(rng, *s), dev) for s in ((4, 3), (5, 3), (5, 2))]
+    for t in ts:
+        t.requires_grad = t.stores_grad = True
+    y = autograd.scaled_dot_product_attention(*ts, attn_mask=mask)
+    g = autograd.gradients(y, tensor.from_numpy(np.ones((4, 2), np.float32), dev))
+    assert np.all(N(g[ts[0]])[1] == 0)
+
+
 def test_int32_tensor_masks_keep_and_float_tensor_masks_add(rng):
     q, k, v = rand(rng, 2, 3, 4), rand(rng, 2, 6, 4), rand(rng, 2, 6, 4)
     keep = rng.random((3, 6)) > 0.5

@@ -49,6 +49,10 @@ SINGA_HOST_DEVICE inline AttnOffsets AttnOffsetsOf(const AttnBatch& bt, int64_t 
   return o;
 }
 
+/// The lse of a query row whose every key is masked: finite (a device checking outputs for Inf
+/// must not stop there) and so large that exp(s - lse) is 0 for every score s.
+constexpr float kAttnMaskedLse = 3.0e38f;
+
 enum AttnMaskKind : int { kAttnNoMask = 0, kAttnKeepMask = 1, kAttnAddMask = 2 };
 
 struct AttentionArgs {

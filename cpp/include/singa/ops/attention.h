@@ -42,7 +42,8 @@ struct AttentionOptions {
 
 struct AttentionForwardResult {
   Tensor out;   ///< (batch..., L, Ev)
-  Tensor lse;   ///< (batch..., L): log-sum-exp of each query row's scores (-inf: fully masked)
+  Tensor lse;   ///< (batch..., L): log-sum-exp of each query row's scores (3e38 for a row
+                ///< whose every key is masked: finite, for SetCheckFinite, and exp(s - it) = 0)
   Tensor seed;  ///< (2,) float32 the dropout hash is keyed with (empty without dropout)
 };
 

@@ -8,8 +8,9 @@
 // dV += P^T dO, dP = dO V^T, dS = P (dP - D), dQ += scale dS K, dK += scale dS^T Q.
 // A task owns its dK / dV rows; dQ is shared by the tasks of one batch-head, so when there are
 // fewer batch-heads than threads each task adds into a private (L, E) copy, summed at the end.
-// Scratch is O(S * E) (the forward's transposed keys, the backward's dQ copies) plus
-// O(kQ * kK) per thread, allocated by the kernel: nothing is (L, S).
+// Scratch, allocated by the kernel: O(S * E + kQ * kK) per thread (a batch's transposed keys,
+// the tiles) and, in the backward with fewer batch-heads than threads, the dQ copies, O(L * E)
+// each: nothing is (L, S).
 //
 // The tile products and the elementwise passes (exp, dropout, dS) go through AttnTiles()
 // (attention_tiles.h): AVX-512 register-blocked loops where the CPU has AVX-512, else
@@ -33,14 +34,19 @@ namespace singa {
 namespace cpu {
 namespace {
 
-constexpr int64_t kQ = 64, kK = 256;  // query rows and keys per tile
+constexpr int64_t kQ = 128, kK = 256;  // query rows and keys per tile
+// Row stride of the tile buffers: kK plus one cache line, so that the rows of a tile do not all
+// fall into the same few L1 sets (a stride of a multiple of 4 KiB maps every row to one set).
+constexpr int64_t kPad = 16, kLd = kK + kPad;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // ---- the portable tile primitives (attention_tiles.h; AVX-512 ones in attention_avx512.cc) ----
 
 void PortableGemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t sai,
                   int64_t sak, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  const bool plain = sak == 1;  // else sai == 1: A stored transposed
+  // A row-major (element (i, k) at i * sai + k), else stored transposed (at i + k * sak); with
+  // one row or one column both strides can be 1, and the leading dimension decides
+  const bool plain = sak == 1 && sai >= std::max<int64_t>(1, k);
   cblas_sgemm(CblasRowMajor, plain ? CblasNoTrans : CblasTrans, CblasNoTrans, int(m), int(n),
               int(k), alpha, a, int(plain ? sai : sak), b, int(ldb), beta, c, int(ldc));
 }
@@ -137,29 +143,29 @@ void Transpose(const float* x, int64_t d, int64_t n, float* t, int64_t ldt) {
 
 // The scores tile rows [i0, i0+bq) x keys [j0, j0+bk) of batch b: s = scale q k^T (kt: the key
 // tile transposed, E x bk with row stride ldkt), then the mask (or the causal cut) applied.
-// Row stride kK.
+// Row stride kLd.
 void Scores(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem, const AttnOffsets& off,
             int64_t i0, int64_t bq, int64_t j0, int64_t bk, const float* kt, int64_t ldkt,
             float* s) {
   const float* q = mem.q + off.q + i0 * a.E;
-  t.gemm(bq, bk, a.E, a.scale, q, a.E, 1, kt, ldkt, 0.f, s, kK);
+  t.gemm(bq, bk, a.E, a.scale, q, a.E, 1, kt, ldkt, 0.f, s, kLd);
   if (a.causal) {
     for (int64_t r = 0; r < bq; ++r) {
       const int64_t keep = std::clamp<int64_t>(i0 + r - j0 + 1, 0, bk);
-      std::fill(s + r * kK + keep, s + r * kK + bk, kNegInf);
+      std::fill(s + r * kLd + keep, s + r * kLd + bk, kNegInf);
     }
   } else if (a.mask_kind == kAttnKeepMask) {
     const int32_t* m = static_cast<const int32_t*>(mem.mask) + off.m;
     for (int64_t r = 0; r < bq; ++r) {
       const int32_t* mr = m + (i0 + r) * a.mask_row + j0 * a.mask_col;
-      float* sr = s + r * kK;
+      float* sr = s + r * kLd;
       for (int64_t c = 0; c < bk; ++c) sr[c] = mr[c * a.mask_col] != 0 ? sr[c] : kNegInf;
     }
   } else if (a.mask_kind == kAttnAddMask) {
     const float* m = static_cast<const float*>(mem.mask) + off.m;
     for (int64_t r = 0; r < bq; ++r) {
       const float* mr = m + (i0 + r) * a.mask_row + j0 * a.mask_col;
-      float* sr = s + r * kK;
+      float* sr = s + r * kLd;
       for (int64_t c = 0; c < bk; ++c) sr[c] += mr[c * a.mask_col];
     }
   }
@@ -187,9 +193,9 @@ void ForwardBlock(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem, 
   const int64_t S = KeysSeen(a, i0, bq);
   for (int64_t j0 = 0; j0 < S; j0 += kK) {
     const int64_t bk = std::min(kK, S - j0);
-    Scores(t, a, mem, off, i0, bq, j0, bk, kt + j0, a.S, s);
+    Scores(t, a, mem, off, i0, bq, j0, bk, kt + j0, a.S + kPad, s);
     for (int64_t r = 0; r < bq; ++r) {
-      float* sr = s + r * kK;
+      float* sr = s + r * kLd;
       const float m_new = std::max(m[r], t.row_max(sr, bk));
       // all -inf so far: p = exp(-inf) = 0 without the NaN of -inf - -inf
       const float shift = m_new == kNegInf ? 0.f : m_new;
@@ -203,41 +209,45 @@ void ForwardBlock(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem, 
       if (seed.on)
         t.dropout(sr, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr, seed.inv_keep);
     }
-    t.gemm(bq, Ev, bk, 1.f, s, kK, 1, v + j0 * Ev, Ev, 1.f, acc, Ev);
+    t.gemm(bq, Ev, bk, 1.f, s, kLd, 1, v + j0 * Ev, Ev, 1.f, acc, Ev);
   }
   float* out = mem.out + (b * a.L + i0) * Ev;
   float* lse = mem.lse + b * a.L + i0;
   for (int64_t r = 0; r < bq; ++r) {
-    // l == 0: every key masked; the row is zeros (PyTorch 2.13), lse -inf
+    // l == 0: every key masked; the row is zeros (PyTorch 2.13)
     const float inv = l[r] == 0.f ? 0.f : 1.f / l[r];
     for (int64_t c = 0; c < Ev; ++c) out[r * Ev + c] = acc[r * Ev + c] * inv;
-    lse[r] = l[r] == 0.f ? kNegInf : m[r] + std::log(l[r]);
+    lse[r] = l[r] == 0.f ? kAttnMaskedLse : m[r] + std::log(l[r]);
   }
 }
 
 void AttentionForward(const AttentionArgs& a, Context*) {
   const AttnTileOps& t = AttnTiles();
   const Seed seed = ReadSeed(a);
-  const int64_t qblocks = (a.L + kQ - 1) / kQ, tasks = a.nb * qblocks, ES = a.E * a.S;
-  // every query block reads all of its batch's keys: transposed once, (nb, E, S), O(S) memory
-  std::vector<float> kt(size_t(a.nb * ES));
+  const int64_t qblocks = (a.L + kQ - 1) / kQ, tasks = a.nb * qblocks, ldk = a.S + kPad;
   Mem mem = Inputs(a);
   mem.out = static_cast<float*>(a.out.block()->mutable_data());
   mem.lse = static_cast<float*>(a.lse.block()->mutable_data());
 #pragma omp parallel if (tasks > 1)
   {
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < a.nb; ++b)
-      Transpose(mem.k + AttnOffsetsOf(a.batch, b).k, a.E, a.S, kt.data() + b * ES, a.S);
+    // every query block reads all of its batch's keys: each thread keeps the keys of the batch
+    // it works on transposed (E x S, rows padded as kLd is); tasks go batch by batch, so it
+    // transposes again only when it moves to another batch
+    std::vector<float> kt(size_t(a.E * ldk));
+    int64_t kt_of = -1;
     FwdScratch w;
-    w.s.resize(size_t(kQ * kK));
+    w.s.resize(size_t(kQ * kLd));
     w.acc.resize(size_t(kQ * a.Ev));
     w.m.resize(kQ);
     w.l.resize(kQ);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < tasks; ++i) {
       const int64_t b = i / qblocks;
-      ForwardBlock(t, a, mem, seed, b, (i % qblocks) * kQ, kt.data() + b * ES, &w);
+      if (b != kt_of) {
+        Transpose(mem.k + AttnOffsetsOf(a.batch, b).k, a.E, a.S, kt.data(), ldk);
+        kt_of = b;
+      }
+      ForwardBlock(t, a, mem, seed, b, (i % qblocks) * kQ, kt.data(), &w);
     }
   }
 }
@@ -265,37 +275,32 @@ void BackwardKeyTile(const AttnTileOps& t, const AttentionArgs& a, const Mem& me
   std::fill(dk, dk + bk * E, 0.f);
   std::fill(dv, dv + bk * Ev, 0.f);
   float *p = w->p.data(), *dp = w->dp.data(), *pd = seed.on ? w->pd.data() : p;
-  Transpose(k, E, bk, w->kt.data(), kK);
-  Transpose(v, Ev, bk, w->vt.data(), kK);
+  Transpose(k, E, bk, w->kt.data(), kLd);
+  Transpose(v, Ev, bk, w->vt.data(), kLd);
   const int64_t first = a.causal ? j0 / kQ * kQ : 0;  // earlier queries see none of the tile
   for (int64_t i0 = first; i0 < a.L; i0 += kQ) {
     const int64_t bq = std::min(kQ, a.L - i0);
-    Scores(t, a, mem, off, i0, bq, j0, bk, w->kt.data(), kK, p);
+    Scores(t, a, mem, off, i0, bq, j0, bk, w->kt.data(), kLd, p);
     for (int64_t r = 0; r < bq; ++r) {
-      float* pr = p + r * kK;
-      const float shift = lse[i0 + r];
-      if (shift == kNegInf) {  // a fully masked row: no probability, no gradient
-        std::fill(pr, pr + bk, 0.f);
-      } else {
-        t.exp_shift_sum(pr, bk, shift);
-      }
+      float* pr = p + r * kLd;
+      t.exp_shift_sum(pr, bk, lse[i0 + r]);  // a fully masked row: kAttnMaskedLse, p = 0
       if (seed.on) {
-        std::copy(pr, pr + bk, pd + r * kK);
-        t.dropout(pd + r * kK, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr,
+        std::copy(pr, pr + bk, pd + r * kLd);
+        t.dropout(pd + r * kLd, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr,
                   seed.inv_keep);
       }
     }
     const float* dout_i = dout + i0 * Ev;
-    t.gemm(bk, Ev, bq, 1.f, pd, 1, kK, dout_i, Ev, 1.f, dv, Ev);             // dV += Pd^T dO
-    t.gemm(bq, bk, Ev, 1.f, dout_i, Ev, 1, w->vt.data(), kK, 0.f, dp, kK);  // dP = dO V^T
+    t.gemm(bk, Ev, bq, 1.f, pd, 1, kLd, dout_i, Ev, 1.f, dv, Ev);             // dV += Pd^T dO
+    t.gemm(bq, bk, Ev, 1.f, dout_i, Ev, 1, w->vt.data(), kLd, 0.f, dp, kLd);  // dP = dO V^T
     for (int64_t r = 0; r < bq; ++r) {  // through the dropout, then dS = P (dP - D)
-      float* dpr = dp + r * kK;
+      float* dpr = dp + r * kLd;
       if (seed.on)
         t.dropout(dpr, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr, seed.inv_keep);
-      t.softmax_grad(p + r * kK, dpr, bk, D[i0 + r]);
+      t.softmax_grad(p + r * kLd, dpr, bk, D[i0 + r]);
     }
-    t.gemm(bq, E, bk, a.scale, dp, kK, 1, k, E, 1.f, dq + i0 * E, E);  // dQ += scale dS K
-    t.gemm(bk, E, bq, a.scale, dp, 1, kK, q + i0 * E, E, 1.f, dk, E);  // dK += scale dS^T Q
+    t.gemm(bq, E, bk, a.scale, dp, kLd, 1, k, E, 1.f, dq + i0 * E, E);  // dQ += scale dS K
+    t.gemm(bk, E, bq, a.scale, dp, 1, kLd, q + i0 * E, E, 1.f, dk, E);  // dK += scale dS^T Q
   }
 }
 
@@ -332,11 +337,11 @@ void AttentionBackward(const AttentionArgs& a, Context*) {
 #pragma omp parallel if (tasks > 1)
   {
     BwdScratch w;
-    w.p.resize(size_t(kQ * kK));
-    w.dp.resize(size_t(kQ * kK));
-    if (seed.on) w.pd.resize(size_t(kQ * kK));
-    w.kt.resize(size_t(a.E * kK));
-    w.vt.resize(size_t(a.Ev * kK));
+    w.p.resize(size_t(kQ * kLd));
+    w.dp.resize(size_t(kQ * kLd));
+    if (seed.on) w.pd.resize(size_t(kQ * kLd));
+    w.kt.resize(size_t(a.E * kLd));
+    w.vt.resize(size_t(a.Ev * kLd));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < tasks; ++i) {
       const int64_t b = i / chunks, c = i % chunks;
@@ -358,11 +363,15 @@ void AttentionBackward(const AttentionArgs& a, Context*) {
 
 }  // namespace
 
+const AttnTileOps& PortableAttnTiles() {
+  static const AttnTileOps ops = {&PortableGemm, &PortableExpShiftSum, &PortableRowMax,
+                                  &PortableDropout, &PortableSoftmaxGrad, "portable"};
+  return ops;
+}
+
 const AttnTileOps& AttnTiles() {
-  static const AttnTileOps portable = {&PortableGemm, &PortableExpShiftSum, &PortableRowMax,
-                                       &PortableDropout, &PortableSoftmaxGrad, "portable"};
   static const AttnTileOps* chosen = Avx512AttnTiles();
-  return chosen != nullptr ? *chosen : portable;
+  return chosen != nullptr ? *chosen : PortableAttnTiles();
 }
 
 SINGA_REGISTER_KERNEL(AttentionForward, kCpuRef, &AttentionForward);

@@ -32,7 +32,8 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
 
-constexpr int64_t kMR = 6;  // rows per register block (of 4 x 16 columns)
+constexpr int64_t kMR = 6;    // rows per register block (of 4 x 16 columns)
+constexpr int64_t kKC = 128;  // rows of B per pass
 
 inline __mmask16 TailMask(int64_t n) {  // the first n (1..16) lanes
   return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
@@ -95,9 +96,15 @@ void Gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t 
       const int64_t left = n - j0 - 16 * v;
       masks[v] = left <= 0 ? __mmask16(0) : TailMask(left);
     }
-    for (int64_t i0 = 0; i0 < m; i0 += kMR)
-      Block(k, Min(kMR, m - i0), alpha, a + i0 * sai, sai, sak, b + j0, ldb, beta,
-            c + i0 * ldc + j0, ldc, masks);
+    // k in chunks of kKC rows of B (32 KiB of a 64-column panel): the panel stays in L1 while
+    // every row block of A passes over it; later chunks add to C
+    for (int64_t k0 = 0; k0 < k; k0 += kKC) {
+      const int64_t kc = Min(kKC, k - k0);
+      const float beta_k = k0 == 0 ? beta : 1.f;
+      for (int64_t i0 = 0; i0 < m; i0 += kMR)
+        Block(kc, Min(kMR, m - i0), alpha, a + i0 * sai + k0 * sak, sai, sak,
+              b + k0 * ldb + j0, ldb, beta_k, c + i0 * ldc + j0, ldc, masks);
+    }
   }
 }
 

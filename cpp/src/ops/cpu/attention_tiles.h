@@ -35,6 +35,8 @@ struct AttnTileOps {
   const char* name;
 };
 
+/// The portable build (every CPU; the tests compare the AVX-512 one with it).
+const AttnTileOps& PortableAttnTiles();
 /// The AVX-512 build, or nullptr where the compiler or the CPU lacks it.
 const AttnTileOps* Avx512AttnTiles();
 /// The ops this process uses (AVX-512 when available, else the portable ones).
