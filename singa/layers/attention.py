@@ -27,11 +27,9 @@ import numpy as np
 
 from .. import _state, autograd, tensor
 from ..tensor import Tensor
-from . import _interim_ops  # noqa: F401  TEMPORARY until the ops branches land
 from .base import Layer, graph_paused, settings
-from ._util import CheckValueError, check_ndim, param, shape_error
+from ._util import CheckValueError, check_ndim, check_tensor, param, shape_error
 from .dense import Linear
-from .simple import Dropout
 
 __all__ = ["LayerNorm", "GELU", "MultiHeadAttention", "MultiheadAttention",
            "SinusoidalPositionalEmbedding", "LearnedPositionalEmbedding"]
@@ -70,15 +68,17 @@ class LayerNorm(Layer):
                         elementwise_affine=self.elementwise_affine)
 
     def _check(self, x):
-        check_ndim(self, x, range(1, 9), "tensor")
+        check_tensor(self, x)
         n = len(self.normalized_shape)
-        if tuple(x.shape[-n:]) != self.normalized_shape or len(x.shape) < n:
+        if len(x.shape) < n or tuple(x.shape[-n:]) != self.normalized_shape:
             raise shape_error(self, "expected an input whose trailing axes are %s, got shape %s",
                               self.normalized_shape, tuple(x.shape))
 
     def initialize(self, x):
         if self.normalized_shape is None:
-            check_ndim(self, x, range(1, 9), "tensor")
+            check_tensor(self, x)
+            if not x.shape:
+                raise shape_error(self, "cannot normalise a scalar")
             self.normalized_shape = (x.shape[-1],)
         self._check(x)
         self.scale = self.bias = None
@@ -110,16 +110,31 @@ class GELU(Layer):
         return autograd.gelu(x, approximate=self.approximate)
 
 
-_CAUSAL = {}
+class ConstantCache(object):
+    """A few constant tensors by (key, device), newest first. Devices are matched with ==: a
+    tensor's ``device`` is a new Python wrapper at every access, so its id() is no key."""
+
+    def __init__(self, size=8):
+        self.entries, self.size = [], size
+
+    def get(self, key, like, make):
+        """The constant for ``key`` on ``like``'s device; ``make()`` gives its numpy values."""
+        dev = like.device
+        for k, d, t in self.entries:
+            if k == key and d == dev:
+                return t
+        t = constant(make(), like)
+        self.entries = [(key, dev, t)] + self.entries[:self.size - 1]
+        return t
+
+
+_CAUSAL = ConstantCache()
 
 
 def causal_mask(L, S, like):
     """The float causal mask (0 where j <= i, -inf above the diagonal), cached per size."""
-    key = (L, S, id(like.device))
-    if key not in _CAUSAL:
-        m = np.where(np.tril(np.ones((L, S), dtype=bool)), 0.0, -np.inf)
-        _CAUSAL[key] = (like.device, constant(m, like))  # the device is kept alive with it
-    return _CAUSAL[key][1]
+    return _CAUSAL.get((L, S), like, lambda: np.where(np.tril(np.ones((L, S), dtype=bool)),
+                                                      0.0, -np.inf))
 
 
 class MultiHeadAttention(Layer):
@@ -260,9 +275,8 @@ class MultiHeadAttention(Layer):
             raise TypeError("%s: %s must be a Tensor or a numpy array, got %s"
                             % (self._display_name(), what, type(m).__name__))
         self.device_check(like, m)
-        if m.dtype == tensor.int32:
-            zeros = autograd.mul(autograd.cast(m, tensor.float32), 0.0)
-            return autograd.masked_fill(zeros, m, -np.inf)
+        if m.dtype == tensor.int32:  # 0 where m is 0, -inf elsewhere
+            return autograd.masked_fill(autograd.cast(m, tensor.float32), m, -np.inf)
         return m
 
 
@@ -303,7 +317,7 @@ class SinusoidalPositionalEmbedding(_Positional):
 
     def __init__(self, d_model=None, max_len=5000, batch_first=False):
         super(SinusoidalPositionalEmbedding, self).__init__(max_len, d_model, batch_first)
-        self._rows = {}
+        self._rows = ConstantCache(2)
 
     @staticmethod
     def table(length, d_model):
@@ -317,10 +331,7 @@ class SinusoidalPositionalEmbedding(_Positional):
 
     def forward(self, x):
         L = self._length(x)
-        key = (L, id(x.device))
-        if key not in self._rows:
-            self._rows[key] = constant(self.table(L, self.d_model), x)
-        return self._add(x, self._rows[key])
+        return self._add(x, self._rows.get(L, x, lambda: self.table(L, self.d_model)))
 
 
 class LearnedPositionalEmbedding(_Positional):

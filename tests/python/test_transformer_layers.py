@@ -146,9 +146,11 @@ def test_per_head_weights_match_torch(rng):
     np.testing.assert_allclose(tensor.to_numpy(w), tw.detach().numpy(), rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("kdim,vdim", [(None, None), (12, 10)], ids=["same-dims", "kdim-vdim"])
-def test_cross_attention_matches_torch(kdim, vdim, rng):
-    s, t = _mha_pair(True, kdim, vdim)
+@pytest.mark.parametrize("kdim,vdim,bias", [(None, None, True), (12, 10, True),
+                                             (None, None, False)],
+                         ids=["same-dims", "kdim-vdim", "no-bias"])
+def test_cross_attention_matches_torch(kdim, vdim, bias, rng):
+    s, t = _mha_pair(True, kdim, vdim, bias)
     q = rng.standard_normal((2, 3, E))
     k = rng.standard_normal((2, 6, kdim or E))
     v = rng.standard_normal((2, 6, vdim or E))
@@ -316,6 +318,8 @@ def test_sinusoidal_positional_embedding(rng):
     table = np.stack([np.sin(ang), np.cos(ang)], axis=-1).reshape(7, 6)
     np.testing.assert_allclose(y, x + table, rtol=1e-5, atol=1e-6)
     assert pe.get_params() == {}
+    pe(_t(x))
+    assert len(pe._rows.entries) == 1  # the constant rows are made once per length and device
     seq_first = layer.SinusoidalPositionalEmbedding(max_len=50)
     np.testing.assert_allclose(tensor.to_numpy(seq_first(_t(x.transpose(1, 0, 2)))),
                                (x + table).transpose(1, 0, 2), rtol=1e-5, atol=1e-6)
