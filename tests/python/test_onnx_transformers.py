@@ -382,3 +382,18 @@ def test_import_handler_gradients_and_graph(case):
     arrays = [rng.standard_normal(s) for s in shapes]
     check_op(op, ref, arrays)
     check_graph(op, arrays)
+
+
+def test_export_opset_and_integer_predicates():
+    x = tensor.from_numpy(np.array([[1, -2], [3, 0]], np.int32))
+    autograd.training = True
+    y = autograd.isinf(x)  # an int32 is never NaN or inf: int32 zeros
+    for bad in (12, 18, 13.0, True):
+        with pytest.raises(sonnx.SonnxError, match="opset_version"):
+            sonnx.to_onnx([x], [y], opset_version=bad)
+    m = sonnx.to_onnx([x], [y], opset_version=15)
+    assert m.opset_import[0].version == 15
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref, = sess.run(None, {sess.get_inputs()[0].name: tensor.to_numpy(x)})
+    np.testing.assert_array_equal(ref, tensor.to_numpy(y))
+    assert ref.dtype == np.int32 and not ref.any()

@@ -205,9 +205,11 @@ EXAMPLES = {
     "Dropout": (lambda x, k: ag.dropout(ag.relu(x), ratio=0.3), "normal"),
     # transformers (issue 19); opset 17's forms in test_onnx_transformers.py
     "ScaledDotProductAttention": (_sdpa, "heads"),
+    # weight and bias, neither (two axes), the weight alone, the bias alone
     "LayerNorm": (lambda x, k: ag.add(ag.add(ag.layer_norm(x, (4,), k.w(4), k.w(4), 1e-3),
                                              ag.layer_norm(x, (3, 4))),
-                                      ag.layer_norm(x, 4, k.w(4))), "normal"),
+                                      ag.add(ag.layer_norm(x, 4, k.w(4)),
+                                             ag.layer_norm(x, 4, None, k.w(4)))), "normal"),
     "GELU": (lambda x, k: ag.gelu(x), "normal"),
     "GELUTanh": (lambda x, k: ag.gelu(x, "tanh"), "normal"),
     "IsNaN": (lambda x, k: ag.isnan(x), "special"),
