@@ -99,8 +99,9 @@ def _LastHidden(torch, model):
     return LastHidden()
 
 
-def export(net, feeds, dynamo, opset):
-    """The serialized ONNX model of ``net`` on ``feeds`` by torch.onnx.export."""
+def export(net, feeds, dynamo, opset, dynamic_axes=False):
+    """The serialized ONNX model of ``net`` on ``feeds`` by torch.onnx.export; with
+    ``dynamic_axes`` (the TorchScript exporter), the batch and sequence sizes are symbolic."""
     torch = load()[0]
     args = tuple(torch.from_numpy(a) for a in feeds.values())
     buf = io.BytesIO()
@@ -110,6 +111,10 @@ def export(net, feeds, dynamo, opset):
         logging.getLogger("torch.onnx").setLevel(logging.ERROR)
         try:
             kwargs = {"verbose": False} if dynamo else {}
+            if dynamic_axes:
+                kwargs["dynamic_axes"] = {k: {0: "batch", 1: "seq"} if a.ndim == 2 else
+                                          {0: "batch"} for k, a in feeds.items()}
+                kwargs["dynamic_axes"]["y"] = {0: "batch"}
             torch.onnx.export(net, args, buf, dynamo=dynamo, opset_version=opset,
                               input_names=list(feeds), output_names=["y"], **kwargs)
         finally:
