@@ -18,6 +18,10 @@ PIP_PKGS := $(DEMO_PIP_PKGS) "pytest>=7" "scikit-build-core>=0.10" "pillow>=10" 
 # The reference for the RNN, ONNX and benchmark comparisons (tests skip without it). Pinned: the
 # benchmarks' peer; the CPU wheel is on the local package mirror.
 PIP_REF_PKGS := "torch==2.13.0"
+# What tests/python/test_onnx_transformers.py builds and exports its tiny BERT, RoBERTa, GPT-2 and
+# ViT with (it skips without them); installed beside torch's pin so that pip keeps the CPU build.
+# Measured: ~40 s, +290 MB in a venv that has torch.
+PIP_TRANSFORMER_PKGS := "transformers==5.24.0" "torchvision==0.28.0" "onnxscript==0.7.2"
 # The CUDA variant (USE_CUDA=ON): nvcc from the machine; cuBLAS, cuRAND, cuDNN, NCCL from these
 # pinned wheels (../shared/BUILD-NOTES.md; no nvidia-cuda-runtime: its headers shadow nvcc's).
 NVCC := $(shell command -v nvcc 2>/dev/null)
@@ -62,6 +66,8 @@ $(VENV)/.deps-ok: Makefile
 	$(call install_deps,$(APT_PKGS) $(APT_TEST_PKGS),$(PIP_PKGS))
 	$(VPY) -m pip install -q --disable-pip-version-check $(PIP_REF_PKGS) || \
 	  echo "== torch is not installable here: the tests that compare with it will skip"
+	$(VPY) -m pip install -q --disable-pip-version-check $(PIP_REF_PKGS) $(PIP_TRANSFORMER_PKGS) || \
+	  echo "== transformers/torchvision are not installable here: test_onnx_transformers will skip"
 	touch $@ $(VENV)/.deps-demo-ok
 
 # ON: a missing dependency fails the configure, naming it (AUTO would skip the part).

@@ -25,6 +25,7 @@ import pytest
 import test_graph_equivalence as ge  # noqa: E402  (puts examples/ on sys.path)
 from gradcheck import _outputs, _tensors, analytic_grads
 from test_autograd_ops import ALL, EAGER_ONLY
+from test_transformer_ops import TRANSFORMER
 from singa import autograd, device, opt, tensor
 from singa import singa_wrap as sw
 
@@ -96,7 +97,7 @@ def _assert_same(got, want, what, tol=None):
                                    err_msg="%s: gradient of input %d" % (what, i))
 
 
-@pytest.mark.parametrize("c", ALL)
+@pytest.mark.parametrize("c", ALL + TRANSFORMER)
 def test_op_on_gpu_equals_cpu(c, gpu):
     arrays = [np.asarray(a) for a in c.inputs]
     grad = _grad_inputs(c, arrays)
@@ -106,7 +107,7 @@ def test_op_on_gpu_equals_cpu(c, gpu):
     _assert_same(on_gpu, cpu, c.id + " on the GPU", c.tol)
 
 
-@pytest.mark.parametrize("c", [p for p in ALL if p.values[0].id not in EAGER_ONLY])
+@pytest.mark.parametrize("c", [p for p in ALL + TRANSFORMER if p.values[0].id not in EAGER_ONLY])
 def test_op_in_a_gpu_graph_equals_cpu(c):
     """Buffered into the GPU device's graph and replayed on its stream (captured where the ops
     allow it): the CPU's eager numbers."""

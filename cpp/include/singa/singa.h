@@ -35,3 +35,4 @@
 #include "singa/ops/random.h"
 #include "singa/ops/reduce.h"
 #include "singa/ops/shape.h"
+#include "singa/ops/transformer.h"
