@@ -204,6 +204,9 @@ def test_gather_backward_adds_repeated_indices():
     (lambda: autograd.gather_nd(t(u(2, 3)), np.array([[0], [1], [0]]), 1), sw.ShapeError,
      "batch"),
     (lambda: autograd.softmax(t(u(2, 3)), 1, mask=np.ones((4, 3))), ValueError, "softmax"),
+    (lambda: autograd.masked_fill(t(np.array([1, 2], np.int32)), [1, 0], 0.5), ValueError,
+     "int32"),
+    (lambda: autograd.masked_fill(t(u(2, 3)), np.ones((3, 3)), 0.0), ValueError, "MaskedFill"),
 ])
 def test_bad_arguments_raise_naming_the_op(call, err, words):
     with pytest.raises(err, match=words):

@@ -171,6 +171,9 @@ Tensor MaskedFill(const Tensor& x, const Tensor& mask_in, float value) {
                         (dt == kFloat16 && DeviceBackend(*x.device()) == Backend::kCuda),
                     op << ": dtype " << DataTypeName(dt)
                        << " is not supported (float32, int32, float16 on CUDA devices)");
+  const bool int_value = std::fabs(value) < 2147483647.f && std::nearbyint(value) == value;
+  SINGA_CHECK_VALUE(dt != kInt || int_value,
+                    op << ": value " << value << " is not an int32 for an int32 tensor");
   // a mask of another dtype becomes 0/1 first, so that converting it keeps every nonzero
   const Tensor mask = mask_in.data_type() == dt ? mask_in : Cast(NE(mask_in, 0.f), dt);
   auto* k = MaskedFillKernel().For(*x.device());

@@ -16,7 +16,10 @@ namespace singa {
 namespace cuda {
 namespace {
 
-unsigned RowGrid(size_t rows) { return unsigned(rows == 0 ? 1 : rows < 65535 * 8 ? rows : 65535 * 8); }
+// One block per row, the grid capped like Blocks() (the kernels' row loops take the rest).
+unsigned RowGrid(size_t rows) {
+  return unsigned(rows == 0 ? 1 : rows < 65535 * 8 ? rows : 65535 * 8);
+}
 
 template <typename T>
 __global__ void LnForward(const T* x, const T* w, const T* b, T* y, float* mean, float* rstd,

@@ -89,9 +89,8 @@ Prepared<LnFwdArgs> PrepareForward(const LnFwdArgs& a) {
   return PreparedOf<LnEntry, LnFwdArgs>(
       KeyOf("ln_fwd", a.M, a.N, a.eps, scale, shift),
       [&] {
-        return EntryOf<LnFwd::primitive_desc, LnFwd>(a.M, a.N,
-                                                     ForwardPd(a.M, a.N, a.eps, Flags(scale, shift)),
-                                                     false);
+        const auto pd = ForwardPd(a.M, a.N, a.eps, Flags(scale, shift));
+        return EntryOf<LnFwd::primitive_desc, LnFwd>(a.M, a.N, pd, false);
       },
       &RunForward);
 }
