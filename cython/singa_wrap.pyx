@@ -77,5 +77,6 @@ include "nn.pxi"
 include "transformer.pxi"
 include "kernels.pxi"
 include "dist.pxi"
+include "attention.pxi"
 
 USE_DNNL = built_with_dnnl()

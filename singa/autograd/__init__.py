@@ -51,6 +51,7 @@ from .loss import (SoftMaxCrossEntropy, softmax_cross_entropy, CrossEntropy, cro
 from .transformer import (LayerNorm, layer_norm, CumSum, cumsum, GatherElements,
                           gather_elements, GatherND, gather_nd, MaskedFill, masked_fill)
 from .rnn import _RNN, RNNHandle  # noqa: F401  (cuDNN's fused RNN, on every device)
+from .attention import ScaledDotProductAttention, scaled_dot_product_attention  # noqa: F401
 
 # Apache SINGA's autograd re-exported these layer classes (defined in singa.layer, which imports
 # this package: looked up on first use, PEP 562).

@@ -552,12 +552,20 @@ class Where(Operator):
         if self.mask.data_type() != singa.kFloat32:
             self.mask = self.mask.AsType(singa.kFloat32)
         self.a_shape, self.b_shape = a.shape(), b.shape()
-        return singa.Add(_M(self.mask, a), _M(singa.Sub(1.0, self.mask), b))
+        return singa.Add(_select(a, self.mask), _select(b, singa.Sub(1.0, self.mask)))
 
     def backward(self, dy):
-        da = reduce_to(_M(dy, self.mask), self.a_shape) if self.need(0) else None
-        db = reduce_to(_M(dy, singa.Sub(1.0, self.mask)), self.b_shape) if self.need(1) else None
+        da = reduce_to(_select(dy, self.mask), self.a_shape) if self.need(0) else None
+        db = reduce_to(_select(dy, singa.Sub(1.0, self.mask)), self.b_shape) \
+            if self.need(1) else None
         return da, db
+
+
+def _select(x, mask):
+    """x where the 0/1 ``mask`` is 1, else exactly 0, broadcasting: ReLUBackward(x, mask) is
+    that select. (A product x * mask would make an inf or NaN of the side not taken a NaN:
+    where(c, scores, -inf) is how attention masks are written.)"""
+    return singa.ReLUBackward(x, mask)
 
 
 def where(x, y, condition):

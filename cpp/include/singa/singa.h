@@ -26,6 +26,7 @@
 #include "singa/dist/nccl.h"
 #include "singa/graph/graph.h"
 #include "singa/memory/pool.h"
+#include "singa/ops/attention.h"
 #include "singa/ops/blas.h"
 #include "singa/ops/elementwise.h"
 #include "singa/ops/elementwise_functors.h"
