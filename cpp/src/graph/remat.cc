@@ -1,0 +1,359 @@
+// Rematerialisation planning (see singa/graph/remat.h for the model and its guarantees).
+#include "singa/graph/remat.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+
+namespace singa {
+namespace remat {
+
+namespace {
+
+bool Contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// Whether block b is written by some step in the open interval (lo, hi).
+bool WrittenBetween(const Analysis& a, int b, size_t lo, size_t hi) {
+  const auto& w = a.writes_at[b];
+  auto it = std::upper_bound(w.begin(), w.end(), lo);
+  return it != w.end() && *it < hi;
+}
+
+}  // namespace
+
+Analysis Analyse(const Problem& p) {
+  const size_t nb = p.size.size(), ns = p.steps.size();
+  Analysis a;
+  a.candidate_of.assign(nb, -1);
+  a.first.assign(nb, SIZE_MAX);
+  a.last.assign(nb, 0);
+  a.writes_at.assign(nb, {});
+  std::vector<std::vector<size_t>> reads_at(nb);
+  for (size_t s = 0; s < ns; ++s) {
+    auto touch = [&](int b) {
+      a.first[b] = std::min(a.first[b], s);
+      a.last[b] = std::max(a.last[b], s);
+    };
+    for (int b : p.steps[s].reads) {
+      touch(b);
+      reads_at[b].push_back(s);
+    }
+    for (int b : p.steps[s].writes) {
+      touch(b);
+      a.writes_at[b].push_back(s);
+    }
+  }
+  a.producer_of.assign(nb, -1);
+  a.scratch_of.assign(ns, {});
+  for (size_t s = 0; s < ns; ++s) {
+    const Step& st = p.steps[s];
+    if (!st.recomputable) continue;
+    // The producer must own one output that is read later; the rest must be pure scratch.
+    int out = -1;
+    bool ok = true;
+    std::vector<int> scratch;
+    for (int b : st.writes) {
+      if (!p.planned[b] || a.writes_at[b].size() != 1 || Contains(st.reads, b)) {
+        ok = false;
+        break;
+      }
+      if (reads_at[b].empty()) {
+        scratch.push_back(b);
+      } else if (out < 0) {
+        out = b;
+      } else {
+        ok = false;  // two outputs read later: one rerun would refill both; not modelled
+        break;
+      }
+    }
+    if (!ok || out < 0) continue;
+    a.producer_of[out] = static_cast<long>(s);
+    a.scratch_of[s] = std::move(scratch);
+    // The longest gap between consecutive accesses (the write, then the reads).
+    std::vector<size_t> acc{s};
+    for (size_t r : reads_at[out])
+      if (r != acc.back()) acc.push_back(r);
+    if (acc.size() < 2) continue;  // never read after its write
+    size_t best = 0;
+    for (size_t i = 1; i + 1 < acc.size(); ++i)
+      if (acc[i + 1] - acc[i] > acc[best + 1] - acc[best]) best = i;
+    if (acc[best + 1] - acc[best] < 2) continue;  // nothing runs in between
+    Candidate c;
+    c.block = out;
+    c.producer = s;
+    c.gap_lo = acc[best];
+    c.gap_hi = acc[best + 1];
+    a.candidate_of[out] = static_cast<int>(a.candidates.size());
+    a.candidates.push_back(std::move(c));
+  }
+  return a;
+}
+
+namespace {
+
+// A block being recomputed: dropped by choice (a candidate: after gap_lo, back by gap_hi) or
+// by need (a recomputation reads it after its last access: gap_hi = kNever).
+constexpr size_t kNever = SIZE_MAX;
+struct Rerun {
+  size_t producer, gap_lo, gap_hi, at;
+  size_t pos = 0, end = 0;  // schedule position of the rerun; last position needing the value
+};
+
+}  // namespace
+
+Plan Simulate(const Problem& p, const Analysis& a, const std::vector<int>& dropped) {
+  const size_t nb = p.size.size(), ns = p.steps.size();
+  Plan plan;
+  plan.dropped = dropped;
+  // When each block is recomputed: before its first use after the gap, or earlier when the
+  // recomputation of a later producer needs it there. Producers later in the order are settled
+  // first (a reader's producer always follows the block's), so a heap on the producer's
+  // position visits each block after everything that needs it.
+  std::unordered_map<int, Rerun> rerun;
+  std::priority_queue<std::pair<size_t, int>> todo;  // (producer position, block)
+  for (int c : dropped) {
+    const Candidate& cd = a.candidates[c];
+    rerun[cd.block] = Rerun{cd.producer, cd.gap_lo, cd.gap_hi, cd.gap_hi};
+    todo.emplace(cd.producer, cd.block);
+  }
+  std::vector<std::pair<int, size_t>> extend;  // (block, rerun position of the reader): later
+  std::vector<std::pair<int, int>> needs;       // (read block, reading block)
+  while (!todo.empty()) {
+    const int b = todo.top().second;
+    todo.pop();
+    const Rerun& rb = rerun.at(b);
+    const size_t t = rb.at;
+    for (int r : p.steps[rb.producer].reads) {
+      if (WrittenBetween(a, r, rb.producer, t)) {
+        plan.feasible = false;  // the value it read then is gone by now
+        return plan;
+      }
+      if (!p.planned[r]) continue;
+      needs.emplace_back(r, b);
+      auto it = rerun.find(r);
+      if (it != rerun.end()) {
+        if (t > it->second.gap_lo && t < it->second.at) it->second.at = t;
+      } else if (t > a.last[r] && a.producer_of[r] >= 0) {
+        // Gone by then, and its producer can rerun: recompute it too rather than keep it.
+        const size_t pr = static_cast<size_t>(a.producer_of[r]);
+        rerun[r] = Rerun{pr, a.last[r], kNever, t};
+        todo.emplace(pr, r);
+      }
+    }
+  }
+  // The schedule: each step preceded by the recomputations due before it (producers in order).
+  std::vector<std::vector<int>> due(ns);
+  for (auto& [b, rb] : rerun) due[rb.at].push_back(b);
+  std::vector<size_t> pos_of_step(ns);
+  for (size_t s = 0; s < ns; ++s) {
+    std::sort(due[s].begin(), due[s].end(),
+              [&](int x, int y) { return rerun.at(x).producer < rerun.at(y).producer; });
+    for (int b : due[s]) {
+      Rerun& rb = rerun.at(b);
+      rb.pos = plan.schedule.size();
+      plan.schedule.push_back({rb.producer, true});
+      plan.added_cost += p.steps[rb.producer].cost;
+    }
+    pos_of_step[s] = plan.schedule.size();
+    plan.schedule.push_back({s, false});
+  }
+  // Live ranges: `end` is the last schedule position needing a block (for a recomputed one: in
+  // its range after the rerun).
+  std::vector<size_t> end(nb, 0);
+  for (size_t b = 0; b < nb; ++b)
+    if (p.planned[b] && a.first[b] != SIZE_MAX) end[b] = pos_of_step[a.last[b]];
+  for (auto& [b, rb] : rerun) rb.end = rb.gap_hi == kNever ? rb.pos : pos_of_step[a.last[b]];
+  for (auto& [r, reader] : needs) {
+    const Rerun& rd = rerun.at(reader);
+    auto it = rerun.find(r);
+    if (it == rerun.end()) {
+      end[r] = std::max(end[r], rd.pos);
+    } else if (rd.at > it->second.gap_lo) {  // else still in its first range
+      it->second.end = std::max(it->second.end, rd.pos);
+    }
+  }
+  for (size_t b = 0; b < nb; ++b) {
+    if (!p.planned[b] || a.first[b] == SIZE_MAX) continue;
+    auto it = rerun.find(static_cast<int>(b));
+    if (it == rerun.end()) {
+      plan.segments.push_back({static_cast<int>(b), pos_of_step[a.first[b]], end[b], false});
+      continue;
+    }
+    const Rerun& rb = it->second;
+    plan.segments.push_back(
+        {static_cast<int>(b), pos_of_step[a.first[b]], pos_of_step[rb.gap_lo], false});
+    plan.segments.push_back({static_cast<int>(b), rb.pos, rb.end, true});
+    for (int sc : a.scratch_of[rb.producer])
+      plan.segments.push_back({sc, rb.pos, rb.pos, true});
+  }
+  std::vector<long long> delta(plan.schedule.size() + 1, 0);
+  for (const Segment& g : plan.segments) {
+    delta[g.first] += static_cast<long long>(p.size[g.block]);
+    delta[g.last + 1] -= static_cast<long long>(p.size[g.block]);
+  }
+  long long live = 0;
+  for (long long d : delta) {
+    live += d;
+    plan.peak = std::max(plan.peak, static_cast<size_t>(live));
+  }
+  return plan;
+}
+
+void Place(const Problem& p, Plan* plan) {
+  std::vector<Segment*> order;
+  for (Segment& g : plan->segments) order.push_back(&g);
+  const std::vector<size_t>& key = p.raw_size.empty() ? p.size : p.raw_size;
+  std::sort(order.begin(), order.end(), [&](const Segment* x, const Segment* y) {
+    if (key[x->block] != key[y->block]) return key[x->block] > key[y->block];
+    return x->first < y->first;
+  });
+  std::vector<Segment*> placed;
+  size_t arena = 0;
+  std::vector<std::pair<size_t, size_t>> busy;
+  for (Segment* g : order) {
+    const size_t sz = p.size[g->block];
+    busy.clear();  // byte ranges of placed segments whose ranges overlap this one's
+    for (Segment* q : placed)
+      if (q->first <= g->last && g->first <= q->last)
+        busy.emplace_back(q->offset, q->offset + p.size[q->block]);
+    std::sort(busy.begin(), busy.end());
+    size_t offset = 0;
+    for (auto& [lo, hi] : busy) {
+      if (offset + sz <= lo) break;
+      offset = std::max(offset, hi);
+    }
+    g->offset = offset;
+    arena = std::max(arena, offset + sz);
+    placed.push_back(g);
+  }
+  plan->arena = arena;
+}
+
+namespace {
+
+// Bytes live at each original step, counting the recomputations that run just before it.
+std::vector<size_t> LiveAtSteps(const Problem& p, const Plan& plan) {
+  std::vector<long long> delta(plan.schedule.size() + 1, 0);
+  for (const Segment& g : plan.segments) {
+    delta[g.first] += static_cast<long long>(p.size[g.block]);
+    delta[g.last + 1] -= static_cast<long long>(p.size[g.block]);
+  }
+  std::vector<size_t> out(p.steps.size(), 0);
+  long long live = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < plan.schedule.size(); ++i) {
+    live += delta[i];
+    worst = std::max(worst, static_cast<size_t>(live));
+    if (!plan.schedule[i].recompute) {
+      out[plan.schedule[i].step] = worst;
+      worst = 0;
+    }
+  }
+  return out;
+}
+
+// The next candidate of the greedy sequence, or -1 when none frees bytes at the peak.
+int NextGreedy(const Problem& p, const Analysis& a, const Plan& cur, const std::vector<char>& used,
+               Plan* next) {
+  const std::vector<size_t> live = LiveAtSteps(p, cur);
+  const size_t peak_step = std::max_element(live.begin(), live.end()) - live.begin();
+  int best = -1;
+  double best_score = 0;
+  size_t best_freed = 0;
+  std::vector<int> trial = cur.dropped;
+  trial.push_back(-1);
+  for (size_t c = 0; c < a.candidates.size(); ++c) {
+    const Candidate& cd = a.candidates[c];
+    if (used[c] || cd.gap_lo >= peak_step || cd.gap_hi <= peak_step) continue;
+    trial.back() = static_cast<int>(c);
+    Plan t = Simulate(p, a, trial);
+    if (!t.feasible) continue;
+    const size_t after = LiveAtSteps(p, t)[peak_step];
+    if (after >= live[peak_step]) continue;
+    const size_t freed = live[peak_step] - after;
+    const double score = freed / std::max(t.added_cost - cur.added_cost, 1e-12);
+    if (best < 0 || score > best_score || (score == best_score && freed > best_freed)) {
+      best = static_cast<int>(c);
+      best_score = score;
+      best_freed = freed;
+      *next = std::move(t);
+    }
+  }
+  return best;
+}
+
+Plan SqrtN(const Problem& p, const Analysis& a) {
+  std::vector<int> order(a.candidates.size());
+  for (size_t c = 0; c < order.size(); ++c) order[c] = static_cast<int>(c);
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    return a.candidates[x].producer < a.candidates[y].producer;
+  });
+  const size_t k = std::max<size_t>(
+      1, static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(order.size())))));
+  std::vector<int> dropped;
+  Plan plan = Simulate(p, a, dropped);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i % k == k - 1) continue;  // a checkpoint: kept
+    dropped.push_back(order[i]);
+    Plan t = Simulate(p, a, dropped);
+    if (t.feasible) {
+      plan = std::move(t);
+    } else {
+      dropped.pop_back();
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+Plan PlanForBudget(const Problem& p, size_t arena_budget, Strategy strategy, size_t* min_arena) {
+  const Analysis a = Analyse(p);
+  if (strategy == Strategy::kSqrtN) {
+    Plan plan = SqrtN(p, a);
+    Place(p, &plan);
+    if (min_arena) *min_arena = plan.arena;
+    plan.feasible = plan.arena <= arena_budget;
+    return plan;
+  }
+  Plan cur = Simulate(p, a, {});
+  std::vector<char> used(a.candidates.size(), 0);
+  Plan best_seen;  // the smallest placed arena, reported when nothing fits
+  best_seen.arena = std::numeric_limits<size_t>::max();
+  std::vector<Plan> unplaced;  // prefixes skipped because their peak alone exceeded the budget
+  while (true) {
+    if (cur.peak <= arena_budget) {
+      Place(p, &cur);
+      if (cur.arena <= arena_budget) {
+        if (min_arena) *min_arena = cur.arena;
+        return cur;
+      }
+      if (cur.arena < best_seen.arena) best_seen = cur;
+    } else {
+      unplaced.push_back(cur);
+    }
+    Plan next;
+    const int c = NextGreedy(p, a, cur, used, &next);
+    if (c < 0) break;
+    used[c] = 1;
+    cur = std::move(next);
+  }
+  // Nothing fits: the least arena over the whole sequence (a placed arena is at least its peak,
+  // so prefixes are placed in rising peak order until none can do better).
+  std::sort(unplaced.begin(), unplaced.end(),
+            [](const Plan& x, const Plan& y) { return x.peak < y.peak; });
+  for (Plan& u : unplaced) {
+    if (u.peak >= best_seen.arena) break;
+    Place(p, &u);
+    if (u.arena < best_seen.arena) best_seen = std::move(u);
+  }
+  if (min_arena) *min_arena = best_seen.arena;
+  best_seen.feasible = false;
+  return best_seen;
+}
+
+}  // namespace remat
+}  // namespace singa
