@@ -5,8 +5,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <queue>
-#include <unordered_map>
+#include <tuple>
 
 namespace singa {
 namespace remat {
@@ -94,11 +95,15 @@ Analysis Analyse(const Problem& p) {
 
 namespace {
 
-// A block being recomputed: dropped by choice (a candidate: after gap_lo, back by gap_hi) or
-// by need (a recomputation reads it after its last access: gap_hi = kNever).
-constexpr size_t kNever = SIZE_MAX;
+// One rerun of a producer. A dropped candidate has a main rerun before its first use after the
+// gap; a recomputation that needs a block while it is gone (inside a candidate's gap, or after
+// the last access of a block whose producer can rerun) gets a transient rerun of its own, right
+// before it, which lives only until that reader has run (Chen's segments: recompute forward
+// from the nearest kept value, use, free).
 struct Rerun {
-  size_t producer, gap_lo, gap_hi, at;
+  int block;
+  size_t producer, at;      // rerun before original step `at`
+  bool main;
   size_t pos = 0, end = 0;  // schedule position of the rerun; last position needing the value
 };
 
@@ -108,86 +113,87 @@ Plan Simulate(const Problem& p, const Analysis& a, const std::vector<int>& dropp
   const size_t nb = p.size.size(), ns = p.steps.size();
   Plan plan;
   plan.dropped = dropped;
-  // When each block is recomputed: before its first use after the gap, or earlier when the
-  // recomputation of a later producer needs it there. Producers later in the order are settled
-  // first (a reader's producer always follows the block's), so a heap on the producer's
-  // position visits each block after everything that needs it.
-  std::unordered_map<int, Rerun> rerun;
-  std::priority_queue<std::pair<size_t, int>> todo;  // (producer position, block)
+  std::vector<Rerun> reruns;
+  std::map<std::pair<int, size_t>, size_t> rerun_at;  // (block, at) -> index in reruns
+  std::vector<int> drop_of(nb, -1);                   // block -> candidate when dropped
+  // Later producers first: a rerun's needs are then all known when it is visited.
+  std::priority_queue<std::pair<size_t, size_t>> todo;  // (producer, rerun index)
+  auto add = [&](int b, size_t producer, size_t at, bool main) {
+    auto key = std::make_pair(b, at);
+    auto it = rerun_at.find(key);
+    if (it != rerun_at.end()) return it->second;
+    reruns.push_back({b, producer, at, main});
+    rerun_at.emplace(key, reruns.size() - 1);
+    todo.emplace(producer, reruns.size() - 1);
+    return reruns.size() - 1;
+  };
   for (int c : dropped) {
     const Candidate& cd = a.candidates[c];
-    rerun[cd.block] = Rerun{cd.producer, cd.gap_lo, cd.gap_hi, cd.gap_hi};
-    todo.emplace(cd.producer, cd.block);
+    drop_of[cd.block] = c;
+    add(cd.block, cd.producer, cd.gap_hi, true);
   }
-  std::vector<std::pair<int, size_t>> extend;  // (block, rerun position of the reader): later
-  std::vector<std::pair<int, int>> needs;       // (read block, reading block)
+  // (rerun index of the reader, block read, rerun index serving it or SIZE_MAX for the block's
+  // original or extended range)
+  std::vector<std::tuple<size_t, int, size_t>> needs;
   while (!todo.empty()) {
-    const int b = todo.top().second;
+    const size_t i = todo.top().second;
     todo.pop();
-    const Rerun& rb = rerun.at(b);
-    const size_t t = rb.at;
-    for (int r : p.steps[rb.producer].reads) {
-      if (WrittenBetween(a, r, rb.producer, t)) {
+    const size_t producer = reruns[i].producer, t = reruns[i].at;
+    for (int r : p.steps[producer].reads) {
+      if (WrittenBetween(a, r, producer, t)) {
         plan.feasible = false;  // the value it read then is gone by now
         return plan;
       }
       if (!p.planned[r]) continue;
-      needs.emplace_back(r, b);
-      auto it = rerun.find(r);
-      if (it != rerun.end()) {
-        if (t > it->second.gap_lo && t < it->second.at) it->second.at = t;
-      } else if (t > a.last[r] && a.producer_of[r] >= 0) {
-        // Gone by then, and its producer can rerun: recompute it too rather than keep it.
-        const size_t pr = static_cast<size_t>(a.producer_of[r]);
-        rerun[r] = Rerun{pr, a.last[r], kNever, t};
-        todo.emplace(pr, r);
+      size_t serve = SIZE_MAX;
+      const int c = drop_of[r];
+      if (c >= 0 && t > a.candidates[c].gap_lo) {
+        const Candidate& cr = a.candidates[c];
+        serve = t >= cr.gap_hi ? rerun_at.at({r, cr.gap_hi}) : add(r, cr.producer, t, false);
+      } else if (c < 0 && t > a.last[r] && a.producer_of[r] >= 0) {
+        serve = add(r, static_cast<size_t>(a.producer_of[r]), t, false);
       }
+      needs.emplace_back(i, r, serve);
     }
   }
-  // The schedule: each step preceded by the recomputations due before it (producers in order).
-  std::vector<std::vector<int>> due(ns);
-  for (auto& [b, rb] : rerun) due[rb.at].push_back(b);
+  // The schedule: each step preceded by the reruns due before it (producers in order).
+  std::vector<std::vector<size_t>> due(ns);
+  for (size_t i = 0; i < reruns.size(); ++i) due[reruns[i].at].push_back(i);
   std::vector<size_t> pos_of_step(ns);
   for (size_t s = 0; s < ns; ++s) {
     std::sort(due[s].begin(), due[s].end(),
-              [&](int x, int y) { return rerun.at(x).producer < rerun.at(y).producer; });
-    for (int b : due[s]) {
-      Rerun& rb = rerun.at(b);
-      rb.pos = plan.schedule.size();
-      plan.schedule.push_back({rb.producer, true});
-      plan.added_cost += p.steps[rb.producer].cost;
+              [&](size_t x, size_t y) { return reruns[x].producer < reruns[y].producer; });
+    for (size_t i : due[s]) {
+      reruns[i].pos = reruns[i].end = plan.schedule.size();
+      plan.schedule.push_back({reruns[i].producer, true});
+      plan.added_cost += p.steps[reruns[i].producer].cost;
     }
     pos_of_step[s] = plan.schedule.size();
     plan.schedule.push_back({s, false});
   }
-  // Live ranges: `end` is the last schedule position needing a block (for a recomputed one: in
-  // its range after the rerun).
+  // Live ranges: `end` is the last schedule position needing a block's original range.
   std::vector<size_t> end(nb, 0);
   for (size_t b = 0; b < nb; ++b)
     if (p.planned[b] && a.first[b] != SIZE_MAX) end[b] = pos_of_step[a.last[b]];
-  for (auto& [b, rb] : rerun) rb.end = rb.gap_hi == kNever ? rb.pos : pos_of_step[a.last[b]];
-  for (auto& [r, reader] : needs) {
-    const Rerun& rd = rerun.at(reader);
-    auto it = rerun.find(r);
-    if (it == rerun.end()) {
-      end[r] = std::max(end[r], rd.pos);
-    } else if (rd.at > it->second.gap_lo) {  // else still in its first range
-      it->second.end = std::max(it->second.end, rd.pos);
+  for (Rerun& rr : reruns)
+    if (rr.main) rr.end = pos_of_step[a.last[rr.block]];
+  for (auto& [reader, r, serve] : needs) {
+    const size_t at = reruns[reader].pos;
+    if (serve == SIZE_MAX) {
+      if (drop_of[r] < 0) end[r] = std::max(end[r], at);  // a dropped one: in its first range
+    } else {
+      reruns[serve].end = std::max(reruns[serve].end, at);
     }
   }
   for (size_t b = 0; b < nb; ++b) {
     if (!p.planned[b] || a.first[b] == SIZE_MAX) continue;
-    auto it = rerun.find(static_cast<int>(b));
-    if (it == rerun.end()) {
-      plan.segments.push_back({static_cast<int>(b), pos_of_step[a.first[b]], end[b], false});
-      continue;
-    }
-    const Rerun& rb = it->second;
-    plan.segments.push_back(
-        {static_cast<int>(b), pos_of_step[a.first[b]], pos_of_step[rb.gap_lo], false});
-    plan.segments.push_back({static_cast<int>(b), rb.pos, rb.end, true});
-    for (int sc : a.scratch_of[rb.producer])
-      plan.segments.push_back({sc, rb.pos, rb.pos, true});
+    const int c = drop_of[b];
+    const size_t last = c >= 0 ? pos_of_step[a.candidates[c].gap_lo] : end[b];
+    plan.segments.push_back({static_cast<int>(b), pos_of_step[a.first[b]], last, false});
+  }
+  for (const Rerun& rr : reruns) {
+    plan.segments.push_back({rr.block, rr.pos, rr.end, true});
+    for (int sc : a.scratch_of[rr.producer]) plan.segments.push_back({sc, rr.pos, rr.pos, true});
   }
   std::vector<long long> delta(plan.schedule.size() + 1, 0);
   for (const Segment& g : plan.segments) {
