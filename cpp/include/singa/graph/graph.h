@@ -41,9 +41,9 @@
 // Memory budget (planned memory only; SetMemoryBudget): when the unconstrained plan (persistent
 // blocks + arena) exceeds the budget, activations are dropped after a use and recomputed before
 // a later one, chosen by singa/graph/remat.h (its header states the algorithm and guarantees).
-// The recomputations join the execution order (order(); IsRecomputeAt(pos) tells them); a dropped
-// block has a range before the drop and one after its recomputation, each placed on its own,
-// and its pointer is rebound to the range's offset when the range begins. An operation may be
+// The recomputations join the execution order (order(); IsRecomputeAt(pos) tells them); a
+// recomputed block has a range per (re)computation, each placed on its own, and its pointer is
+// rebound to the range's offset when the range begins. An operation may be
 // recomputed when it is a pure function of its reads: submitted with recomputable = true (the
 // default), no random numbers (the generator would advance: dropout's mask draw is kept, the
 // multiply that applies it is recomputed), no collective, nothing both read and written (the

@@ -7,7 +7,8 @@
 //   // fit.schedule: the order with recomputations inserted; fit.segments: live ranges + offsets
 //
 // Graph (singa/graph/graph.h) builds the Problem from its recorded operations; this file knows
-// nothing about devices or kernels, so the C++ tests drive it on random problems directly.
+// nothing about devices or kernels (tests/cpp/test_graph_budget.cc drives it through Graph on
+// random graphs, checking the results bit for bit).
 //
 // The model. A step runs a fixed order of operations. A block is "dropped" after a use and
 // "recomputed" (its producer run again, with the same kernel on the same input values, so the
@@ -19,10 +20,13 @@
 //     (workspaces nobody reads);
 //   - its uses leave a gap: b is dropped across the longest gap between two consecutive accesses
 //     (for an activation: from its last forward reader to its first backward reader).
-// Recomputing p needs p's reads alive with their original values: a read that is itself dropped
-// is recomputed first (transitively, earlier in the same place), a planned one has its lifetime
-// extended, and any read written again between p's run and its recomputation (a parameter
-// updated before backward reaches p, an accumulated gradient) makes the choice infeasible.
+// Recomputing p needs p's reads alive with their original values. A read still in its range is
+// used (a planned one that is not has its range extended, unless it can be recomputed too); a
+// read that is gone by then (inside a dropped block's gap, or after the last access of a block
+// whose producer may rerun) is recomputed transitively by a transient rerun right before, which
+// lives only until p has rerun: recompute forward from the nearest kept values, use, free, as in
+// Chen's segments. A read written again between p's run and its rerun (a parameter updated
+// before backward reaches p, an accumulated gradient) makes the choice infeasible.
 //
 // The planner (kGreedy). Choosing the set that minimises added compute under a byte budget is
 // NP-hard in general (Checkmate, Jain et al. 2020, solves it as an integer program); we use a
@@ -35,7 +39,8 @@
 // Guarantees:
 //   - the planned arena never exceeds the budget (checked after placement, not estimated); when
 //     no prefix fits, PlanForBudget says so (feasible = false) with the smallest arena it reached,
-//     which Graph reports as OutOfMemoryError stating the minimum budget;
+//     which Graph reports as OutOfMemoryError stating the minimum budget (the least this
+//     planner reaches, not a proof that no schedule does better);
 //   - the sequence does not depend on the budget, so a smaller budget never gets a larger arena
 //     (the first prefix fitting B2 < B1 is the one for B1 or a later one, below B2);
 //   - a budget at or above the unconstrained arena drops nothing: the plan is the unbudgeted one;
@@ -45,8 +50,8 @@
 // the budget (it fits or throws).
 //
 // Memory invariant (as in graph.h): segments whose position ranges overlap never share bytes.
-// A dropped block has two segments (before the drop and after the recomputation), each placed
-// on its own; a recomputed operation's scratch gets a one-position segment of its own.
+// A recomputed block has one segment per rerun besides its original one (their ranges never
+// overlap each other), each placed on its own; a rerun's scratch gets a one-position segment.
 #pragma once
 
 #include <cstddef>
