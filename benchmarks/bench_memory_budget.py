@@ -7,9 +7,10 @@ For singa, budgets of 100%, 75%, 50%, 35% of the unconstrained plan (persistent 
 and the least budget the planner reaches (read from the error a tiny budget raises), with the
 greedy planner and with Chen et al.'s sqrt(N) checkpoints; beside them PyTorch eager, plain and
 with torch.utils.checkpoint (checkpoint_sequential over the network's top-level modules in
-max(2, sqrt(n)) segments: its stem, residual blocks and head). Each row runs in its own process; its peak RSS is VmHWM, reset through
-/proc/self/clear_refs just before the first step, minus the RSS at that point (bench_train.py's
-measure), so it covers activations, workspaces and allocator slack, not the parameters. "planned" is singa's persistent + arena bytes; time is the median
+max(2, sqrt(n)) segments: its stem, residual blocks and head). Each row runs in its own
+process; its peak RSS is VmHWM, reset through /proc/self/clear_refs just before the first step,
+minus the RSS at that point (bench_train.py's measure): activations, workspaces and allocator
+slack, not the parameters. "planned" is singa's persistent + arena bytes; time is the median
 step over --steps after a warm-up, per sample. Default environment; prints a Markdown table.
 """
 import argparse

@@ -14,7 +14,9 @@ namespace remat {
 
 namespace {
 
-bool Contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool Contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 // Whether block b is written by some step in the open interval (lo, hi).
 bool WrittenBetween(const Analysis& a, int b, size_t lo, size_t hi) {
@@ -107,15 +109,21 @@ struct Rerun {
   size_t pos = 0, end = 0;  // schedule position of the rerun; last position needing the value
 };
 
-}  // namespace
+// The reruns a set of dropped candidates implies, and which rerun serves each read of a rerun.
+struct Reruns {
+  std::vector<Rerun> list;
+  std::vector<int> drop_of;  // block -> candidate when dropped, else -1
+  // (reader's index in list, block read, index of the rerun serving it, or SIZE_MAX for the
+  // block's original range, extended if needed)
+  std::vector<std::tuple<size_t, int, size_t>> needs;
+};
 
-Plan Simulate(const Problem& p, const Analysis& a, const std::vector<int>& dropped) {
-  const size_t nb = p.size.size(), ns = p.steps.size();
-  Plan plan;
-  plan.dropped = dropped;
-  std::vector<Rerun> reruns;
+// False when a rerun would read a value overwritten since its producer's original run.
+bool CollectReruns(const Problem& p, const Analysis& a, const std::vector<int>& dropped,
+                   Reruns* out) {
+  std::vector<Rerun>& reruns = out->list;
   std::map<std::pair<int, size_t>, size_t> rerun_at;  // (block, at) -> index in reruns
-  std::vector<int> drop_of(nb, -1);                   // block -> candidate when dropped
+  out->drop_of.assign(p.size.size(), -1);
   // Later producers first: a rerun's needs are then all known when it is visited.
   std::priority_queue<std::pair<size_t, size_t>> todo;  // (producer, rerun index)
   auto add = [&](int b, size_t producer, size_t at, bool main) {
@@ -129,33 +137,43 @@ Plan Simulate(const Problem& p, const Analysis& a, const std::vector<int>& dropp
   };
   for (int c : dropped) {
     const Candidate& cd = a.candidates[c];
-    drop_of[cd.block] = c;
+    out->drop_of[cd.block] = c;
     add(cd.block, cd.producer, cd.gap_hi, true);
   }
-  // (rerun index of the reader, block read, rerun index serving it or SIZE_MAX for the block's
-  // original or extended range)
-  std::vector<std::tuple<size_t, int, size_t>> needs;
   while (!todo.empty()) {
     const size_t i = todo.top().second;
     todo.pop();
     const size_t producer = reruns[i].producer, t = reruns[i].at;
     for (int r : p.steps[producer].reads) {
-      if (WrittenBetween(a, r, producer, t)) {
-        plan.feasible = false;  // the value it read then is gone by now
-        return plan;
-      }
+      if (WrittenBetween(a, r, producer, t)) return false;
       if (!p.planned[r]) continue;
       size_t serve = SIZE_MAX;
-      const int c = drop_of[r];
+      const int c = out->drop_of[r];
       if (c >= 0 && t > a.candidates[c].gap_lo) {
         const Candidate& cr = a.candidates[c];
         serve = t >= cr.gap_hi ? rerun_at.at({r, cr.gap_hi}) : add(r, cr.producer, t, false);
       } else if (c < 0 && t > a.last[r] && a.producer_of[r] >= 0) {
         serve = add(r, static_cast<size_t>(a.producer_of[r]), t, false);
       }
-      needs.emplace_back(i, r, serve);
+      out->needs.emplace_back(i, r, serve);
     }
   }
+  return true;
+}
+
+}  // namespace
+
+Plan Simulate(const Problem& p, const Analysis& a, const std::vector<int>& dropped) {
+  const size_t nb = p.size.size(), ns = p.steps.size();
+  Plan plan;
+  plan.dropped = dropped;
+  Reruns rs;
+  if (!CollectReruns(p, a, dropped, &rs)) {
+    plan.feasible = false;
+    return plan;
+  }
+  std::vector<Rerun>& reruns = rs.list;
+  const std::vector<int>& drop_of = rs.drop_of;
   // The schedule: each step preceded by the reruns due before it (producers in order).
   std::vector<std::vector<size_t>> due(ns);
   for (size_t i = 0; i < reruns.size(); ++i) due[reruns[i].at].push_back(i);
@@ -177,7 +195,7 @@ Plan Simulate(const Problem& p, const Analysis& a, const std::vector<int>& dropp
     if (p.planned[b] && a.first[b] != SIZE_MAX) end[b] = pos_of_step[a.last[b]];
   for (Rerun& rr : reruns)
     if (rr.main) rr.end = pos_of_step[a.last[rr.block]];
-  for (auto& [reader, r, serve] : needs) {
+  for (auto& [reader, r, serve] : rs.needs) {
     const size_t at = reruns[reader].pos;
     if (serve == SIZE_MAX) {
       if (drop_of[r] < 0) end[r] = std::max(end[r], at);  // a dropped one: in its first range

@@ -49,7 +49,9 @@
 // multiply that applies it is recomputed), no collective, nothing both read and written (the
 // batch-norm training forward updates its running statistics in place, so its output is kept).
 // A budget no plan reaches throws OutOfMemoryError at build time stating the least budget that
-// works. Without a budget, or one at least the unconstrained plan, the plan is unchanged.
+// works. Without a budget, or one at least the unconstrained plan, the plan is unchanged. What
+// the budget bounds is persistent_bytes + arena_bytes; the pool adds its rounding on top (each
+// persistent block and the arena rounded up to the pool's 64-byte alignment).
 #pragma once
 
 #include <chrono>
