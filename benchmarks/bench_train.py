@@ -154,8 +154,9 @@ def worker(cfg):
     print("RESULT " + json.dumps(out))
 
 
-def run_one(cfg, env):
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)]
+def run_one(cfg, env, script=__file__):
+    """Runs ``script --worker cfg`` (this file by default) and returns its RESULT dict."""
+    cmd = [sys.executable, os.path.abspath(script), "--worker", json.dumps(cfg)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=cfg["timeout"])
     except subprocess.TimeoutExpired:

@@ -57,5 +57,12 @@ message(STATUS "singa: CUDA ${CUDAToolkit_VERSION} (archs ${CMAKE_CUDA_ARCHITECT
 set(SINGA_CUDA_INCLUDE_DIRS ${SINGA_CUBLAS_INCLUDE_DIR} ${SINGA_CURAND_INCLUDE_DIR}
     ${SINGA_CUDNN_INCLUDE_DIR} ${SINGA_NCCL_INCLUDE_DIR})
 list(REMOVE_DUPLICATES SINGA_CUDA_INCLUDE_DIRS)
-set(SINGA_CUDA_LIBRARIES CUDA::cudart ${SINGA_CUBLAS_LIBRARY} ${SINGA_CURAND_LIBRARY}
+# A wheel links the CUDA runtime statically: no nvidia-cuda-runtime wheel to depend on, and
+# libcuda (the driver) is opened at the first CUDA call, so `import singa` works without a GPU.
+if(SKBUILD)
+  set(_cudart CUDA::cudart_static)
+else()
+  set(_cudart CUDA::cudart)
+endif()
+set(SINGA_CUDA_LIBRARIES ${_cudart} ${SINGA_CUBLAS_LIBRARY} ${SINGA_CURAND_LIBRARY}
     ${SINGA_CUDNN_LIBRARY} ${SINGA_NCCL_LIBRARY})

@@ -12,8 +12,12 @@
 #           writable and float32/float16/int32 becomes a tensor over that memory; anything else
 #           readable on the host (strided, read-only, unaligned) is copied unless copy=False,
 #           which raises BufferError. Other dtypes raise DTypeError (tensor.from_numpy converts).
-#           GPU (kDLCUDA) producers raise SingaNotImplementedError: the stream hand-over they
-#           need is not implemented; move the data to the host first.
+#           GPU (kDLCUDA) memory that is contiguous and aligned becomes a tensor over it on
+#           a singa CUDA device of that GPU (device=, else one device per GPU made for imports):
+#           the producer is asked for it on that device's stream (__dlpack__(stream=...)), so
+#           its pending writes are ordered before singa's kernels. Read-only GPU memory or
+#           copy=True gives a copy on the GPU; strided GPU memory raises BufferError (make it
+#           contiguous first). A CPU-only build raises SingaNotImplementedError.
 #   graph   while the device records a graph (EnableGraph(True)) nothing has run, so export
 #           raises BufferError, like to_numpy. An exported block counts as held by the user:
 #           a graph built while a consumer holds it never recycles or moves it, so the view
@@ -22,6 +26,7 @@
 from cpython.pycapsule cimport (PyCapsule_New, PyCapsule_IsValid, PyCapsule_GetPointer,
                                 PyCapsule_SetName)
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, int64_t, uintptr_t
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE
 
 cdef extern from "dlpack.h" nogil:
     enum:
@@ -66,6 +71,13 @@ cdef extern from "dlpack.h" nogil:
         DLTensor dl_tensor
 
 cdef extern from "dlpack_bridge.h" namespace "singa_dlpack" nogil:
+    uintptr_t DeviceStream(CDevice* device)
+    cdef cppclass BufferCtx:
+        vector[Py_ssize_t] shape
+        vector[Py_ssize_t] strides
+    BufferCtx* NewBufferCtx(const CTensor& t)
+    void DeleteBufferCtx(void* ctx)
+    void* HostData(const CTensor& t)
     void* ExportTensor(const CTensor& t, bool versioned, int32_t device_type, int32_t device_id,
                        uint8_t code, uint8_t bits, uint64_t flags) except +raise_py_error
     CTensor ImportTensor(shared_ptr[CDevice] device, void* data, const vector[size_t]& shape,
@@ -115,12 +127,13 @@ def _dlpack_device(Tensor t not None):
     return _dl_device_of(t.c.device().get())
 
 
-cdef void _check_not_graph_owned(Tensor t) except *:
+cdef void _check_not_graph_owned(Tensor t, str op="__dlpack__") except *:
     cdef CDevice* dev = t.c.device().get()
     if dev.graph_enabled():
-        raise BufferError("__dlpack__: the tensor's device is recording a graph "
+        raise BufferError("%s: the tensor's device is recording a graph "
                           "(EnableGraph(True)): nothing has run yet, so its memory holds no "
-                          "values; export after the training step or outside train_one_batch")
+                          "values; export after the training step or outside train_one_batch"
+                          % op)
     cdef CBlock* b = t.c.block()
     if b == NULL:
         return
@@ -128,9 +141,9 @@ cdef void _check_not_graph_owned(Tensor t) except *:
     cdef size_t i
     for i in range(infos.size()):
         if infos[i].block == b and infos[i].recyclable:
-            raise BufferError("__dlpack__: the tensor's memory belongs to the device's graph "
+            raise BufferError("%s: the tensor's memory belongs to the device's graph "
                               "(a recyclable block, shared with other tensors in the planned "
-                              "arena); Clone() it, or export after dev.ResetGraph()")
+                              "arena); Clone() it, or export after dev.ResetGraph()" % op)
 
 
 def _dlpack_export(Tensor t not None, stream=None, max_version=None, dl_device=None, copy=None):
@@ -202,12 +215,34 @@ cdef _dlpack_dtype_name(DLDataType d):
                        "x%d" % d.lanes if d.lanes != 1 else "")
 
 
-cdef object _capsule_of(x):
-    """Asks x for a capsule, preferring DLPack 1.0 (older producers take no keywords)."""
+cdef object _capsule_of(x, stream=None):
+    """Asks x for a capsule (for use on `stream`, a CUDA stream handle), preferring DLPack 1.0
+    (older producers take no max_version)."""
+    kw = {} if stream is None else {"stream": stream}
     try:
-        return x.__dlpack__(max_version=(1, 0))
+        return x.__dlpack__(max_version=(1, 0), **kw)
     except TypeError:
-        return x.__dlpack__()
+        return x.__dlpack__(**kw)
+
+
+_IMPORT_GPUS = {}  # GPU id -> the singa device that from_dlpack(x) of that GPU's memory uses
+
+
+cdef Device _gpu_for_import(int dev_id, Device device):
+    """The singa CUDA device a tensor imported from CUDA device dev_id lives on."""
+    if not USE_CUDA:
+        raise SingaNotImplementedError(
+            "from_dlpack: x lives on CUDA device %d and this singa was built without CUDA "
+            "(move it to the host first, e.g. x.cpu(), or install the CUDA build)" % dev_id)
+    if device is None:
+        if dev_id not in _IMPORT_GPUS:
+            _IMPORT_GPUS[dev_id] = create_cuda_gpu_on(dev_id)
+        return _IMPORT_GPUS[dev_id]
+    if device.c.get().is_host() or device.c.get().id() != dev_id:
+        raise BufferError("from_dlpack: x lives on CUDA device %d; device= must be a singa device "
+                          "on that GPU, got %r (import, then move it with to_device)"
+                          % (dev_id, device))
+    return device
 
 
 def from_dlpack(x, Device device=None, copy=None):
@@ -223,14 +258,15 @@ def from_dlpack(x, Device device=None, copy=None):
                         "(numpy array, torch tensor, CuPy array, singa tensor...), got %s"
                         % type(x).__name__)
     dev_type, dev_id = x.__dlpack_device__()
+    cdef Device gpu = None
     if dev_type == kSingaDLCUDA:
-        raise SingaNotImplementedError(
-            "from_dlpack: x lives on CUDA device %d; importing GPU memory is not implemented "
-            "(move it to the host first, e.g. x.cpu(), then from_dlpack)" % dev_id)
-    if dev_type not in (kSingaDLCPU, kSingaDLCUDAHost):
+        gpu = _gpu_for_import(dev_id, device)
+        cap = _capsule_of(x, DeviceStream(gpu.c.get()))
+    elif dev_type in (kSingaDLCPU, kSingaDLCUDAHost):
+        cap = _capsule_of(x)
+    else:
         raise BufferError("from_dlpack: x lives on DLPack device type %r, which singa cannot "
                           "read" % (dev_type,))
-    cap = _capsule_of(x)
     cdef bool versioned = PyCapsule_IsValid(cap, b"dltensor_versioned")
     if not versioned and not PyCapsule_IsValid(cap, b"dltensor"):
         raise BufferError("from_dlpack: __dlpack__ returned %r, not an unused DLPack capsule"
@@ -266,17 +302,28 @@ def from_dlpack(x, Device device=None, copy=None):
     aligned = <uintptr_t>data % esize == 0
     read_only = (flags & SINGA_DLPACK_FLAG_READ_ONLY) != 0
     zero_copy = contiguous and aligned and not read_only and copy is not True
+    if gpu is not None and not (contiguous and aligned):
+        raise BufferError("from_dlpack: x's GPU memory is %s; singa shares or copies contiguous "
+                          "GPU memory only (make it contiguous first, e.g. x.contiguous())"
+                          % ("strided" if not contiguous else "unaligned"))
     if not zero_copy and copy is False:
         raise BufferError("from_dlpack: x's memory cannot be shared (%s) and copy=False"
                           % ", ".join(w for w, bad in (("strided", not contiguous),
                                                        ("unaligned", not aligned),
                                                        ("read-only", read_only)) if bad))
     cdef shared_ptr[CDevice] host = defaultDevice()
-    if device is not None and device.c.get().is_host():
+    if gpu is not None:
+        host = gpu.c  # where the memory is (the name stays: everything below runs there)
+    elif device is not None and device.c.get().is_host():
         host = device.c
     cdef vector[size_t] cshape = as_shape("from_dlpack", shape)
     cdef void* managed = <void*>mv if versioned else <void*>ml
     cdef CTensor ct
+    if gpu is not None:
+        # A view of the GPU memory; a copy (on that GPU) when it is read-only or copy=True.
+        PyCapsule_SetName(cap, b"used_dltensor_versioned" if versioned else b"used_dltensor")
+        out = wrap(ImportTensor(host, data, cshape, dt, managed, versioned))
+        return out if zero_copy else out.Clone(gpu)
     if zero_copy:
         # From here singa owns the DLPack tensor: the capsule must not give it back too.
         PyCapsule_SetName(cap, b"used_dltensor_versioned" if versioned else b"used_dltensor")
@@ -329,3 +376,46 @@ cdef _copy_dl_into(Tensor out, cap, DLTensor* dl, char* data, shape, strides):
         "typestr": np.dtype(_NP_OF[_DT_OF_DL[(dl.dtype.code, dl.dtype.bits)]]).str,
         "data": (<uintptr_t>data, True)}
     copy_from_numpy(out, np.asarray(holder))
+
+
+# ---- the buffer protocol (Tensor.__getbuffer__): memoryview(t), np.frombuffer, bytes(t)... ----
+# The same rules as a DLPack export of a host tensor: the view holds the block (user-held, so a
+# graph never recycles it) until released, a broadcast view is read-only, GPU tensors and a
+# device recording a graph are refused with BufferError.
+_BUFFER_FORMATS = {kFloat32: b"f", kInt: b"i", kFloat16: b"e"}
+
+
+cdef int _get_buffer(Tensor t, Py_buffer* view, int flags) except -1:
+    if not t.c.device().get().is_host():
+        raise BufferError("Tensor buffer: the tensor is on %r; the buffer protocol exposes host "
+                          "memory (to_host() first, or __dlpack__ for GPU consumers)"
+                          % wrap_device(t.c.device()))
+    _check_not_graph_owned(t, "Tensor buffer")
+    dt = t.c.data_type()
+    if dt not in _BUFFER_FORMATS:
+        raise BufferError("Tensor buffer: dtype %s has no buffer format" % _dtype_name(dt))
+    read_only = any(st == 0 and d > 1 for st, d in zip(t.c.stride(), t.c.shape()))
+    if read_only and (flags & PyBUF_WRITABLE):
+        raise BufferError("Tensor buffer: a broadcast view is read-only (one element at many "
+                          "places); Clone() it for a writable buffer")
+    if not t.c.IsContiguous() and not (flags & PyBUF_STRIDES):
+        raise BufferError("Tensor buffer: the tensor is a strided view and the consumer did "
+                          "not ask for strides")
+    cdef BufferCtx* ctx = NewBufferCtx(t.c)
+    cdef Py_ssize_t esize = SizeOf(<DataType>dt)
+    view.buf = HostData(t.c)
+    view.obj = t
+    view.len = <Py_ssize_t>t.c.Size() * esize
+    view.readonly = 1 if read_only else 0
+    view.itemsize = esize
+    view.format = <char*>(<bytes>_BUFFER_FORMATS[dt]) if flags & PyBUF_FORMAT else NULL
+    view.ndim = <int>ctx.shape.size()
+    view.shape = ctx.shape.data() if flags & PyBUF_ND else NULL
+    view.strides = ctx.strides.data() if flags & PyBUF_STRIDES else NULL
+    view.suboffsets = NULL
+    view.internal = <void*>ctx
+    return 0
+
+
+cdef void _release_buffer(Py_buffer* view) noexcept:
+    DeleteBufferCtx(view.internal)

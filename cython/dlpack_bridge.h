@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <sys/types.h>
 #include <memory>
 #include <vector>
 
@@ -82,6 +83,33 @@ inline void* ExportTensor(const singa::Tensor& t, bool versioned, int32_t device
   raw->legacy.manager_ctx = raw;
   raw->legacy.deleter = DeleteLegacy;
   return &raw->legacy;
+}
+
+/// What a buffer-protocol view of a host tensor holds until it is released (Tensor.__getbuffer__):
+/// the tensor, so its block lives and counts as user-held as for a DLPack export, and the shape
+/// and byte strides the Py_buffer points at.
+struct BufferCtx {
+  explicit BufferCtx(const singa::Tensor& t) : hold(t) {
+    const auto esize = static_cast<ssize_t>(singa::SizeOf(t.data_type()));
+    for (size_t d : t.shape()) shape.push_back(static_cast<ssize_t>(d));
+    for (auto s : t.stride()) strides.push_back(static_cast<ssize_t>(s) * esize);
+  }
+  ExportCtx hold;
+  std::vector<ssize_t> shape, strides;
+};
+inline BufferCtx* NewBufferCtx(const singa::Tensor& t) { return new BufferCtx(t); }
+inline void DeleteBufferCtx(void* ctx) { delete static_cast<BufferCtx*>(ctx); }
+
+/// A host tensor's first element (a valid, never dereferenced address when it is empty).
+inline void* HostData(const singa::Tensor& t) {
+  alignas(256) static char empty_data[256];
+  return t.Size() == 0 || t.block() == nullptr ? empty_data : t.block()->mutable_data();
+}
+
+/// The CUDA stream every operation of `device` is enqueued on, as the integer a consumer passes
+/// to a producer's __dlpack__(stream=...) (null on the host).
+inline uintptr_t DeviceStream(singa::Device* device) {
+  return reinterpret_cast<uintptr_t>(device->context()->stream);
 }
 
 /// Deletes a Block, then hands its memory back to the producer (once armed: a shared_ptr whose

@@ -74,7 +74,9 @@ include "dlpack.pxi"
 include "ops.pxi"
 include "elementwise_ops.pxi"
 include "nn.pxi"
+include "transformer.pxi"
 include "kernels.pxi"
 include "dist.pxi"
+include "attention.pxi"
 
 USE_DNNL = built_with_dnnl()

@@ -291,6 +291,13 @@ cdef class Tensor:
 
     # DLPack (the Python array API's protocol; cython/dlpack.pxi): np.from_dlpack(t),
     # torch.from_dlpack(t) share this tensor's memory.
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        """The buffer protocol (memoryview(t), np.frombuffer(t, ...)): host memory, see dlpack.pxi."""
+        _get_buffer(self, view, flags)
+
+    def __releasebuffer__(self, Py_buffer* view):
+        _release_buffer(view)
+
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return _dlpack_export(self, stream, max_version, dl_device, copy)
 

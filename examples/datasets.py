@@ -51,7 +51,9 @@ def read_idx(path):
         head = f.read(4)
         if len(head) != 4 or head[0] != 0 or head[1] != 0:
             raise ValueError("%s is not an IDX file (bad magic %r)" % (path, head))
-        dtypes = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+        dtypes = {code: np.dtype(t) for code, t in
+                  ((0x08, np.uint8), (0x09, np.int8), (0x0B, ">i2"), (0x0C, ">i4"),
+                   (0x0D, ">f4"), (0x0E, ">f8"))}
         if head[2] not in dtypes:
             raise ValueError("%s: unknown IDX element type 0x%02x" % (path, head[2]))
         ndim = head[3]

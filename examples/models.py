@@ -204,7 +204,8 @@ class XceptionBlock(layer.Layer):
         if out_filters != in_filters or stride != 1:
             self.skip = layer.Conv2d(in_filters, out_filters, 1, stride=stride, bias=False)
             self.skipbn = layer.BatchNorm2d(out_filters)
-        seq, filters = [], in_filters
+        seq: list[layer.Layer] = []  # the sub-layers, in order
+        filters = in_filters
         for i in range(reps):
             if i > 0 or relu_first:
                 seq.append(layer.ReLU())

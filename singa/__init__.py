@@ -6,6 +6,10 @@
 """
 __version__ = "0.1.0"
 
+from . import _cuda_libs
+
+_cuda_libs.preload()  # a CUDA wheel's nvidia-* libraries, before anything loads the extension
+
 
 def __getattr__(name):
     # singa.NonFiniteError without loading the extension at `import singa` (PEP 562).

@@ -764,6 +764,13 @@ class Tensor(object):
         return self.data.__dlpack__(stream=stream, max_version=max_version,
                                     dl_device=dl_device, copy=copy)
 
+    def __buffer__(self, flags):
+        """The buffer protocol (PEP 688, Python 3.12+): ``memoryview(t)``, ``np.frombuffer``...
+        share a host tensor's memory, as ``memoryview(t.data)`` does on any Python (the core
+        tensor implements the protocol). GPU tensors and a device recording a graph raise
+        BufferError."""
+        return memoryview(self.data)
+
     def __dlpack_device__(self):
         """(device type, device id) in DLPack's terms: (1, 0) on the host, (2, gpu id) on CUDA."""
         return self.data.__dlpack_device__()

@@ -33,7 +33,8 @@ Axes = Union[int, Sequence[int]]
 DType = int                                            # tensor.float32, float16, int32
 
 # SINGA's names where they are not the C++ name lower-cased (ReLUBackward: not in SINGA).
-_PY_NAMES = {"EltwiseMult": "eltwise_mult", "ReLUBackward": "relu_backward"}
+_PY_NAMES = {"EltwiseMult": "eltwise_mult", "ReLUBackward": "relu_backward",
+             "GELUBackward": "gelu_backward", "GELUTanhBackward": "gelu_tanh_backward"}
 
 
 def py_name(op: str) -> str:
@@ -261,7 +262,9 @@ if TYPE_CHECKING:
     abs = negative = sign = square = relu = ceil = floor = round = rounde = _unary_sig
     exp = log = sqrt = reciprocal = sigmoid = softplus = softsign = tanh = _unary_sig
     sin = cos = tan = asin = acos = atan = sinh = cosh = asinh = acosh = atanh = erf = _unary_sig
+    gelu = gelutanh = isnan = isinf = _unary_sig
     add = sub = eltwise_mult = div = maximum = minimum = relu_backward = _arith_sig
+    gelu_backward = gelu_tanh_backward = _arith_sig
     pow = _pow_sig
     lt = le = gt = ge = eq = ne = _compare_sig
     # the names __all__ takes from the table (a starred entry type checkers cannot evaluate)
@@ -269,7 +272,8 @@ if TYPE_CHECKING:
                 "exp", "log", "sqrt", "reciprocal", "sigmoid", "softplus", "softsign", "tanh",
                 "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
                 "atanh", "erf", "add", "sub", "eltwise_mult", "div", "maximum", "minimum",
-                "relu_backward", "pow", "lt", "le", "gt", "ge", "eq", "ne"]
+                "relu_backward", "pow", "lt", "le", "gt", "ge", "eq", "ne",
+                "gelu", "gelutanh", "isnan", "isinf", "gelu_backward", "gelu_tanh_backward"]
 
 
 def clip(t: TensorLike, low: Number, high: Number) -> Tensor:

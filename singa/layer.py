@@ -17,6 +17,10 @@ singa/layers/base.py for the rules; the classes live in singa/layers/ by theme::
   rnn     RNN, LSTM, GRU, CudnnRNN (all devices)
   simple  ReLU, Sigmoid, Tanh, Add, Flatten, Cat, Reshape, Dropout, SoftMax, ScatterElements,
           SoftMaxCrossEntropy, CrossEntropy, MeanSquareError, BinaryCrossEntropy
+  attention    LayerNorm, GELU, MultiHeadAttention (alias MultiheadAttention),
+               SinusoidalPositionalEmbedding, LearnedPositionalEmbedding
+  transformer  TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder,
+               TransformerDecoder, Transformer (torch.nn's arguments and sub-layer names)
 """
 from .layers import *  # noqa: F401,F403
 from .layers import __all__  # noqa: F401

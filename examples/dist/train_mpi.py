@@ -24,8 +24,9 @@ from monitor import History  # noqa: E402
 from singa import device, opt, tensor  # noqa: E402
 
 
-class DistStep:
-    """SINGA's train_one_batch(x, y, dist_option, spars) for the example models."""
+class DistStep(models.Classifier):
+    """SINGA's train_one_batch(x, y, dist_option, spars) for the example models (mixed in
+    before the model's class: MLP(DistStep, models.MLP))."""
 
     def train_one_batch(self, x, y, dist_option="plain", spars=None):
         out = self.forward(x)

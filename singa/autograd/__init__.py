@@ -11,7 +11,8 @@ Example::
 
 The code is split by theme: base (Operator, Dummy, backward), math (elementwise, from the op table),
 activation, linalg (matmul, gemm, add_bias), reduce, shape, index (slice, gather, pad...),
-nn (conv2d, pooling_2d, batchnorm_2d, dropout) and loss. Everything is re-exported here.
+nn (conv2d, pooling_2d, batchnorm_2d, dropout), loss and transformer (layer_norm, cumsum,
+gather_elements, gather_nd, masked_fill). Everything is re-exported here.
 
 ``autograd.training`` is singa._state.training; assigning it here sets that one variable, which
 autograd, the layers and Model read. Layer classes (Linear, Conv2d...) are re-exported from
@@ -47,7 +48,10 @@ from .loss import (SoftMaxCrossEntropy, softmax_cross_entropy, CrossEntropy, cro
                    BinaryCrossEntropy, binary_cross_entropy, MeanSquareError, mse_loss,
                    RankingLoss, ranking_loss, QALSTMLoss, qa_lstm_loss)
 
+from .transformer import (LayerNorm, layer_norm, CumSum, cumsum, GatherElements,
+                          gather_elements, GatherND, gather_nd, MaskedFill, masked_fill)
 from .rnn import _RNN, RNNHandle  # noqa: F401  (cuDNN's fused RNN, on every device)
+from .attention import ScaledDotProductAttention, scaled_dot_product_attention  # noqa: F401
 
 # Apache SINGA's autograd re-exported these layer classes (defined in singa.layer, which imports
 # this package: looked up on first use, PEP 562).

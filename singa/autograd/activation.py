@@ -8,7 +8,9 @@
 import numpy as np
 
 from .. import singa_wrap as singa
+from ..errors import ShapeError
 from .base import Operator, float_dtype, reduce_to, norm_axis
+from .transformer import as_mask
 
 _M = singa.EltwiseMult
 
@@ -133,15 +135,31 @@ class SoftMax(Operator):
     and prod(shape[axis:]) columns and each row is normalised (ONNX's Softmax before opset
     13). On a matrix with axis=1, or with the last axis, this is the softmax along that axis;
     on (N, C, H, W) with the default axis=1 it normalises each sample over C*H*W. For one
-    inner axis alone (PyTorch's dim, ONNX 13's axis), transpose it to the end first."""
+    inner axis alone (PyTorch's dim, ONNX 13's axis), transpose it to the end first.
+
+    Called with (x, mask), the mask (broadcast to x; nonzero = takes part, PyTorch's attention
+    convention) sets the other entries to -inf before normalising: they get probability 0 and
+    no gradient, and a row with no entry taking part is NaN, as torch.softmax of
+    x.masked_fill(~mask, -inf) gives."""
 
     def __init__(self, axis=1):
         super(SoftMax, self).__init__()
         self.axis = axis
 
-    def forward(self, x):
+    def forward(self, x, mask=None):
         self.axis = norm_axis(self.axis, x.nDim(), "softmax")
         self.shape = list(x.shape())
+        self.fill = None
+        if mask is not None:
+            try:
+                fits = np.broadcast_shapes(mask.shape(), x.shape()) == tuple(x.shape())
+            except ValueError:
+                fits = False
+            if not fits:
+                raise ShapeError("softmax: the mask %s does not broadcast to the input %s"
+                                 % (mask.shape(), tuple(self.shape)))
+            self.fill = singa.EQ(mask, 0.0)
+            x = singa.MaskedFill(x, self.fill, -np.inf)
         rows = int(np.prod(self.shape[:self.axis], dtype=np.int64))
         cols = int(np.prod(self.shape[self.axis:], dtype=np.int64))
         self.y = singa.SoftMax(singa.Reshape(x, [rows, cols]), 1)  # (rows, cols)
@@ -149,12 +167,20 @@ class SoftMax(Operator):
 
     def backward(self, dy):
         dy2 = singa.Reshape(dy, list(self.y.shape()))
-        return singa.Reshape(singa.SoftMaxBackward(dy2, self.y, 1), self.shape)
+        dx = singa.Reshape(singa.SoftMaxBackward(dy2, self.y, 1), self.shape)
+        if self.fill is None:
+            return dx
+        # masked entries get no gradient, even in a fully masked (NaN) row: masked_fill's rule
+        return singa.MaskedFill(dx, self.fill, 0.0), None
 
 
-def softmax(x, axis=1):
-    """Softmax of x over the axes from ``axis`` on, flattened (SINGA's; see SoftMax)."""
-    return SoftMax(axis)(x)[0]
+def softmax(x, axis=1, mask=None):
+    """Softmax of x over the axes from ``axis`` on, flattened (SINGA's; see SoftMax). ``mask``
+    (a Tensor or array broadcast to x, nonzero = takes part) gives the other entries
+    probability 0."""
+    if mask is None:
+        return SoftMax(axis)(x)[0]
+    return SoftMax(axis)(x, as_mask(mask, x, "softmax"))[0]
 
 
 class LogSoftMax(Operator):

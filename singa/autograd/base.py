@@ -164,8 +164,11 @@ class Operator(object):
                for x in xs] if grads else []
         self.src = src if record else []
         # the inputs of a non-differentiable operator too (a comparison, a shape query), for
-        # sonnx's export of the trace; backward reads src only
-        self.trace_src = src
+        # sonnx's export of the trace; backward reads src only. The trace holds the leaves
+        # (constants made for this call: a number operand, a mask array), which their Dummy
+        # creators hold only weakly and nothing else may keep alive until the export.
+        self.trace_src = [(c, i, x if t is None and isinstance(c, Dummy) else t, s)
+                          for (c, i, t, s), x in zip(src, xs)]
         self._x_shapes = tuple(x.data.shape() for x in xs)
         ys = self.forward(*(x.data for x in xs))
         if not isinstance(ys, tuple):
@@ -378,6 +381,8 @@ def _release(op):
                 isinstance(v, (tuple, list)) and any(isinstance(e, (CTensor, Tensor)) for e in v)):
             setattr(op, k, None)
     op.src = []
+    # and the leaves the trace held for an export (see _do_forward), as before it held them
+    op.trace_src = [(c, i, t if s else None, s) for c, i, t, s in getattr(op, "trace_src", ())]
     op._released = True
 
 

@@ -70,6 +70,12 @@ class _ReLUBase(_Unary):
         return singa.ReLUBackward(dy, self.y)
 
 
+class _GELUBase(_Unary):
+    # dy * GELU'(x) in one fused kernel (a table row) instead of five elementwise passes
+    def backward(self, dy):
+        return type(self).grad(dy, self.x)
+
+
 class _IdentityBase(_Unary):
     def backward(self, dy):
         return dy
@@ -92,6 +98,8 @@ def _one_plus(t):
 
 
 _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
+# A predicate row (0/1 results): an operator without gradient, like the comparisons below.
+NO_GRADIENT = "no gradient"
 
 # The gradient rule of each unary op of the table, keyed by its C++ name: (what the rule reads,
 # dy/dx from the input x and the output y). None: piecewise constant, the gradient is zero.
@@ -125,13 +133,20 @@ UNARY_GRADIENTS = {
     "Acosh": ("x", lambda x, y: _rsqrt(_S.Sub(_sq(x), 1.0))),
     "Atanh": ("x", lambda x, y: _inv(_one_minus(_sq(x)))),
     "Erf": ("x", lambda x, y: _M(_S.Exp(_neg(_sq(x))), _TWO_OVER_SQRT_PI)),
+    "GELU": ("x", None),  # _GELUBase: the GELUBackward row
+    "GELUTanh": ("x", None),  # _GELUBase: the GELUTanhBackward row
+    "IsNaN": NO_GRADIENT,
+    "IsInf": NO_GRADIENT,
 }
 
 # Where SINGA's autograd differs from the C++ name: the class name, the function's parameter
 # name, the base class.
 _CLASS_NAMES = {"RoundE": "Rounde"}
 _ARG_A = ("Abs", "Exp", "Sign")
-_BASES = {"ReLU": _ReLUBase}
+_BASES = {"ReLU": _ReLUBase,
+          "GELU": type("_GELU", (_GELUBase,), {"grad": staticmethod(singa.GELUBackward)}),
+          "GELUTanh": type("_GELUTanh", (_GELUBase,),
+                           {"grad": staticmethod(singa.GELUTanhBackward)})}
 
 UNARY_OPS = []  # (class, function) of each unary row, in the table's order
 
@@ -146,9 +161,21 @@ def _define_unary(op):
 
 
 for _op, _arity, _kinds in singa.ELEMENTWISE_OPS:
-    if _arity == 1 and _op in UNARY_GRADIENTS:  # test_op_table.py checks every row has one
+    # test_op_table.py checks every row has a rule; predicates are defined with the comparisons
+    if _arity == 1 and UNARY_GRADIENTS.get(_op, NO_GRADIENT) != NO_GRADIENT:
         _define_unary(_op)
 del _op, _arity, _kinds
+
+
+def gelu(x, approximate="none"):
+    """x * Phi(x) elementwise (torch.nn.functional.gelu): ``approximate="none"`` computes Phi
+    with erf, ``"tanh"`` with PyTorch's tanh approximation (autograd operators GELU and
+    GELUTanh; each backward is one fused kernel)."""
+    if approximate == "none":
+        return GELU()(x)[0]
+    if approximate == "tanh":
+        return GELUTanh()(x)[0]
+    raise InputError("gelu: approximate must be 'none' or 'tanh', got %r" % (approximate,))
 
 Identity, identity = _unary("Identity", lambda x: x, None, "", _IdentityBase)
 
@@ -413,6 +440,19 @@ And = _predicate("And", lambda a, b: _M(_truth(a), _truth(b)), "logical and (0/1
 Or = _predicate("Or", lambda a, b: singa.Maximum(_truth(a), _truth(b)), "logical or (0/1).")
 Xor = _predicate("Xor", lambda a, b: singa.NE(_truth(a), _truth(b)), "logical xor (0/1).")
 Not = _predicate("Not", lambda a: singa.EQ(a, 0.0), "logical not (0/1).")
+IsNaN = _predicate("IsNaN", singa.IsNaN, "x is NaN, elementwise (0/1).")
+IsInf = _predicate("IsInf", singa.IsInf, "x is +inf or -inf, elementwise (0/1).")
+
+
+def isnan(x):
+    """1 where x is NaN, else 0, in x's dtype (as the comparisons; int32 is never NaN). No
+    gradient flows through it (NoGradientError)."""
+    return IsNaN()(x)[0]
+
+
+def isinf(x):
+    """1 where x is +inf or -inf, else 0, in x's dtype. No gradient flows through it."""
+    return IsInf()(x)[0]
 
 
 def less(x, y):
@@ -512,12 +552,20 @@ class Where(Operator):
         if self.mask.data_type() != singa.kFloat32:
             self.mask = self.mask.AsType(singa.kFloat32)
         self.a_shape, self.b_shape = a.shape(), b.shape()
-        return singa.Add(_M(self.mask, a), _M(singa.Sub(1.0, self.mask), b))
+        return singa.Add(_select(a, self.mask), _select(b, singa.Sub(1.0, self.mask)))
 
     def backward(self, dy):
-        da = reduce_to(_M(dy, self.mask), self.a_shape) if self.need(0) else None
-        db = reduce_to(_M(dy, singa.Sub(1.0, self.mask)), self.b_shape) if self.need(1) else None
+        da = reduce_to(_select(dy, self.mask), self.a_shape) if self.need(0) else None
+        db = reduce_to(_select(dy, singa.Sub(1.0, self.mask)), self.b_shape) \
+            if self.need(1) else None
         return da, db
+
+
+def _select(x, mask):
+    """x where the 0/1 ``mask`` is 1, else exactly 0, broadcasting: ReLUBackward(x, mask) is
+    that select. (A product x * mask would make an inf or NaN of the side not taken a NaN:
+    where(c, scores, -inf) is how attention masks are written.)"""
+    return singa.ReLUBackward(x, mask)
 
 
 def where(x, y, condition):
@@ -555,8 +603,8 @@ BINARY_GRADIENTS = {
     "Maximum": Max, "Minimum": Min,
     # comparisons: 0/1 results, no gradient (autograd's Less... raise NoGradientError)
     "LT": None, "LE": None, "GT": None, "GE": None, "EQ": None, "NE": None,
-    # it is itself a gradient (of ReLU, used by ReLU.backward)
-    "ReLUBackward": None,
+    # they are themselves gradients (of ReLU and GELU, used by their backward)
+    "ReLUBackward": None, "GELUBackward": None, "GELUTanhBackward": None,
 }
 
 __all__ = (
@@ -565,4 +613,4 @@ __all__ = (
      "add_all", "Sum", "sum", "Mean", "mean", "Max", "max", "Min", "min",
      "Less", "less", "Greater", "greater", "Equal", "equal", "LessEqual", "less_equal",
      "GreaterEqual", "greater_equal", "And", "_and", "Or", "_or", "Xor", "_xor", "Not", "_not",
-     "Clip", "clip", "Where", "where", "Cast", "cast"])
+     "Clip", "clip", "Where", "where", "Cast", "cast", "IsNaN", "isnan", "IsInf", "isinf"])

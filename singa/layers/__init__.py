@@ -15,3 +15,11 @@ __all__ = ["Layer", "LayerMeta", "Linear", "Gemm", "Embedding", "Conv2d", "Separ
            "CrossEntropy", "MeanSquareError", "BinaryCrossEntropy"]
 from .rnn import GRU  # noqa: F401,E402  (recurrent layers beyond SINGA 3.3)
 __all__ += ["GRU"]
+from .attention import (GELU, LayerNorm, LearnedPositionalEmbedding,  # noqa: F401,E402
+                        MultiHeadAttention, MultiheadAttention, SinusoidalPositionalEmbedding)
+from .transformer import (Transformer, TransformerDecoder,  # noqa: F401,E402
+                          TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
+__all__ += ["LayerNorm", "GELU", "MultiHeadAttention", "MultiheadAttention",
+            "SinusoidalPositionalEmbedding", "LearnedPositionalEmbedding",
+            "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
+            "TransformerDecoder", "Transformer"]

@@ -20,9 +20,11 @@ from .. import model
 from .. import tensor
 from .errors import SonnxError
 from .ops import run_onnx_node, HANDLERS, SUPPORTED_OPS  # noqa: F401
-from .ops_tensor import BOOL_OUTPUTS, holdable
+from .ops_tensor import BOOL_OUTPUTS as _TENSOR_BOOLS, holdable
+from .ops_transformer import BOOL_OUTPUTS as _TRANSFORMER_BOOLS, HOST_KERNELS
 
 MIN_OPSET = 11
+BOOL_OUTPUTS = _TENSOR_BOOLS | _TRANSFORMER_BOOLS  # ONNX types them bool: run_node gives bool
 
 
 def _load(model):
@@ -73,7 +75,8 @@ def _to_tensor(array, dev, param):
         a = np.clip(a, _INT32.min, _INT32.max).astype(np.int32)
     elif a.dtype.kind in "fb" and a.dtype != np.float32:
         a = a.astype(np.float32)
-    t = tensor.from_numpy(np.ascontiguousarray(a), dev)
+    # ascontiguousarray would raise a 0-d value (a scalar Gather index) to shape (1,)
+    t = tensor.from_numpy(np.ascontiguousarray(a).reshape(a.shape), dev)
     t.requires_grad = param
     t.stores_grad = param
     return t
@@ -89,7 +92,13 @@ _NON_PARAM_INPUTS = {"BatchNormalization": lambda n: n.input[3:5],
                      "ReduceMax": lambda n: n.input[1:], "ReduceMin": lambda n: n.input[1:],
                      "OneHot": lambda n: n.input[1:], "Gather": lambda n: n.input[1:],
                      "Where": lambda n: n.input[:1],
-                     "ScatterElements": lambda n: n.input[1:]}
+                     "ScatterElements": lambda n: n.input[1:],
+                     "CumSum": lambda n: n.input[1:], "Trilu": lambda n: n.input[1:],
+                     "Range": lambda n: n.input}
+# the inputs that import handlers read as Python values (shapes, axes, indices...): a host
+# (numpy) value there is passed as it is, not made a Tensor to be read back (which a graph
+# being recorded cannot do)
+_HOST_READ = {op: f for op, f in _NON_PARAM_INPUTS.items() if op != "BatchNormalization"}
 
 
 SingaOp = collections.namedtuple("SingaOp", ["node", "operator"])
@@ -147,6 +156,8 @@ class SingaRep(BackendRep):
         self.opset = opset if opset is not None else _opset(model)
         self.input_names = [i.name for i in model.graph.input if i.name not in tensor_map]
         self._cache = {}
+        # initializers that handlers read as Python values, as numpy (see prepare)
+        self.host_initializers = {}
         self.is_graph = False
         # Apache SINGA's layers: (node, operator) per node that is not a Constant (those are
         # values); run(x, last_layers=k) counts these
@@ -175,6 +186,7 @@ class SingaRep(BackendRep):
             raise SonnxError("SingaRep.run: the model takes %d inputs %s, got %d"
                              % (len(self.input_names), self.input_names, len(inputs)))
         env = dict(self.tensor_map)
+        env.update(self.host_initializers)
         for name, x in zip(self.input_names, inputs):
             if not isinstance(x, tensor.Tensor):
                 x = _as_tensor(np.asarray(x), self.device)
@@ -189,7 +201,9 @@ class SingaRep(BackendRep):
                                  % (node.name, node.op_type, e)) from None
             outs = self._host_values(node, ins)
             if outs is None:
-                ins = [_as_tensor(x, self.device) for x in ins]
+                host = set(_HOST_READ.get(node.op_type, lambda n: ())(node))
+                ins = [x if n in host else _as_tensor(x, self.device)
+                       for n, x in zip(node.input, ins)]
                 while ins and ins[-1] is None:
                     ins.pop()
                 attrs = _attrs(node)
@@ -250,6 +264,8 @@ class SingaRep(BackendRep):
         given = [x for x in ins if x is not None]
         if not given or not all(isinstance(x, np.ndarray) for x in given):
             return None
+        if node.op_type in HOST_KERNELS:  # where onnx's reference is wrong
+            return HOST_KERNELS[node.op_type](ins, _attrs(node))
         from onnx.reference import ReferenceEvaluator
         key = ("fold", id(node))
         if key not in self._cache:
@@ -325,8 +341,16 @@ class SingaBackend(Backend):
         for t in m.graph.initializer:
             a = numpy_helper.to_array(t)
             params[t.name] = _to_tensor(a, dev, a.dtype.kind == "f" and t.name not in fixed)
-        return SingaRep(m, params, list(m.graph.node),
-                        kwargs.get("keep_initializers_as_inputs", True), dev, opset)
+        rep = SingaRep(m, params, list(m.graph.node),
+                       kwargs.get("keep_initializers_as_inputs", True), dev, opset)
+        # shapes, axes and indices stay on the host, where the handlers read them: a recorded
+        # graph cannot read a Tensor back (the dynamo exporter stores them as initializers)
+        read = set()
+        for node in m.graph.node:
+            read.update(_HOST_READ.get(node.op_type, lambda n: ())(node))
+        rep.host_initializers = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer
+                                 if t.name in read}
+        return rep
 
     @classmethod
     def run_node(cls, node, inputs, device="CPU", outputs_info=None, **kwargs):

@@ -19,6 +19,7 @@ from .. import tensor
 from ..autograd import base as _ag_base
 from .errors import SonnxError
 from .frontend_tensor import TensorExports
+from .frontend_transformer import TransformerExports, check_opset
 
 EXPORT_OPSET = 13
 
@@ -46,10 +47,11 @@ def _np(ct):
     return singa.to_numpy(ct)
 
 
-class _Exporter(TensorExports):
+class _Exporter(TensorExports, TransformerExports):
     """One export: names, nodes and initializers gathered while walking the trace."""
 
-    def __init__(self, inputs, outputs):
+    def __init__(self, inputs, outputs, opset=EXPORT_OPSET):
+        self.opset = opset
         self.nodes, self.inits, self.done = [], {}, set()
         # SINGA's input list may hold constants the operators recorded (a Reshape's shape,
         # Clip's bounds): only Tensors can be graph inputs, and only those the trace reads
@@ -185,6 +187,8 @@ class _Exporter(TensorExports):
         # ONNX 13's Softmax normalises along one axis: the same when it is the last one,
         # else flatten to (rows, cols), normalise the rows, and reshape back
         nd = len(op.shape)
+        if len(ins) > 1:  # a mask: the entries not taking part are -inf first
+            ins = [self.keep_where(op, ins[0], ins[1])]
         if op.axis == nd - 1:
             return self.node("Softmax", ins, outs, axis=nd - 1)
         flat, rows = self.fresh(outs[0] + ":flat"), self.fresh(outs[0] + ":rows")
@@ -247,7 +251,7 @@ class _Exporter(TensorExports):
         graph = helper.make_graph(self.nodes, model_name, X, Y,
                                   initializer=list(self.inits.values()))
         m = helper.make_model(graph, producer_name="singa",
-                              opset_imports=[helper.make_opsetid("", EXPORT_OPSET)])
+                              opset_imports=[helper.make_opsetid("", self.opset)])
         m.ir_version = min(m.ir_version, 8)  # readable by older onnxruntime builds too
         onnx.checker.check_model(m)
         return m
@@ -259,12 +263,12 @@ class SingaFrontend(object):
     _target_opset_version = EXPORT_OPSET
 
     @classmethod
-    def singa_to_onnx_graph(cls, inputs, y, model_name="sonnx"):
+    def singa_to_onnx_graph(cls, inputs, y, model_name="sonnx", opset_version=EXPORT_OPSET):
         """The onnx GraphProto of the computation from ``inputs`` to ``y`` (lists of Tensors)."""
-        return cls.singa_to_onnx_model(inputs, y, model_name).graph
+        return cls.singa_to_onnx_model(inputs, y, model_name, opset_version).graph
 
     @classmethod
-    def singa_to_onnx_model(cls, inputs, y, model_name="sonnx"):
+    def singa_to_onnx_model(cls, inputs, y, model_name="sonnx", opset_version=EXPORT_OPSET):
         """The onnx ModelProto of the computation from ``inputs`` to ``y`` (lists of Tensors,
         y computed with autograd.training = True so that the operators recorded it).
 
@@ -272,7 +276,10 @@ class SingaFrontend(object):
         order, named "input:i" (i: the position in ``inputs``). As in SINGA, ``inputs`` may
         also list what the operators already recorded as constants (a Reshape's shape, Clip's
         bounds, batch norm's running statistics): those become initializers, not inputs.
-        The outputs are named "output:0", "output:1"..."""
+        The outputs are named "output:0", "output:1"...
+
+        ``opset_version``: 13 (the default) to 17; from 17 a LayerNorm is one
+        LayerNormalization node, before it is written out in primitive ops."""
         inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         y = list(y) if isinstance(y, (list, tuple)) else [y]
-        return _Exporter(inputs, y).model(model_name)
+        return _Exporter(inputs, y, check_opset(opset_version)).model(model_name)

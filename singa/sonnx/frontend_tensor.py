@@ -7,8 +7,8 @@ The exported graph computes what singa computed, in singa's types: singa has no 
 so a comparison exports as the ONNX comparison (bool) followed by a Cast to float 0/1, and a
 logical op casts its float operands to bool first. Constant operands of an operator (axes,
 indices, repeats, a Where condition...) become int64 / bool initializers. Export is at opset
-13, where Squeeze / Unsqueeze / ReduceSum / Split take their axes or sizes as inputs and
-ReduceMean as an attribute.
+13 to 17, where Squeeze / Unsqueeze / ReduceSum / Split take their axes or sizes as inputs and
+ReduceMean / ReduceMax as an attribute.
 """
 import numpy as np
 from onnx import helper, TensorProto

@@ -13,8 +13,9 @@ from .. import autograd, tensor
 from .. import singa_wrap as singa
 from ..layers._util import same_pad_split
 from .errors import SonnxError, UnsupportedOpError
-from .ops_tensor import HANDLERS as _TENSOR_HANDLERS
+from .ops_tensor import HANDLERS as _TENSOR_HANDLERS, ints as _ints
 from .ops_rnn import HANDLERS as _RNN_HANDLERS
+from .ops_transformer import HANDLERS as _TRANSFORMER_HANDLERS
 
 _UNARY = {"Relu": autograd.relu, "Sigmoid": autograd.sigmoid, "Tanh": autograd.tanh,
           "Abs": autograd.abs, "Neg": autograd.negative, "Exp": autograd.exp,
@@ -29,10 +30,6 @@ _BINARY = {"Add": autograd.add, "Sub": autograd.sub, "Mul": autograd.mul,
            "Div": autograd.div, "Pow": autograd.pow, "MatMul": autograd.matmul}
 _VARIADIC = {"Sum": autograd.sum, "Mean": autograd.mean, "Max": autograd.max,
              "Min": autograd.min}
-
-
-def _ints(t):
-    return [int(v) for v in np.asarray(tensor.to_numpy(t)).reshape(-1)]
 
 
 def _spatial_pads(op, x, attrs, kernel, strides, dilations):
@@ -203,7 +200,7 @@ def _pad(ins, attrs, opset, cache):
     mode = mode.decode() if isinstance(mode, bytes) else mode
     x = ins[0]
     pads = _ints(ins[1]) if len(ins) > 1 else list(attrs.get("pads", []))
-    value = float(tensor.to_numpy(ins[2]).reshape(-1)[0]) if len(ins) > 2 and ins[2] is not None \
+    value = float(_host_scalar(ins[2])) if len(ins) > 2 and ins[2] is not None \
         else float(attrs.get("value", 0.0))
     if len(ins) > 3 and ins[3] is not None:  # opset 18 axes: pads only for those axes
         nd = len(x.shape)
@@ -311,6 +308,7 @@ for _k, _f in _VARIADIC.items():
 
 HANDLERS.update(_TENSOR_HANDLERS)
 HANDLERS.update(_RNN_HANDLERS)
+HANDLERS.update(_TRANSFORMER_HANDLERS)
 
 SUPPORTED_OPS = sorted(HANDLERS)
 

@@ -16,7 +16,6 @@ such values stay numpy arrays on the host (``holdable`` is False), and a Cast to
 runs there with onnx's reference implementation. Such a Cast has no gradient: with
 autograd.training on it raises when its input requires one.
 """
-import math
 
 import numpy as np
 
@@ -85,9 +84,10 @@ def _slice(ins, attrs, opset, cache):
 
 
 def _gather(ins, attrs, opset, cache):
-    # the indices are read into Python: autograd.gather checks and wraps negative ones
-    idx = _np(ins[1])
-    return [autograd.gather(ins[0], int(attrs.get("axis", 0)), idx.astype(np.int64))]
+    # index Tensors (token ids) stay on the device, so that a graph records the gather; the
+    # core checks and wraps negative ones when it runs, as autograd.gather does host indices
+    idx = ins[1] if isinstance(ins[1], tensor.Tensor) else _np(ins[1]).astype(np.int64)
+    return [autograd.gather(ins[0], int(attrs.get("axis", 0)), idx)]
 
 
 def _split(ins, attrs, opset, cache):
@@ -278,43 +278,6 @@ def _resize(ins, attrs, opset, cache):
     return [resize_by_axis_maps(x, attrs, scales, sizes, roi, opset, cache)]
 
 
-def _layer_norm(ins, attrs, opset, cache):
-    """(x - mean) / sqrt(var + eps) * scale + bias over the axes from ``axis``, composed of
-    autograd ops (so that it trains); the optional Mean and InvStdDev outputs too."""
-    x, scale = ins[0], ins[1]
-    nd = len(x.shape)
-    axis = int(attrs.get("axis", -1))
-    axes = list(range(axis + nd if axis < 0 else axis, nd))
-    eps = tensor.from_numpy(np.array(float(attrs.get("epsilon", 1e-5)), np.float32), x.device)
-    mean = autograd.reduce_mean(x, axes, 1)
-    d = autograd.sub(x, mean)
-    var = autograd.reduce_mean(autograd.mul(d, d), axes, 1)
-    inv = autograd.reciprocal(autograd.sqrt(autograd.add(var, eps)))
-    y = autograd.mul(autograd.mul(d, inv), scale)
-    if _given(ins, 2):
-        y = autograd.add(y, ins[2])
-    cache.setdefault("_keep", []).append(eps)  # the constant must outlive the forward
-    return [y, mean, inv]
-
-
-def _gelu(ins, attrs, opset, cache):
-    """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation (opset 20's Gelu)."""
-    x = ins[0]
-    dev = x.device
-
-    def c(v):
-        t = tensor.from_numpy(np.array(v, np.float32), dev)
-        cache.setdefault("_keep", []).append(t)
-        return t
-    if _str(attrs, "approximate", "none") == "tanh":
-        inner = autograd.mul(autograd.add(x, autograd.mul(c(0.044715), autograd.mul(
-            x, autograd.mul(x, x)))), c(math.sqrt(2.0 / math.pi)))
-        g = autograd.tanh(inner)
-    else:
-        g = autograd.erf(autograd.mul(x, c(1.0 / math.sqrt(2.0))))
-    return [autograd.mul(autograd.mul(x, c(0.5)), autograd.add(g, c(1.0)))]
-
-
 def _space_to_depth(ins, attrs, opset, cache):
     if _str(attrs, "mode", "DCR") != "DCR":
         # singa's 'CRD' is the inverse of depth_to_space 'CRD', not ONNX's channel order
@@ -357,7 +320,6 @@ HANDLERS = {
     "DepthToSpace": lambda ins, a, o, c: [autograd.depth_to_space(
         ins[0], int(a["blocksize"]), _str(a, "mode", "DCR"))],
     "SpaceToDepth": _space_to_depth,
-    "LayerNormalization": _layer_norm, "Gelu": _gelu,
 }
 
 # outputs that ONNX types as bool: run_node gives them as numpy bool

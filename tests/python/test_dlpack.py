@@ -9,6 +9,7 @@ without a usable GPU (SINGA_REQUIRE_GPU=1 makes them fail instead, as in test_gp
 import ctypes
 import gc
 import os
+import sys
 import weakref
 
 import numpy as np
@@ -336,10 +337,13 @@ def test_no_export_while_a_graph_is_recorded():
     try:
         with pytest.raises(BufferError, match="recording a graph"):
             np.from_dlpack(t)
+        with pytest.raises(BufferError, match="recording a graph"):
+            memoryview(t.data)             # the buffer protocol follows the same rule
     finally:
         dev.EnableGraph(False)
         dev.ResetGraph()
     np.testing.assert_array_equal(np.from_dlpack(t), np.ones(3, np.float32))
+    assert memoryview(t.data).tolist() == [1.0, 1.0, 1.0]
 
 
 def _graph_writing_into(dev, y, export):
@@ -385,6 +389,49 @@ def test_parameters_exported_from_a_graph_model_follow_its_replays():
     assert not np.array_equal(view, before)
 
 
+# ---- the buffer protocol ---------------------------------------------------------------------
+@pytest.mark.parametrize("code,np_dtype", DTYPES)
+def test_memoryview_of_the_core_tensor_shares_memory_both_ways(code, np_dtype):
+    t = host_tensor(np.arange(6).reshape(2, 3).astype(np_dtype), dtype=code)
+    fmt = np.dtype(np_dtype).char      # f, e, i: struct's codes, as numpy reads them
+    m = memoryview(t.data)
+    assert (m.format, m.shape, m.readonly) == (fmt, (2, 3), False)
+    a = np.asarray(m)                  # numpy through the buffer: a view
+    a[1, 2] = 9
+    assert tensor.to_numpy(t)[1, 2] == 9
+    t.copy_from_numpy(np.full((2, 3), 7, np_dtype))   # singa writes, the view sees it
+    assert a[0, 0] == 7
+
+
+def test_a_buffer_view_holds_the_memory_after_the_tensor_goes():
+    t = host_tensor(np.arange(4, dtype=np.float32))
+    a = np.frombuffer(t.data, dtype=np.float32)
+    del t
+    gc.collect()
+    np.testing.assert_array_equal(a, np.arange(4, dtype=np.float32))
+
+
+def test_strided_and_broadcast_views_through_the_buffer():
+    t = host_tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    m = memoryview(t.T().data)         # strides in bytes, as the buffer protocol counts
+    assert m.shape == (3, 2) and m.strides == (4, 12)
+    np.testing.assert_array_equal(np.asarray(m), np.arange(6, dtype=np.float32).reshape(2, 3).T)
+    b = sw.Broadcast(sw.from_numpy(np.arange(3, dtype=np.float32)), (4, 3))
+    m = memoryview(b)
+    assert m.readonly and m.strides == (0, 4)      # one element at many places
+    with pytest.raises(TypeError):
+        m[0, 0] = 1.0
+    assert not np.asarray(m).flags.writeable
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="Tensor.__buffer__ is PEP 688 (3.12+)")
+def test_memoryview_of_the_python_tensor():
+    t = host_tensor(np.arange(3, dtype=np.float32))
+    m = memoryview(t)
+    m[0] = 5.0
+    assert tensor.to_numpy(t)[0] == 5.0
+
+
 # ---- GPU ------------------------------------------------------------------------------------
 @needs_gpu
 def test_gpu_export_import_rules():
@@ -406,6 +453,37 @@ def test_gpu_export_import_rules():
         tt = torch.from_dlpack(t)                          # shares the GPU memory
         tt[0, 0] = 50
         assert tensor.to_numpy(t)[0, 0] == 50
-        with pytest.raises(NotImplementedError, match="CUDA"):
-            tensor.from_dlpack(tt)
+        back = tensor.from_dlpack(tt)                      # and back: singa shares it too
+        assert back.device.id() == 0 and not back.device.is_host()
+        back.data += 1.0                                   # a singa kernel on torch's memory
+        torch.cuda.synchronize()
+        assert tt[0, 0].item() == 51
+        tt[1, 2] = -7                                      # torch's write...
+        torch.cuda.synchronize()                           # ...done before singa reads
+        assert tensor.to_numpy(back)[1, 2] == -7
+        on_gpu = tensor.from_dlpack(tt, device=gpu)        # on a given device of that GPU
+        assert on_gpu.device == gpu and tensor.to_numpy(on_gpu)[0, 0] == 51
+        copied = tensor.from_dlpack(tt, copy=True)         # a copy on the GPU
+        tt[0, 0] = 0
+        assert tensor.to_numpy(copied)[0, 0] == 51
+        with pytest.raises(BufferError, match="contiguous"):
+            tensor.from_dlpack(tt.t())                     # strided GPU memory
+        with pytest.raises(BufferError, match="device"):
+            tensor.from_dlpack(tt, device=device.get_default_device())
+
+
+class _FakeGpuArray:
+    """A producer that says its memory is on CUDA device 0 (never asked for it here)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("a CPU build must refuse before asking for the capsule")
+
+
+@pytest.mark.skipif(sw.USE_CUDA, reason="a CPU build's refusal")
+def test_a_cpu_build_refuses_gpu_memory_saying_why():
+    with pytest.raises(NotImplementedError, match="built without CUDA"):
+        tensor.from_dlpack(_FakeGpuArray())
 

@@ -37,7 +37,8 @@ def _in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
-@pytest.mark.parametrize("script", ["demo.py", "train.py", "cnn.py", "dist/train_mpi.py"])
+@pytest.mark.parametrize("script", ["demo.py", "train.py", "cnn.py", "dist/train_mpi.py", "gpt.py",
+                                    "transformer_classifier.py"])
 def test_help(script):
     p = _run(os.path.join(EXAMPLES, script), "--help")
     assert p.returncode == 0, p.stderr

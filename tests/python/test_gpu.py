@@ -25,6 +25,7 @@ import pytest
 import test_graph_equivalence as ge  # noqa: E402  (puts examples/ on sys.path)
 from gradcheck import _outputs, _tensors, analytic_grads
 from test_autograd_ops import ALL, EAGER_ONLY
+from test_transformer_ops import TRANSFORMER
 from singa import autograd, device, opt, tensor
 from singa import singa_wrap as sw
 
@@ -96,7 +97,7 @@ def _assert_same(got, want, what, tol=None):
                                    err_msg="%s: gradient of input %d" % (what, i))
 
 
-@pytest.mark.parametrize("c", ALL)
+@pytest.mark.parametrize("c", ALL + TRANSFORMER)
 def test_op_on_gpu_equals_cpu(c, gpu):
     arrays = [np.asarray(a) for a in c.inputs]
     grad = _grad_inputs(c, arrays)
@@ -106,7 +107,7 @@ def test_op_on_gpu_equals_cpu(c, gpu):
     _assert_same(on_gpu, cpu, c.id + " on the GPU", c.tol)
 
 
-@pytest.mark.parametrize("c", [p for p in ALL if p.values[0].id not in EAGER_ONLY])
+@pytest.mark.parametrize("c", [p for p in ALL + TRANSFORMER if p.values[0].id not in EAGER_ONLY])
 def test_op_in_a_gpu_graph_equals_cpu(c):
     """Buffered into the GPU device's graph and replayed on its stream (captured where the ops
     allow it): the CPU's eager numbers."""
@@ -421,3 +422,54 @@ def test_mlp_on_digits_reaches_the_cpus_accuracy():
     gpu_acc, _ = _train_mlp_on_digits(new_gpu(), init)
     assert cpu_acc > 0.85
     assert gpu_acc >= cpu_acc - 0.02, (gpu_acc, cpu_acc)
+
+
+# ---- fused attention (cpp/src/ops/cuda/attention.cu) -----------------------------------------
+_ATTN = {
+    "plain": ((2, 3, 9, 8), (2, 3, 11, 8), (2, 3, 11, 5), {}),
+    "causal tiles": ((2, 70, 16), (2, 300, 16), (2, 300, 16), dict(is_causal=True)),
+    "bool mask, kv heads": ((2, 4, 33, 8), (2, 1, 47, 8), (2, 1, 47, 8), dict(mask="bool")),
+    "float bias": ((2, 4, 9, 8), (2, 4, 47, 8), (2, 4, 47, 8), dict(mask="float")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ATTN))
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
+def test_attention_on_gpu_equals_cpu(name, graph):
+    qs, ks, vs, kw = _ATTN[name]
+    rng = np.random.RandomState(5)
+    arrays = [rng.uniform(-1, 1, size=s).astype(np.float32) for s in (qs, ks, vs)]
+    L, S = qs[-2], ks[-2]
+    mask = {"bool": rng.uniform(size=(L, S)) > 0.3,
+            "float": rng.uniform(-1, 1, size=(qs[0], 1, 1, S)).astype(np.float32)}.get(
+                kw.get("mask"))
+
+    def op(ag, q, k, v):
+        return ag.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                               is_causal=kw.get("is_causal", False))
+
+    dys = [rng.uniform(-1, 1, size=np.broadcast_shapes(qs[:-2], ks[:-2], vs[:-2]) + (L, vs[-1]))]
+    cpu = analytic_grads(op, arrays, [0, 1, 2], dys)
+    dev = new_gpu()
+    try:
+        on_gpu = analytic_grads(op, arrays, [0, 1, 2], dys, graph=graph, dev=dev)
+    finally:
+        dev.ResetGraph()
+    _assert_same(on_gpu, cpu, "attention " + name)
+
+
+def test_attention_dropout_on_gpu_backward_uses_the_forward_mask(gpu):
+    from test_attention import _check_against_recovered_mask, _dropout_setup
+    q, k, v = _dropout_setup(np.random.default_rng(2))
+    dy = np.random.default_rng(3).standard_normal((2, 4, 6)).astype(np.float32)
+    was = autograd.training
+    autograd.training = True
+    try:
+        ts = [tensor.from_numpy(a, gpu) for a in (q, k, v)]
+        for t in ts:
+            t.requires_grad = t.stores_grad = True
+        y = autograd.scaled_dot_product_attention(*ts, dropout_p=0.4)
+        g = autograd.gradients(y, tensor.from_numpy(dy, gpu))
+        _check_against_recovered_mask(q, k, v, N(y), [N(g[t]) for t in ts], dy, 0.4)
+    finally:
+        autograd.training = was

@@ -146,3 +146,62 @@ def test_dropout_with_a_fixed_seed_graph_matches_eager(sequential):
     for k in e_states:
         np.testing.assert_allclose(g_states[k], e_states[k], rtol=1e-5, atol=1e-6, err_msg=k)
     assert len(set(np.round(e_losses, 5))) > 1  # dropout really drew different masks
+
+
+# ---- transformers: an encoder with a padding mask, a decoder-only (causal) GPT -------------
+def _gpt(dropout=0.0):
+    import gpt
+    return gpt.GPT(11, 8, d_model=16, nhead=2, num_layers=2, dropout=dropout)
+
+
+def _encoder_classifier():
+    import transformer_classifier
+    return transformer_classifier.EncoderClassifier(4, 8, d_model=16, nhead=2, num_layers=2,
+                                                    dropout=0.0)
+
+
+def _token_batches(name, steps, rng):
+    if name.startswith("gpt"):
+        return [(rng.integers(0, 11, (4, 8)).astype(np.int32),
+                 rng.integers(0, 11, (4, 8)).astype(np.int32)) for _ in range(steps)]
+    out = []
+    for _ in range(steps):
+        pad = np.zeros((4, 8), np.int32)
+        pad[1, 5:] = pad[3, 2:] = 1
+        out.append((rng.integers(1, 13, (4, 8)).astype(np.int32) * (1 - pad), pad,
+                    rng.integers(0, 4, 4).astype(np.int32)))
+    return out
+
+
+@pytest.mark.parametrize("sequential", [False, True], ids=["bfs", "serial"])
+@pytest.mark.parametrize("name", ["gpt", "gpt-dropout", "encoder"])
+def test_transformers_graph_matches_eager(name, sequential):
+    # gpt-dropout: dropout in the blocks and inside the fused attention, the same draws
+    batches = _token_batches(name, 4, np.random.default_rng(5))
+    results = []
+    for use_graph in (False, True):
+        dev = device.create_cpu_device(110 + use_graph)
+        dev.SetRandSeed(7)
+        net = _encoder_classifier() if name == "encoder" else _gpt(0.2 * (name == "gpt-dropout"))
+        net.set_optimizer(opt.Adam(lr=0.01))
+        ts = [tensor.from_numpy(a, dev) for a in batches[0]]
+        net.compile(ts[:-1], is_train=True, use_graph=use_graph, sequential=sequential)
+        if use_graph:
+            net.set_states(init)
+        else:
+            init = {k: N(v).copy() for k, v in net.get_states().items()}
+        dev.SetRandSeed(11)  # the same generator state before the first training step
+        losses = []
+        for batch in batches:
+            for t, a in zip(ts, batch):
+                t.copy_from_numpy(a)
+            losses.append(N(net(*ts)[1]).copy())
+        results.append((np.concatenate(losses), {k: N(v) for k, v in net.get_states().items()}))
+        if use_graph:
+            assert dev.graph_memory_plan()["num_recyclable"] > 0
+        dev.ResetGraph()
+    (e_losses, e_states), (g_losses, g_states) = results
+    np.testing.assert_allclose(g_losses, e_losses, rtol=1e-5, atol=1e-6)
+    assert e_losses[-1] < e_losses[0]  # it trains
+    for k in e_states:
+        np.testing.assert_allclose(g_states[k], e_states[k], rtol=1e-4, atol=1e-5, err_msg=k)

@@ -20,6 +20,7 @@ PKG = pathlib.Path(__file__).resolve().parents[2] / "singa"
 
 # Lowest first. A group is a module of singa, or a sub-package (all its modules).
 LAYERS = [
+    {"_cuda_libs"},  # a CUDA wheel's nvidia-* libraries, loaded before the extension
     {"singa_wrap", "_state"},
     {"proto"},  # SINGA's core_pb2 dtype names: singa_wrap's constants
     {"errors"},

@@ -141,6 +141,9 @@ def _ext_grad(x, y, dy, b=None):
     return [np.where(m, dy, 0) for m in first_hit(xs, y)]
 
 
+WHERE_COND = np.arange(A.size).reshape(A.shape) % 2 == 0
+
+
 # (name, op(ag, *tensors), numpy forward, inputs, numpy gradients(*inputs, y, dy) or None)
 CASES = [
     ("relu", lambda ag, x: ag.relu(x), np_relu, [X],
@@ -150,6 +153,9 @@ CASES = [
     ("clip", lambda ag, x: ag.clip(x, -1.0, 1.0), lambda x: np.clip(x, -1.0, 1.0), [X],
      lambda x, y, dy: [np.where((x >= -1) & (x <= 1), dy, 0)]),
     ("sign", lambda ag, x: ag.sign(x), np.sign, [X], None),
+    # the side not taken contributes nothing, not even its infinities (an attention mask)
+    ("where", lambda ag, a, b: ag.where(a, b, WHERE_COND), lambda a, b: np.where(WHERE_COND, a, b),
+     [A, B], lambda a, b, y, dy: [np.where(WHERE_COND, dy, 0), np.where(WHERE_COND, 0, dy)]),
     ("maximum", lambda ag, a, b: ag.max(a, b), np.maximum, [A, B],
      lambda a, b, y, dy: _ext_grad(a, y, dy, b)),
     ("minimum", lambda ag, a, b: ag.min(a, b), np.minimum, [A, B],

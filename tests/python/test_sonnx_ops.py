@@ -93,6 +93,19 @@ def _rnn(mode, bidirectional, return_sequences):
     return run
 
 
+def _sdpa(x, k):
+    """A keep mask (with a query that keeps no key: zeros), a float mask, causal with a given
+    scale; keys and values broadcast over the heads."""
+    key, val = k.w(2, 1, 5, 4), k.w(2, 1, 5, 3)
+    keep = np.ones((3, 5), bool)
+    keep[1], keep[2, :2] = False, False
+    a = ag.scaled_dot_product_attention(x, key, val, attn_mask=keep)
+    b = ag.scaled_dot_product_attention(x, key, val,
+                                        attn_mask=k.c(k.rng.standard_normal((2, 1, 3, 5))))
+    c = ag.scaled_dot_product_attention(x, key, val, is_causal=True, scale=0.7)
+    return ag.add(ag.add(a, b), c)
+
+
 # class name -> (example(x, consts) -> output Tensor or tuple, input kind)
 EXAMPLES = {
     # elementwise, from the op table
@@ -143,7 +156,9 @@ EXAMPLES = {
     "SeLU": (lambda x, k: ag.selu(x, 1.5, 1.2), "normal"),
     "HardSigmoid": (lambda x, k: ag.hardsigmoid(x, 0.3, 0.4), "normal"),
     "PRelu": (lambda x, k: ag.prelu(x, k.w(4)), "normal"),
-    "SoftMax": (lambda x, k: ag.softmax(x, 0), "normal"),
+    # with a mask too (nonzero = takes part): broadcast, and a row with nothing taking part
+    "SoftMax": (lambda x, k: ag.add(ag.softmax(x, 0), ag.softmax(
+        x, -1, mask=k.c(np.array([[1, 0, 1, 1], [0, 0, 1, 0], [0, 0, 0, 0]])))), "normal"),
     "LogSoftMax": (lambda x, k: ag.log_softmax(x, 1), "normal"),
     # linear algebra
     "Matmul": (lambda x, k: ag.matmul(x, k.w(4, 5)), "normal"),
@@ -188,6 +203,23 @@ EXAMPLES = {
     # nn
     "_Conv2d": (_conv, "nchw"), "_Pooling2d": (_pool, "nchw"), "_BatchNorm2d": (_bn, "nchw"),
     "Dropout": (lambda x, k: ag.dropout(ag.relu(x), ratio=0.3), "normal"),
+    # transformers (issue 19); opset 17's forms in test_onnx_transformers.py
+    "ScaledDotProductAttention": (_sdpa, "heads"),
+    # weight and bias, neither (two axes), the weight alone, the bias alone
+    "LayerNorm": (lambda x, k: ag.add(ag.add(ag.layer_norm(x, (4,), k.w(4), k.w(4), 1e-3),
+                                             ag.layer_norm(x, (3, 4))),
+                                      ag.add(ag.layer_norm(x, 4, k.w(4)),
+                                             ag.layer_norm(x, 4, None, k.w(4)))), "normal"),
+    "GELU": (lambda x, k: ag.gelu(x), "normal"),
+    "GELUTanh": (lambda x, k: ag.gelu(x, "tanh"), "normal"),
+    "IsNaN": (lambda x, k: ag.isnan(x), "special"),
+    "IsInf": (lambda x, k: ag.isinf(x), "special"),
+    "CumSum": (lambda x, k: ag.add(ag.cumsum(x, 1), ag.cumsum(x, -2, True, True)), "normal"),
+    "GatherElements": (lambda x, k: ag.gather_elements(x, [[1, -1], [0, 2], [3, 3]], 1),
+                       "normal"),
+    "GatherND": (lambda x, k: ag.gather_nd(x, [[0, 1], [2, -1]]), "normal"),
+    "MaskedFill": (lambda x, k: ag.masked_fill(x, np.array([1, 0, 0, 1], bool), -2.5),
+                   "normal"),
     # a bidirectional LSTM (directions summed), a GRU's last step, a ReLU RNN
     "_RNN": (lambda x, k: ag.add(ag.reduce_sum(ag.reshape(_rnn(2, 1, True)(x, k), [5, 2, 2, 4]),
                                                [2], 0),
@@ -207,6 +239,9 @@ _INPUTS = {
     "ids": lambda r: r.integers(0, 5, (2, 3)),
     "dims": lambda r: np.array([2, 3]),
     "seq": lambda r: r.standard_normal((5, 2, 3)),
+    "heads": lambda r: r.standard_normal((2, 2, 3, 4)),
+    "special": lambda r: np.where(r.random((3, 4)) < 0.5, r.standard_normal((3, 4)),
+                                  np.array([np.nan, np.inf, -np.inf, 0.0])),
 }
 
 
@@ -222,15 +257,15 @@ def test_every_autograd_operator_has_an_example_or_a_reason():
         "without export test: %s" % sorted(names - set(EXCLUDED) - set(EXAMPLES))
 
 
-def _run(name, x_np):
-    """(the traced output Tensors, the ONNX model, singa's eval-mode outputs as numpy)."""
+def _run(name, x_np, opset=13):
+    """(the ONNX model at ``opset``, singa's eval-mode outputs as numpy)."""
     fn, _ = EXAMPLES[name]
     x = tensor.from_numpy(x_np)
     autograd.training = True
     k = Consts()
     ys = fn(x, k)
     ys = list(ys) if isinstance(ys, (tuple, list)) else [ys]
-    m = sonnx.to_onnx([x], ys)
+    m = sonnx.to_onnx([x], ys, opset_version=opset)
     autograd.training = False  # eval: dropout off, batch norm on the running statistics
     ref = fn(x, k.replay())
     ref = list(ref) if isinstance(ref, (tuple, list)) else [ref]
@@ -238,9 +273,10 @@ def _run(name, x_np):
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_operator_exports_to_onnxruntime_and_imports_back(name, rng):
+def test_operator_exports_to_onnxruntime_and_imports_back(name, rng, opset=13):
     x_np = _INPUTS[EXAMPLES[name][1]](rng).astype(np.float32)
-    m, ours = _run(name, x_np)
+    m, ours = _run(name, x_np, opset)
+    assert m.opset_import[0].version == opset
     types = {n.op_type for n in m.graph.node}
     assert types <= set(sonnx.SUPPORTED_OPS) | {"Constant"}, types - set(sonnx.SUPPORTED_OPS)
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -26,6 +26,7 @@
 #include "singa/dist/nccl.h"
 #include "singa/graph/graph.h"
 #include "singa/memory/pool.h"
+#include "singa/ops/attention.h"
 #include "singa/ops/blas.h"
 #include "singa/ops/elementwise.h"
 #include "singa/ops/elementwise_functors.h"
@@ -34,3 +35,4 @@
 #include "singa/ops/random.h"
 #include "singa/ops/reduce.h"
 #include "singa/ops/shape.h"
+#include "singa/ops/transformer.h"

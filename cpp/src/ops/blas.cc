@@ -86,11 +86,11 @@ void Gemm(float alpha, const Tensor& A, const Tensor& B, float beta, const Tenso
   g.alpha = alpha;
   g.beta = beta;
   auto* k = GemmKernel().For(*C.device());
-  // C is read only when beta != 0 (BLAS ignores C's old values otherwise): declaring the read
-  // anyway would make a graph see every fresh product as an input block, never planned.
+  // C is read only when beta != 0 (BLAS ignores C's values for beta == 0). Listing it as a read
+  // otherwise would make every product's output a graph input, which the planner never recycles.
   std::vector<Block*> reads{g.a.block(), g.b.block()};
-  if (beta != 0.0f) reads.push_back(C.block());
-  C.device()->Exec([k, g](Context* ctx) { k(g, ctx); }, reads, {C.block()}, "Mult");
+  if (beta != 0.f) reads.push_back(C.block());
+  C.device()->Exec([k, g](Context* ctx) { k(g, ctx); }, std::move(reads), {C.block()}, "Mult");
 }
 
 // A one-element float32 result computed on the device, read back (the caller wants a number).

@@ -79,6 +79,19 @@ Tensor RunUnary(const char* name, bool allow_int, const KernelSlot<UnaryKernelFn
   return RunUnaryWith(name, allow_int, in, out, slot.For(*in.device()));
 }
 
+// As RunUnaryWith, for two operands of dtype `dt` broadcast against each other.
+template <typename Launch>
+Tensor RunBinaryWith(const char* name, DataType dt, const Tensor& a_raw, const Tensor& b_raw,
+                     Tensor* out, Launch launch) {
+  const Shape shape = BroadcastShapes(a_raw.shape(), b_raw.shape(), name);
+  const Tensor a = Broadcast(Cast(a_raw, dt), shape), b = Broadcast(Cast(b_raw, dt), shape);
+  Tensor res = PrepareOut(name, shape, dt, a, out, {&a, &b});
+  a.device()->Exec([launch, a, b, res](Context* ctx) { launch(a, b, res, ctx); },
+                   {a.block(), b.block()}, {res.block()}, name);
+  Finish(res, out);
+  return out ? *out : res;
+}
+
 Tensor RunBinary(const char* name, bool allow_int, const KernelSlot<BinaryKernelFn>& slot,
                  const Tensor& a_raw, const Tensor& b_raw, Tensor* out) {
   SINGA_CHECK(a_raw.block() != nullptr && b_raw.block() != nullptr, ValueError,
@@ -86,14 +99,7 @@ Tensor RunBinary(const char* name, bool allow_int, const KernelSlot<BinaryKernel
   CheckSameDevice(name, {&a_raw, &b_raw});
   DataType dt = CommonType(name, a_raw.data_type(), b_raw.data_type(), *a_raw.device());
   if (!allow_int && dt == kInt) dt = kFloat32;
-  const Shape shape = BroadcastShapes(a_raw.shape(), b_raw.shape(), name);
-  const Tensor a = Broadcast(Cast(a_raw, dt), shape), b = Broadcast(Cast(b_raw, dt), shape);
-  Tensor res = PrepareOut(name, shape, dt, a, out, {&a, &b});
-  BinaryKernelFn* kernel = slot.For(*a.device());
-  a.device()->Exec([kernel, a, b, res](Context* ctx) { kernel(a, b, res, ctx); },
-                   {a.block(), b.block()}, {res.block()}, name);
-  Finish(res, out);
-  return out ? *out : res;
+  return RunBinaryWith(name, dt, a_raw, b_raw, out, slot.For(*a_raw.device()));
 }
 
 // A scalar operand becomes a 0-stride view of a one-element tensor: one code path, no copies.
@@ -153,6 +159,26 @@ Tensor RunClamp(const Tensor& in, float low, float high, Tensor* out) {
 
 Tensor Clamp(const Tensor& in, float low, float high) { return RunClamp(in, low, high, nullptr); }
 void Clamp(const Tensor& in, float low, float high, Tensor* out) { RunClamp(in, low, high, out); }
+SINGA_KERNEL_SLOT(MaskedFill, void(const Tensor&, const Tensor&, float, const Tensor&, Context*));
+
+Tensor MaskedFill(const Tensor& x, const Tensor& mask_in, float value) {
+  const char* op = "MaskedFill";
+  SINGA_CHECK(x.block() != nullptr && mask_in.block() != nullptr, ValueError,
+              op << ": an input tensor is empty");
+  CheckSameDevice(op, {&x, &mask_in});
+  const DataType dt = x.data_type();
+  SINGA_CHECK_DTYPE(dt == kFloat32 || dt == kInt ||
+                        (dt == kFloat16 && DeviceBackend(*x.device()) == Backend::kCuda),
+                    op << ": dtype " << DataTypeName(dt)
+                       << " is not supported (float32, int32, float16 on CUDA devices)");
+  // a mask of another dtype becomes 0/1 first, so that converting it keeps every nonzero
+  const Tensor mask = mask_in.data_type() == dt ? mask_in : Cast(NE(mask_in, 0.f), dt);
+  auto* k = MaskedFillKernel().For(*x.device());
+  return RunBinaryWith(op, dt, x, mask, nullptr,
+                       [k, value](const Tensor& a, const Tensor& b, const Tensor& y,
+                                  Context* ctx) { k(a, b, value, y, ctx); });
+}
+
 Tensor LeakyReLU(const Tensor& in, float slope) {
   auto* k = LeakyReLUKernel().For(*in.device());
   return RunUnaryWith("LeakyReLU", kF, in, nullptr,

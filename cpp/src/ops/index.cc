@@ -12,13 +12,6 @@ SINGA_KERNEL_SLOT(IndexAdd, void(const Tensor&, const GatherArgs&, const Tensor&
 
 namespace {
 
-void CheckIndices(const char* op, const Tensor& indices) {
-  SINGA_CHECK(indices.block() != nullptr, ValueError, op << ": the indices tensor is empty");
-  SINGA_CHECK_DTYPE(indices.data_type() == kInt || indices.data_type() == kFloat32,
-                    op << ": indices must be int32 (or float32 holding whole numbers), got "
-                       << indices.data_type());
-}
-
 // x.shape[:axis] + indices.shape + x.shape[axis+1:].
 Shape GatherShape(const Shape& x, size_t axis, const Shape& idx) {
   Shape s(x.begin(), x.begin() + std::ptrdiff_t(axis));

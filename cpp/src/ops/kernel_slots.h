@@ -39,6 +39,9 @@ SINGA_KERNEL_SLOT_DECL(Clamp, void(const Tensor& in, float low, float high, cons
                                    Context* ctx));
 SINGA_KERNEL_SLOT_DECL(LeakyReLU, void(const Tensor& in, float slope, const Tensor& out,
                                        Context* ctx));
+/// out = mask != 0 ? value : x; x, mask and out share one shape and dtype (broadcast by strides).
+SINGA_KERNEL_SLOT_DECL(MaskedFill, void(const Tensor& x, const Tensor& mask, float value,
+                                        const Tensor& out, Context* ctx));
 
 // ---- copies and conversions (Tensor, shape.cc) ----
 /// out = convert(in) elementwise over in's shape, each with its own strides; any storage types.
@@ -120,6 +123,13 @@ SINGA_KERNEL_SLOT_DECL(IndexSelect, void(const Tensor& x, const GatherArgs& g, c
 /// dx (zeroed by the kernel) [o, idx[k], :] += dy[o, k, :].
 SINGA_KERNEL_SLOT_DECL(IndexAdd, void(const Tensor& dy, const GatherArgs& g, const Tensor& dx,
                                       Context* ctx));
+/// The fronts' check of an index tensor (its values are checked by the kernels).
+inline void CheckIndices(const char* op, const Tensor& indices) {
+  SINGA_CHECK(indices.block() != nullptr, ValueError, op << ": the indices tensor is empty");
+  SINGA_CHECK_DTYPE(indices.data_type() == kInt || indices.data_type() == kFloat32,
+                    op << ": indices must be int32 (or float32 holding whole numbers), got "
+                       << indices.data_type());
+}
 
 // ---- cross-entropy losses (loss.cc) ----
 /// x: contiguous float32 (N, C); t: contiguous labels (N values, int32 or whole float32; checked

@@ -30,6 +30,11 @@
 // Errors throw singa::Error (MPI's error handler on the world communicator is set to return
 // errors; every return code is checked). A build without MPI (USE_DIST=OFF) compiles this header
 // and its constructor throws NotImplementedError.
+//
+// The MPI half lives in libsinga_mpi.so, loaded at the first Communicator(buff_size): libsinga
+// itself never needs libmpi, so it loads where Open MPI is not installed, and only then does the
+// constructor throw NotImplementedError saying how to install it (src/dist/communicator_mpi.cc
+// gives the reason).
 #pragma once
 
 #include <cstddef>
@@ -96,8 +101,9 @@ class Communicator {
   /// MPI_Finalize, when this process initialised MPI and has not finalised it.
   static void Finalize();
 
-  struct State;  // defined in communicator.cc
+  struct State;  // defined in communicator_mpi.cc
   struct Job;
+  struct Mpi;    // the entry points of libsinga_mpi.so (src/dist/mpi_table.h)
 
  private:
   void Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale, float spars,
@@ -106,6 +112,11 @@ class Communicator {
                  bool topK, Tensor* acc);
   int StartBucketMpi(std::vector<Tensor>& ts, bool half);
   void WaitBucketMpi(int handle, float scale);
+  // Defined in libsinga_mpi.so and called through Mpi only (libsinga does not link them).
+  void InitMpi(size_t buff_size);
+  void SetOverlapMpi(bool on);
+  static void AbortMpi(int code);
+  static void FinalizeMpi();
   // CUDA tensors go to NCCL (singa/dist/nccl.h): one clique per communicator, made on the first
   // collective on a GPU tensor, on that tensor's device. Under mpirun rank 0 makes the id and
   // broadcasts it over MPI; the multiprocess form was given it.

@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -35,6 +37,87 @@ using std::floor; using std::log; using std::log1p; using std::nearbyint; using 
 using std::round; using std::sin; using std::sinh; using std::sqrt; using std::tan; using std::tanh;
 #endif
 }  // namespace math
+
+// Note: GELU's exp, erf and tanh on the host. libm's erff / tanhf are calls the compiler cannot
+// vectorise (without -ffast-math), and GELU is the activation of every transformer block, so the
+// host uses these branch-free float forms instead, which it vectorises (cpu/elementwise.cc is
+// built with -fno-trapping-math for that): exp by n ln2 + r range reduction and a degree-7
+// polynomial (relative error ~1e-7); Phi(x) = erfc(-x / sqrt 2) / 2 with erfc(a) = t P(t)
+// exp(-a^2), Abramowitz & Stegun 7.1.26, taken on the side where it is small, so that the
+// negative tail keeps its relative accuracy (absolute error <= 1e-7 everywhere); tanh through
+// exp. NaN flows through the arithmetic. CUDA code calls erfcf / tanhf / expf.
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define SINGA_FN_INLINE inline __attribute__((always_inline))  // inlined: else not vectorised
+#else
+#define SINGA_FN_INLINE inline
+#endif
+namespace vec {
+#ifndef __CUDACC__
+SINGA_FN_INLINE float AsFloat(int32_t i) {
+  float f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+/// exp(x) for x <= 0 (0 below -87, where float underflows; NaN stays NaN).
+SINGA_FN_INLINE float Exp(float x) {
+  const float n = std::floor(x * 1.44269504f + 0.5f);
+  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln 2 split in two
+  float p = 1.f / 5040.f;
+  p = p * r + 1.f / 720.f;
+  p = p * r + 1.f / 120.f;
+  p = p * r + 1.f / 24.f;
+  p = p * r + 1.f / 6.f;
+  p = p * r + 0.5f;
+  p = p * r + 1.f;
+  p = p * r + 1.f;
+  // (x >= -87) is false for NaN too: no float-to-int conversion of NaN or -inf
+  const float safe_n = x >= -87.f ? n : 0.f;
+  const float scale = AsFloat((static_cast<int32_t>(safe_n) + 127) << 23);
+  const float e = p * scale;
+  return x < -87.f ? 0.f : e;
+}
+/// The standard normal CDF.
+SINGA_FN_INLINE float Phi(float x) {
+  const float a = std::fabs(x) * 0.70710678f, t = 1.f / (1.f + 0.3275911f * a);
+  float p = 1.061405429f;
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  const float half_erfc = 0.5f * p * t * Exp(-a * a), upper = 1.f - half_erfc;
+  return x < 0.f ? half_erfc : upper;
+}
+SINGA_FN_INLINE float Tanh(float x) {
+  const float e = Exp(-2.f * std::fabs(x));  // tanh|x| = (1 - e) / (1 + e)
+  const float t = (1.f - e) / (1.f + e), neg = -t;
+  return x < 0.f ? neg : t;
+}
+#else
+SINGA_HOST_DEVICE inline float Exp(float x) { return expf(x); }
+SINGA_HOST_DEVICE inline float Phi(float x) { return 0.5f * erfcf(-x * 0.70710678f); }
+SINGA_HOST_DEVICE inline float Tanh(float x) { return tanhf(x); }
+#endif
+}  // namespace vec
+
+// GELU's pieces, shared by the table's forward and backward rows (a row is one expression).
+template <typename T>
+SINGA_HOST_DEVICE SINGA_FN_INLINE T GeluPhi(T x) {
+  return T(vec::Phi(float(x)));
+}
+template <typename T>
+SINGA_HOST_DEVICE SINGA_FN_INLINE T GeluDeriv(T x) {  // Phi(x) + x * phi(x)
+  return GeluPhi(x) + x * T(0.39894228040143268) * T(vec::Exp(float(T(-0.5) * x * x)));
+}
+template <typename T>
+SINGA_HOST_DEVICE SINGA_FN_INLINE T GeluTanhOf(T x) {  // tanh(sqrt(2 / pi) * (x + 0.044715 x^3))
+  return T(vec::Tanh(float(T(0.79788456080286536) * (x + T(0.044715) * x * x * x))));
+}
+template <typename T>
+SINGA_HOST_DEVICE SINGA_FN_INLINE T GeluTanhDeriv(T x) {
+  const T t = GeluTanhOf(x);
+  return T(0.5) * (T(1) + t) +
+         T(0.5) * x * (T(1) - t * t) * T(0.79788456080286536) * (T(1) + T(0.134145) * x * x);
+}
 
 #define SINGA_UNARY(Name, kinds, expr)                 \
   struct Name##Op {                                    \
@@ -75,6 +158,12 @@ struct ClampOp {
     }
     return T(v);
   }
+};
+/// value where the mask b is nonzero (NaN counts as nonzero, as bool(nan) in numpy), else a.
+struct MaskedFillOp {
+  float value;
+  template <typename T>
+  SINGA_HOST_DEVICE T operator()(T a, T b) const { return b != T(0) ? T(value) : a; }
 };
 /// x if x > 0 else slope * x (NaN: slope * NaN, still NaN).
 struct LeakyReLUOp {

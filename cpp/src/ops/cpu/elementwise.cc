@@ -83,6 +83,10 @@ void Clamp(const Tensor& in, float low, float high, const Tensor& out, Context*)
 void LeakyReLU(const Tensor& in, float slope, const Tensor& out, Context*) {
   Unary<fn::LeakyReLUOp, kF>(fn::LeakyReLUOp{slope}, in, out);
 }
+void MaskedFill(const Tensor& x, const Tensor& mask, float value, const Tensor& out, Context*) {
+  if (out.data_type() == kInt) return BinaryLoop<int32_t>(fn::MaskedFillOp{value}, x, mask, out);
+  BinaryLoop<float>(fn::MaskedFillOp{value}, x, mask, out);
+}
 
 }  // namespace
 
@@ -100,6 +104,8 @@ SINGA_REGISTER_KERNEL(Clamp, kCpuRef, &Clamp);
 SINGA_KERNEL_FALLBACK(Clamp, kCpuDnnl, kCpuRef);
 SINGA_REGISTER_KERNEL(LeakyReLU, kCpuRef, &LeakyReLU);
 SINGA_KERNEL_FALLBACK(LeakyReLU, kCpuDnnl, kCpuRef);
+SINGA_REGISTER_KERNEL(MaskedFill, kCpuRef, &MaskedFill);
+SINGA_KERNEL_FALLBACK(MaskedFill, kCpuDnnl, kCpuRef);
 
 }  // namespace cpu
 }  // namespace singa

@@ -77,6 +77,15 @@ __device__ __forceinline__ T ApplyOp(const Op& op, T a, T b) {
   return Convert<T>(op(Convert<MathType<T>>(a), Convert<MathType<T>>(b)));
 }
 
+/// Calls f(T{}) with T the device type of a float32 or float16 tensor (the front checked).
+template <typename F>
+void WithFloatType(const char* op, DataType dt, F&& f) {
+  if (dt == kFloat32) return f(float{});
+  if (dt == kFloat16) return f(__half{});
+  SINGA_THROW(DTypeError, op << ": dtype " << DataTypeName(dt)
+                             << " is not supported (float32, or float16 on the GPU)");
+}
+
 /// The NaN test for any element type (integers are never NaN).
 template <typename T>
 __device__ __forceinline__ bool IsNaN(T x) {

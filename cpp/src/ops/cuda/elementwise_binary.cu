@@ -15,6 +15,11 @@ namespace {
 #undef SINGA_UNARY
 #undef SINGA_BINARY
 
+void MaskedFill(const Tensor& x, const Tensor& mask, float value, const Tensor& out,
+                Context* ctx) {
+  Binary<fn::MaskedFillOp, kFI>("MaskedFill", fn::MaskedFillOp{value}, x, mask, out, ctx);
+}
+
 }  // namespace
 }  // namespace cuda
 
@@ -23,5 +28,6 @@ namespace {
 #include "singa/ops/elementwise.def"
 #undef SINGA_UNARY
 #undef SINGA_BINARY
+SINGA_REGISTER_KERNEL(MaskedFill, kCuda, &cuda::MaskedFill);
 
 }  // namespace singa

@@ -295,21 +295,12 @@ __global__ void SoftMaxBackwardRows(const T* dy, const T* y, T* dx, int64_t oute
                         BlockTree{fsmem, dsmem});
 }
 
-// Calls f(T{}) with T the device type of a float32 or float16 tensor (the front checked).
-template <typename F>
-void WithSoftType(const char* op, DataType dt, F&& f) {
-  if (dt == kFloat32) return f(float{});
-  if (dt == kFloat16) return f(__half{});
-  SINGA_THROW(DTypeError, op << ": dtype " << DataTypeName(dt)
-                             << " is not supported (float32, or float16 on the GPU)");
-}
-
 template <bool kLog>
 void SoftMaxFamily(const Tensor& in, const Dims3& d, const Tensor& out, Context* ctx) {
   const char* name = kLog ? "LogSoftMax" : "SoftMax";
   const int64_t lines = int64_t(d.outer * d.inner);
   if (lines == 0 || d.mid == 0) return;
-  WithSoftType(name, in.data_type(), [&](auto zero) {
+  WithFloatType(name, in.data_type(), [&](auto zero) {
     using T = decltype(zero);
     const T* x = DevPtr<const T>(in);
     T* y = MutDevPtr<T>(out);
@@ -327,7 +318,7 @@ void SoftMaxBackward(const Tensor& dy, const Tensor& y, const Dims3& d, const Te
                      Context* ctx) {
   const int64_t lines = int64_t(d.outer * d.inner);
   if (lines == 0 || d.mid == 0) return;
-  WithSoftType("SoftMaxBackward", y.data_type(), [&](auto zero) {
+  WithFloatType("SoftMaxBackward", y.data_type(), [&](auto zero) {
     using T = decltype(zero);
     const T* pdy = DevPtr<const T>(dy);
     const T* py = DevPtr<const T>(y);

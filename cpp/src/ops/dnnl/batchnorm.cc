@@ -75,25 +75,6 @@ std::shared_ptr<BnEntry> EntryOf(const Args& a, const PD& pd, bool with_workspac
   return r;
 }
 
-// The cached entry of key (built by build() the first time; null when oneDNN rejects the call)
-// as a kernel: an empty Prepared for null, and the front runs the reference kernel.
-template <typename Args, typename Build>
-Prepared<Args> PreparedOf(const std::string& key, Build&& build,
-                          void (*run)(const BnEntry&, const Args&, char*)) {
-  auto e = Cached<BnEntry>(key, [&] {
-    try {
-      return build();
-    } catch (const dnnl::error&) {
-      return std::shared_ptr<BnEntry>();
-    }
-  });
-  Prepared<Args> p;
-  if (!e) return p;
-  p.workspace = e->ws.floats();
-  p.run = [e, run](const Args& a, float* ws) { run(*e, a, reinterpret_cast<char*>(ws)); };
-  return p;
-}
-
 void RunTraining(const BnEntry& e, const BnTrainArgs& a, char* w) {
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, Data(e, a.x)},         {DNNL_ARG_DST, memory(e.data, Engine(), OutPtr(a.y))},
@@ -108,7 +89,7 @@ void RunTraining(const BnEntry& e, const BnTrainArgs& a, char* w) {
 
 Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs& a) {
   if (!BatchNormEnabled()) return {};
-  return PreparedOf<BnTrainArgs>(
+  return PreparedOf<BnEntry, BnTrainArgs>(
       KeyOf("bn_train", a.N, a.C, a.S, a.eps, a.relu),
       [&] {
         return EntryOf<BnTrainArgs, BnFwd::primitive_desc, BnFwd>(
@@ -130,7 +111,7 @@ void RunInference(const BnEntry& e, const BnInferArgs& a, char* w) {
 
 Prepared<BnInferArgs> ForwardInference(const BnInferArgs& a) {
   if (!BatchNormEnabled()) return {};
-  return PreparedOf<BnInferArgs>(
+  return PreparedOf<BnEntry, BnInferArgs>(
       KeyOf("bn_infer", a.N, a.C, a.S, a.eps, a.relu),
       [&] {
         return EntryOf<BnInferArgs, BnFwd::primitive_desc, BnFwd>(
@@ -158,7 +139,7 @@ void RunBackward(const BnEntry& e, const BnBwdArgs& a, char* w) {
 Prepared<BnBwdArgs> Backward(const BnBwdArgs& a) {
   // N * S == 0: nothing to normalise, the reference kernel writes the zeros.
   if (!BatchNormEnabled() || a.N * a.S == 0) return {};
-  return PreparedOf<BnBwdArgs>(
+  return PreparedOf<BnEntry, BnBwdArgs>(
       KeyOf("bn_bwd", a.N, a.C, a.S, a.eps, 0),
       [&] {
         const memory::desc data = DataOf(a.N, a.C, a.S);

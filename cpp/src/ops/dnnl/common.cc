@@ -2,6 +2,8 @@
 #include "common.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <string>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -13,6 +15,9 @@ namespace {
 std::atomic<size_t> g_creations{0};
 std::atomic<bool> g_blocked{true};
 std::atomic<bool> g_batchnorm{false};
+// off unless SINGA_DNNL_LAYER_NORM=1 (for benchmarks/bench_transformer_ops.py's comparison)
+std::atomic<bool> g_layernorm{std::getenv("SINGA_DNNL_LAYER_NORM") != nullptr &&
+                              std::string(std::getenv("SINGA_DNNL_LAYER_NORM")) == "1"};
 }  // namespace
 
 void CountCreation() { ++g_creations; }
@@ -21,6 +26,8 @@ void SetConvBlockedLayout(bool blocked) { g_blocked = blocked; }
 bool ConvBlockedLayout() { return g_blocked.load(); }
 void SetBatchNormEnabled(bool enabled) { g_batchnorm = enabled; }
 bool BatchNormEnabled() { return g_batchnorm.load(); }
+void SetLayerNormEnabled(bool enabled) { g_layernorm = enabled; }
+bool LayerNormEnabled() { return g_layernorm.load(); }
 
 dnnl::engine& Engine() {
   static dnnl::engine eng(dnnl::engine::kind::cpu, 0);

@@ -18,6 +18,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "../nn_kernels.h"
+
 namespace singa {
 namespace dnnl_kernel {
 
@@ -50,6 +52,11 @@ bool ConvBlockedLayout();
 /// The tests switch it on to check oneDNN's kernels.
 void SetBatchNormEnabled(bool enabled);
 bool BatchNormEnabled();
+/// The same switch for layer norm (dnnl/layer_norm.cc): off, since oneDNN 2.6's backward measured
+/// 3-4x slower than the reference kernel on transformer rows (BENCHMARKS.md); the environment
+/// variable SINGA_DNNL_LAYER_NORM=1 turns it on at start-up, for that comparison.
+void SetLayerNormEnabled(bool enabled);
+bool LayerNormEnabled();
 
 /// Byte offsets into the op's workspace, each region 64-byte aligned.
 struct WsLayout {
@@ -97,6 +104,26 @@ template <typename Entry, typename Make>
 std::shared_ptr<Entry> Cached(const std::string& key, Make&& make) {
   return std::static_pointer_cast<Entry>(
       CachedRaw(key, [&]() -> std::shared_ptr<void> { return make(); }));
+}
+
+/// The cached entry of key (built by build() the first time; null when oneDNN rejects the call)
+/// as a kernel: run(entry, args, workspace) with the entry's workspace size, or an empty
+/// Prepared for null, and the front runs the reference kernel.
+template <typename Entry, typename Args, typename Build>
+Prepared<Args> PreparedOf(const std::string& key, Build&& build,
+                          void (*run)(const Entry&, const Args&, char*)) {
+  auto e = Cached<Entry>(key, [&] {
+    try {
+      return build();
+    } catch (const dnnl::error&) {
+      return std::shared_ptr<Entry>();
+    }
+  });
+  Prepared<Args> p;
+  if (!e) return p;
+  p.workspace = e->ws.floats();
+  p.run = [e, run](const Args& a, float* ws) { run(*e, a, reinterpret_cast<char*>(ws)); };
+  return p;
 }
 
 }  // namespace dnnl_kernel

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# make wheel-test: the repaired wheel works on its own.
+#
+#   tools/wheel_test.sh [build/wheelhouse/singa-*.whl]
+#
+# `auditwheel show` must report a manylinux tag. The wheel and its [onnx] extra are installed
+# into a fresh venv in a temporary folder outside the checkout; tools/wheel_check.py then runs
+# there with `python -I` (no PYTHONPATH, no script folder on sys.path) from that folder, inside a
+# mount namespace (`unshare -m`, as root) where every file of the system's OpenBLAS, BLAS,
+# oneDNN, GNU OpenMP and Open MPI is replaced by /dev/null: what the wheel did not bundle cannot
+# load. Without the namespace (not root, or unshare refused) the check of /proc/self/maps still
+# holds (every such library mapped comes from singa.libs), and the script says so.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+VPY=${VPY:-$root/.venv/bin/python}
+PYTHON=${PYTHON:-python3}
+wheel=${1:-$(ls "$root"/build/wheelhouse/singa-*.whl)}
+start=$(date +%s)
+
+"$VPY" -m auditwheel show "$wheel" | tee /dev/stderr | tr -s ' \n' ' ' \
+  | grep -Eo 'platform tag: "manylinux_[0-9]+_[0-9]+_x86_64"' \
+  || { echo "FAIL: auditwheel show reports no manylinux tag" >&2; exit 1; }
+
+tmp=$(mktemp -d /tmp/singa-wheel-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+"$PYTHON" -m venv "$tmp/venv"
+"$tmp/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel[onnx]"
+
+# The system's copies (real files, not their symlinks), in the loader's default folders.
+hidden=$(find /lib /lib64 /usr/lib /usr/lib64 /usr/local/lib -xdev \
+           -regextype posix-extended -type f \
+           -regex \
+           '.*/lib(openblas|blas|cblas|dnnl|gomp|mpi|mpi_cxx|open-pal|open-rte)[-_.a-z0-9]*\.so[.0-9]*' \
+           2>/dev/null || true)
+check=("$tmp/venv/bin/python" -I "$root/tools/wheel_check.py" --examples "$root/examples")
+cd "$tmp"
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+  echo "== hiding $(echo "$hidden" | wc -w) system libraries in a mount namespace"
+  # shellcheck disable=SC2016
+  env -u PYTHONPATH -u LD_LIBRARY_PATH -u LD_PRELOAD unshare -m bash -c '
+    for f in $1; do mount --bind /dev/null "$f"; done
+    shift; exec "$@"' hide "$hidden" "${check[@]}"
+else
+  echo "== no mount namespace here (not root, or unshare refused): /proc/self/maps check only"
+  env -u PYTHONPATH -u LD_LIBRARY_PATH -u LD_PRELOAD "${check[@]}"
+fi
+echo "== wheel-test passed in $(( $(date +%s) - start )) s"
