@@ -64,17 +64,29 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
         size_t recyclable_bytes
         size_t persistent_bytes
         size_t num_recyclable
+        size_t budget_bytes
+        size_t unconstrained_arena_bytes
+        size_t num_recomputed
+        double recompute_cost
     cdef cppclass CGraphBlockInfo "singa::Graph::BlockInfo":
         CBlock* block
         int kind
         bool recyclable
+        bool recomputed
         size_t first, last, offset
+    ctypedef int RematStrategy "singa::remat::Strategy"
     cdef cppclass CGraph "singa::Graph":
         void SetPlanning(bool planned)
         void SetFusion(bool on)
         bool fusion()
         size_t num_fused()
         bool planning()
+        void SetMemoryBudget(size_t bytes)
+        void SetMemoryBudgetFraction(double fraction) except +raise_py_error
+        size_t memory_budget()
+        double memory_budget_fraction()
+        void SetRecomputeStrategy(RematStrategy s)
+        bool IsRecomputeAt(size_t pos)
         size_t num_nodes()
         const GraphMemoryPlan& memory_plan()
         vector[CGraphBlockInfo] BlockList() except +raise_py_error

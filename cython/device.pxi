@@ -90,6 +90,47 @@ cdef class Device:
         planned memory). Takes effect when the graph is next built."""
         self.c.get().graph().SetFusion(on)
 
+    def SetMemoryBudget(self, budget, strategy="greedy"):
+        """A budget for the graph's memory (its persistent blocks plus the planned arena), met by
+        recomputing activations in backward instead of keeping them: an int is bytes, a float
+        in (0, 1] a fraction of the unconstrained plan, None (or 0) removes it. Read when the
+        graph is next built (the next step replays with it); a budget no plan reaches raises
+        OutOfMemoryError there, stating the least budget that works. ``strategy``: "greedy"
+        (default, the planner of singa/graph/remat.h) or "sqrt" (Chen et al.'s sqrt(N)
+        checkpoints, for comparison: one plan whatever the budget)."""
+        strategies = {"greedy": 0, "sqrt": 1}
+        if strategy not in strategies:
+            raise ArgumentError("SetMemoryBudget: strategy must be 'greedy' or 'sqrt', got %r"
+                                % (strategy,))
+        cdef CGraph* g = self.c.get().graph()
+        cdef int sid = strategies[strategy]
+        if budget is None or (not isinstance(budget, type(True)) and budget == 0):
+            g.SetMemoryBudget(0)
+        elif isinstance(budget, type(True)) or not isinstance(budget, (int, float)):
+            raise ArgumentError("SetMemoryBudget: expected bytes (int), a fraction in (0, 1] "
+                                "(float) or None, got %r" % (budget,))
+        elif isinstance(budget, int):
+            if budget < 0:
+                raise ArgumentError("SetMemoryBudget: a budget in bytes must be positive, got %d"
+                                    % budget)
+            g.SetMemoryBudget(<size_t>budget)
+        else:
+            if not 0.0 < budget <= 1.0:
+                raise ArgumentError("SetMemoryBudget: a fraction of the unconstrained plan must "
+                                    "lie in (0, 1], got %r (give larger budgets in bytes, as an "
+                                    "int)" % (budget,))
+            g.SetMemoryBudgetFraction(budget)
+        g.SetRecomputeStrategy(<RematStrategy>sid)
+
+    def GetMemoryBudget(self):
+        """The graph's memory budget as set: bytes (int), a fraction (float) or None."""
+        cdef CGraph* g = self.c.get().graph()
+        if g.memory_budget() > 0:
+            return g.memory_budget()
+        if g.memory_budget_fraction() > 0:
+            return g.memory_budget_fraction()
+        return None
+
     def SetCaptureEnabled(self, bool on):
         """Replays launched as one captured CUDA Graph (True, default, on a GPU device whose graph
         allows it); False enqueues the operations one by one. No effect on the host."""
@@ -128,8 +169,10 @@ cdef class Device:
     def graph_blocks(self):
         """Every block the last built graph analysed, as dicts ordered by first use: id (the
         block_id of tensors using it), name, size (bytes), kind ('input', 'intermediate',
-        'end'), recyclable, first and last (positions in the execution order) and offset (in the
-        planned arena; meaningful for recyclable blocks when planning is on)."""
+        'end'), recyclable, first and last (positions in the execution order), offset (in the
+        planned arena; meaningful for recyclable blocks when planning is on) and recomputed
+        (under a memory budget a dropped block has a second entry, recomputed=True, for its
+        range after the recomputation)."""
         cdef vector[CGraphBlockInfo] infos = self.c.get().graph().BlockList()
         kinds = ("input", "intermediate", "end")
         out = []
@@ -137,13 +180,15 @@ cdef class Device:
             out.append(dict(id=<size_t>info.block, name=info.block.name().decode(),
                             size=info.block.size(), kind=kinds[info.kind],
                             recyclable=info.recyclable, first=info.first, last=info.last,
-                            offset=info.offset))
+                            offset=info.offset, recomputed=info.recomputed))
         return out
 
     def graph_op_names(self):
-        """The operations' names in execution order (empty before the first RunGraph)."""
+        """The operations' names in execution order (empty before the first RunGraph); a
+        recomputation under a memory budget reads "NAME (recomputed)"."""
         cdef CGraph* g = self.c.get().graph()
-        return [g.OpNameAt(i).decode() for i in range(g.order().size())]
+        return [g.OpNameAt(i).decode() + (" (recomputed)" if g.IsRecomputeAt(i) else "")
+                for i in range(g.order().size())]
 
     def num_handles(self):
         """Python wrappers counted on the C++ device (see the class comment)."""
@@ -153,7 +198,9 @@ cdef class Device:
         cdef GraphMemoryPlan p = self.c.get().graph().memory_plan()
         return dict(arena_bytes=p.arena_bytes, lower_bound_bytes=p.lower_bound_bytes,
                     recyclable_bytes=p.recyclable_bytes, persistent_bytes=p.persistent_bytes,
-                    num_recyclable=p.num_recyclable)
+                    num_recyclable=p.num_recyclable, budget_bytes=p.budget_bytes,
+                    unconstrained_arena_bytes=p.unconstrained_arena_bytes,
+                    num_recomputed=p.num_recomputed, recompute_cost=p.recompute_cost)
 
     # ---- the kernel backend (singa/core/kernel.h): "cpu" (reference), "dnnl", "cuda" ----
     def backend(self):

@@ -125,7 +125,9 @@ def _aligned(n):
 def memory_layout(dev):
     """The blocks of the last built graph (after a RunGraph), as dicts ordered by first use: id,
     name, size, kind ('input', 'intermediate', 'end'), recyclable, first, last (positions in the
-    execution order) and offset (bytes into the planned arena, for recyclable blocks)."""
+    execution order), offset (bytes into the planned arena, for recyclable blocks) and
+    recomputed (a block dropped under a memory budget has a second dict, recomputed=True, for
+    its range after the recomputation)."""
     return dev.graph_blocks()
 
 
@@ -188,9 +190,11 @@ def plot_memory(dev, path=None, title=None, label_top=12):
     when given: png, svg, pdf). Top: the arena, one rectangle per recyclable block (x: the
     positions of the execution order from its first to its last use, y: its offset and size),
     the largest ``label_top`` labelled where the label fits inside its rectangle (labels never
-    overlap each other or the legend). Bottom: the bytes live at each position beside the
-    liveness lower bound and the arena's size. Needs a graph that has run (RunGraph) with memory
-    planning on, and matplotlib (an optional dependency)."""
+    overlap each other or the legend); under a memory budget, the ranges after a recomputation
+    are hatched and the budget's share for the arena (budget minus persistent blocks) is a red
+    line. Bottom: the bytes live at each position beside the liveness lower bound, the arena's
+    size and the budget line. Needs a graph that has run (RunGraph) with memory planning on,
+    and matplotlib (an optional dependency)."""
     try:
         from matplotlib.figure import Figure
         from matplotlib.patches import Rectangle
@@ -219,25 +223,40 @@ def plot_memory(dev, path=None, title=None, label_top=12):
         patches.append(ax.add_patch(Rectangle(
             (b["first"], _mib(b["offset"])), b["last"] + 1 - b["first"], _mib(_aligned(b["size"])),
             facecolor=colors.get(b["kind"], "grey"), edgecolor="black", linewidth=0.3,
-            alpha=0.85)))
+            alpha=0.85, hatch="////" if b.get("recomputed") else None)))
+    budget = plan.get("budget_bytes", 0)
+    arena_budget = max(budget - plan["persistent_bytes"], 0) if budget else None
+    top = max(plan["arena_bytes"], arena_budget or 0)
     ax.axhline(_mib(plan["arena_bytes"]), color="black", linestyle="--", linewidth=1)
+    if arena_budget is not None:
+        ax.axhline(_mib(arena_budget), color="#C44E52", linestyle="-", linewidth=1.2)
     ax.set_xlim(0, max(n, 1))
-    ax.set_ylim(0, max(_mib(plan["arena_bytes"]) * 1.05, 1e-3))
+    ax.set_ylim(0, max(_mib(top) * 1.05, 1e-3))
     ax.set_ylabel("offset in the arena (MiB)")
+    recomputed = plan.get("num_recomputed", 0)
     ax.set_title(title or "Planned arena: %d blocks in %.1f MiB (lower bound %.1f MiB); "
-                 "%.1f MiB of persistent blocks outside it"
+                 "%.1f MiB of persistent blocks outside it%s"
                  % (len(rec), _mib(plan["arena_bytes"]), _mib(lower),
-                    _mib(plan["persistent_bytes"])))
-    legend = ax.legend(handles=[Rectangle((0, 0), 1, 1, facecolor=c, label="%s block" % k)
-                                for k, c in colors.items()], loc="upper right", fontsize=8)
+                    _mib(plan["persistent_bytes"]),
+                    "; budget %.1f MiB met by %d recomputations" % (_mib(budget), recomputed)
+                    if budget else ""))
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, label="%s block" % k)
+               for k, c in colors.items()]
+    if recomputed:
+        handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black",
+                                 hatch="////", label="range after a recomputation"))
+    legend = ax.legend(handles=handles, loc="upper right", fontsize=8)
 
     ax2.step(range(n), [_mib(v) for v in live], where="post", color="#4C72B0",
              label="bytes live")
     ax2.axhline(_mib(lower), color="#C44E52", linestyle=":", label="liveness lower bound")
     ax2.axhline(_mib(plan["arena_bytes"]), color="black", linestyle="--", label="arena")
+    if arena_budget is not None:
+        ax2.axhline(_mib(arena_budget), color="#C44E52", linestyle="-",
+                    label="budget minus persistent blocks")
     ax2.set_xlabel("position in the execution order (operation)")
     ax2.set_ylabel("MiB")
-    ax2.set_ylim(0, max(_mib(plan["arena_bytes"]), _mib(lower)) * 1.1 + 1e-3)
+    ax2.set_ylim(0, max(_mib(top), _mib(lower)) * 1.1 + 1e-3)
     ax2.legend(loc="upper right", fontsize=8)
     _label_blocks(fig, ax, legend, rec, patches, op_names, label_top)
     if path is not None:

@@ -205,13 +205,18 @@ class Model(layer.Layer, metaclass=ModelMeta):
 
     # ---- setup -------------------------------------------------------------------------------
     def compile(self, inputs, is_train=True, use_graph=False, sequential=False,
-                check_finite=None):
+                check_finite=None, memory_budget=None):
         """Creates every parameter by a dry forward on ``inputs`` (placeholder Tensors whose
         values are not read: the forward is recorded, not run, and the record dropped), then
         sets the training and graph modes. ``check_finite=True`` turns on the inputs' device's
         NaN/Inf check (``Device.SetCheckFinite``): the first operation producing NaN or Inf, in
         eager or graph mode, raises ``singa.NonFiniteError`` naming it; False turns it off;
-        None (default) leaves the device's setting alone."""
+        None (default) leaves the device's setting alone. ``memory_budget`` (graph mode):
+        bytes (int) or a fraction in (0, 1] (float) of the unconstrained plan that the step's
+        memory must fit, met by recomputing activations (``Device.SetMemoryBudget``; the
+        results are bit-identical); a budget too small raises ``singa.OutOfMemoryError`` at the
+        first step, stating the least that works; None (default) leaves the device's setting
+        alone (no budget unless one was set)."""
         if not isinstance(inputs, (list, tuple)) or not inputs or not all(
                 isinstance(x, Tensor) for x in inputs):
             raise CheckTypeError("compile: expected a non-empty list of Tensors (placeholders), "
@@ -219,6 +224,8 @@ class Model(layer.Layer, metaclass=ModelMeta):
         dev = inputs[0].device
         if check_finite is not None:
             dev.SetCheckFinite(bool(check_finite))
+        if memory_budget is not None:
+            dev.SetMemoryBudget(memory_budget)
         _invalidate_graph(dev)
         self._drop_buffer()
         was = dev.graph_enabled()

@@ -2,6 +2,7 @@
 #include "singa/graph/graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <iomanip>
@@ -37,7 +38,8 @@ Graph::~Graph() {
 
 void Graph::AddOperation(OpFunc fn, const std::vector<Block*>& reads,
                          const std::vector<Block*>& writes, const std::string& name,
-                         bool use_rand, OpFunc relu_fused, bool collective) {
+                         bool use_rand, OpFunc relu_fused, bool collective,
+                         bool recomputable) {
   Node n;
   n.fn = std::move(fn);
   if (!writes.empty()) n.relu_fused = std::move(relu_fused);
@@ -46,6 +48,7 @@ void Graph::AddOperation(OpFunc fn, const std::vector<Block*>& reads,
   n.name = name.empty() ? "op" : name;
   n.use_rand = use_rand;
   n.collective = collective;
+  n.recomputable = recomputable;
   nodes_.push_back(std::move(n));
   built_ = false;
 }
@@ -57,6 +60,9 @@ void Graph::Reset() {
   order_.clear();
   blocks_.clear();
   release_after_.clear();
+  recompute_at_.clear();
+  rebind_before_.clear();
+  later_ranges_.clear();
   plan_ = GraphMemoryPlan{};
   built_ = false;
   iterations_ = 0;
@@ -67,6 +73,26 @@ void Graph::SetFusion(bool on) {
     fusion_ = on;
     built_ = false;
   }
+}
+
+void Graph::SetMemoryBudget(size_t bytes) {
+  budget_bytes_ = bytes;
+  budget_fraction_ = 0;
+  built_ = false;
+}
+
+void Graph::SetMemoryBudgetFraction(double fraction) {
+  SINGA_CHECK_VALUE(fraction >= 0 && fraction <= 1,
+                    "SetMemoryBudget: a fraction of the unconstrained plan must lie in (0, 1], got "
+                        << fraction << " (give larger budgets in bytes)");
+  budget_fraction_ = fraction;
+  budget_bytes_ = 0;
+  built_ = false;
+}
+
+void Graph::SetRecomputeStrategy(remat::Strategy s) {
+  strategy_ = s;
+  built_ = false;
 }
 
 void Graph::SetPlanning(bool planned) {
@@ -123,7 +149,14 @@ void Graph::Build(bool sequential) {
     for (size_t from : p) nodes_[from].succ.push_back(i);
     nodes_[i].num_pred = p.size();
   }
+  const bool budgeted = budget_bytes_ > 0 || budget_fraction_ > 0;
+  SINGA_CHECK(!budgeted || planned_, Error,
+              "Graph: a memory budget needs planned memory (SetPlanning(true)); dynamic recycling "
+              "cannot recompute");
   ComputeOrder(sequential);
+  recompute_at_.assign(order_.size(), 0);
+  rebind_before_.assign(order_.size(), {});
+  later_ranges_.clear();
   FuseReLUs();
   AnalyseBlocks();
   if (planned_) PlanArena();
@@ -246,43 +279,147 @@ void Graph::AnalyseBlocks() {
   }
 }
 
-// Greedy by size: the largest blocks are placed first, each at the lowest offset where it does
-// not overlap (in bytes) any already placed block whose lifetime overlaps its own.
-void Graph::PlanArena() {
-  std::vector<BlockInfo*> rec;
-  for (auto& [b, info] : blocks_)
-    if (info.recyclable && !info.alias_of) rec.push_back(&info);
-  std::sort(rec.begin(), rec.end(), [](const BlockInfo* a, const BlockInfo* b) {
-    if (a->block->size() != b->block->size()) return a->block->size() > b->block->size();
-    return a->first < b->first;
-  });
-  std::vector<BlockInfo*> placed;
-  size_t arena = 0;
-  for (BlockInfo* info : rec) {
-    const size_t sz = AlignUp(info->block->size());
-    std::vector<std::pair<size_t, size_t>> busy;  // byte ranges of lifetime-overlapping blocks
-    for (BlockInfo* p : placed)
-      if (p->first <= info->last && info->first <= p->last)
-        busy.emplace_back(p->offset, p->offset + AlignUp(p->block->size()));
-    std::sort(busy.begin(), busy.end());
-    size_t offset = 0;
-    for (auto& [lo, hi] : busy) {
-      if (offset + sz <= lo) break;
-      offset = std::max(offset, hi);
-    }
-    info->offset = offset;
-    arena = std::max(arena, offset + sz);
-    placed.push_back(info);
+// The planner's view of this build: block ids in blocks_'s order (Place breaks ties of size by
+// first use, then keeps this order: the placement this graph always had), a fused ReLU's output
+// as its producer's block, a skipped ReLU reading but not writing.
+remat::Problem Graph::MakeProblem(std::vector<Block*>* ids) const {
+  remat::Problem p;
+  std::unordered_map<Block*, int> id_of;
+  for (const auto& [b, info] : blocks_) {
+    if (info.alias_of) continue;
+    id_of.emplace(b, static_cast<int>(ids->size()));
+    ids->push_back(b);
+    p.size.push_back(AlignUp(b->size()));
+    p.raw_size.push_back(b->size());
+    p.planned.push_back(info.recyclable);
   }
-  plan_.arena_bytes = arena;
-  if (arena == 0) return;
-  arena_ = device_->Malloc(arena);
-  char* base = static_cast<char*>(arena_);
-  for (BlockInfo* info : rec) info->block->SetExternal(base + info->offset);
+  for (const auto& [z, y] : aliases_) id_of.emplace(z, id_of.at(y));
+  bool measured = false;
+  for (const Node& n : nodes_) measured = measured || n.total_ms > 0;
+  p.steps.resize(order_.size());
+  for (size_t pos = 0; pos < order_.size(); ++pos) {
+    const Node& n = nodes_[order_[pos]];
+    remat::Step& st = p.steps[pos];
+    auto add = [&](std::vector<int>& v, Block* b) {
+      const int id = id_of.at(b);
+      if (std::find(v.begin(), v.end(), id) == v.end()) v.push_back(id);
+    };
+    for (Block* b : n.reads) add(st.reads, b);
+    if (!n.skip)
+      for (Block* b : n.writes) add(st.writes, b);
+    st.recomputable = n.recomputable && !n.skip && !n.use_rand && !n.collective;
+    st.cost = EstimateCost(n, measured);
+  }
+  return p;
+}
+
+// Measured time when the graph was profiled; else a roofline guess in nanoseconds on a CPU core:
+// ~10 bytes/ns of memory traffic plus ~100 flops/ns for the products (GEMM, convolution).
+double Graph::EstimateCost(const Node& n, bool measured) const {
+  if (measured) return n.total_ms + 1e-9;
+  double bytes = 0, flops = 0;
+  for (Block* b : n.reads) bytes += static_cast<double>(b->size());
+  for (Block* b : n.writes) bytes += static_cast<double>(b->size());
+  auto elems = [](Block* b) { return static_cast<double>(b->size()) / 4.0; };
+  if (n.name == "Mult" && n.reads.size() >= 2 && !n.writes.empty()) {
+    // (m k)(k n)(m n) = (m n k)^2
+    flops = 2 * std::sqrt(elems(n.reads[0]) * elems(n.reads[1]) * elems(n.writes[0]));
+  } else if (n.name.rfind("Conv2dForward", 0) == 0 && n.reads.size() >= 2 && !n.writes.empty() &&
+             n.writes[0]->has_layout() && n.writes[0]->shape().size() == 4) {
+    const double co = static_cast<double>(std::max<size_t>(n.writes[0]->shape()[1], 1));
+    flops = 2 * elems(n.writes[0]) * elems(n.reads[1]) / co;
+  }
+  return bytes / 10.0 + flops / 100.0;
+}
+
+// Unconstrained: greedy by size over the blocks' lifetimes (remat::Place). With a budget below
+// that plan, the recomputations remat::PlanForBudget chooses.
+void Graph::PlanArena() {
+  std::vector<Block*> ids;
+  const remat::Problem p = MakeProblem(&ids);
+  remat::Plan plan = remat::Simulate(p, remat::Analyse(p), {});
+  remat::Place(p, &plan);
+  plan_.unconstrained_arena_bytes = plan.arena;
+  if (budget_bytes_ > 0 || budget_fraction_ > 0) {
+    const size_t total = plan_.persistent_bytes + plan.arena;
+    const size_t budget = budget_bytes_ > 0 ? budget_bytes_
+                                            : static_cast<size_t>(budget_fraction_ * total);
+    plan_.budget_bytes = budget;
+    if (budget < total || strategy_ != remat::Strategy::kGreedy) {
+      const size_t room = budget > plan_.persistent_bytes ? budget - plan_.persistent_bytes : 0;
+      size_t least = 0;
+      remat::Plan fit = remat::PlanForBudget(p, room, strategy_, &least);
+      SINGA_CHECK(fit.feasible, OutOfMemoryError,
+                  "Graph: the memory budget of " << budget << " bytes cannot be met: this step "
+                  "needs at least " << plan_.persistent_bytes + least << " bytes ("
+                  << plan_.persistent_bytes << " in blocks the graph never frees: parameters, "
+                  "optimizer state, inputs, tensors Python holds; plus an arena of " << least
+                  << " bytes with the most recomputation the planner found); unconstrained it "
+                  "takes " << total << " bytes. Give a budget of at least "
+                  << plan_.persistent_bytes + least << " bytes (a fraction of at least "
+                  << static_cast<double>(plan_.persistent_bytes + least) / total << ")");
+      plan = std::move(fit);
+    }
+  }
+  ApplyPlan(plan, ids);
+}
+
+// Turns a plan into this graph's state: the execution order with its recomputations, each
+// block's ranges and offsets (BlockInfo holds the first; later_ranges_ the others), the
+// pointer rebinds of multi-range blocks, and the arena.
+void Graph::ApplyPlan(const remat::Plan& plan, const std::vector<Block*>& ids) {
+  const std::vector<size_t> base = order_;
+  std::vector<size_t> pos_of_step(base.size());
+  order_.clear();
+  recompute_at_.clear();
+  for (const remat::Event& e : plan.schedule) {
+    if (!e.recompute) pos_of_step[e.step] = order_.size();
+    order_.push_back(base[e.step]);
+    recompute_at_.push_back(e.recompute);
+    plan_.num_recomputed += e.recompute;
+  }
+  plan_.recompute_cost = plan.added_cost;
+  plan_.lower_bound_bytes = plan.peak;
+  plan_.arena_bytes = plan.arena;
+  rebind_before_.assign(order_.size(), {});
+  later_ranges_.clear();
+  for (auto& [b, info] : blocks_) {  // positions in the new order
+    info.first = pos_of_step[info.first];
+    info.last = pos_of_step[info.last];
+  }
+  std::unordered_map<Block*, std::vector<Block*>> aliases_of;
+  for (auto& [z, y] : aliases_) aliases_of[y].push_back(z);
+  std::vector<int> ranges(ids.size(), 0);
+  for (const remat::Segment& g : plan.segments) ranges[g.block]++;
+  for (const remat::Segment& g : plan.segments) {
+    Block* b = ids[g.block];
+    BlockInfo& info = blocks_.at(b);
+    if (!g.recomputed) {
+      info.first = g.first;
+      info.last = g.last;
+      info.offset = g.offset;
+    } else {
+      BlockInfo later = info;
+      later.first = g.first;
+      later.last = g.last;
+      later.offset = g.offset;
+      later.recomputed = true;
+      later_ranges_.push_back(later);
+    }
+    if (ranges[g.block] > 1) {
+      rebind_before_[g.first].emplace_back(b, g.offset);
+      for (Block* z : aliases_of[b]) rebind_before_[g.first].emplace_back(z, g.offset);
+    }
+  }
+  if (plan.arena == 0) return;
+  arena_ = device_->Malloc(plan.arena);
+  char* base_ptr = static_cast<char*>(arena_);
+  for (auto& [b, info] : blocks_)
+    if (info.recyclable && !info.alias_of) b->SetExternal(base_ptr + info.offset);
   for (auto& [z, y] : aliases_) {
     BlockInfo& zi = blocks_.at(z);
     zi.offset = blocks_.at(y).offset;
-    z->SetExternal(base + zi.offset);
+    z->SetExternal(base_ptr + zi.offset);
   }
 }
 
@@ -294,7 +431,7 @@ void Graph::ReleaseArena() {
   arena_ = nullptr;
 }
 
-void Graph::RunNode(size_t i) {
+void Graph::RunNode(size_t i, bool recompute) {
   Node& n = nodes_[i];
   if (n.skip) return;
   OpFunc& fn = n.run_fused ? n.relu_fused : n.fn;
@@ -306,7 +443,8 @@ void Graph::RunNode(size_t i) {
     device_->Sync();
     auto t1 = std::chrono::steady_clock::now();
     if (iterations_ >= device_->skip_iteration())
-      n.total_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+      (recompute ? n.recompute_ms : n.total_ms) +=
+          std::chrono::duration<double, std::milli>(t1 - t0).count();
   }
   if (device_->check_finite())
     device_->CheckFinite(n.writes, n.run_fused ? n.name + " (with its fused ReLU)" : n.name);
@@ -314,8 +452,10 @@ void Graph::RunNode(size_t i) {
 
 void Graph::RunAll() {
   const bool recycle = !planned_;
+  char* base = static_cast<char*>(arena_);
   for (size_t pos = 0; pos < order_.size(); ++pos) {
-    RunNode(order_[pos]);
+    for (auto& [b, offset] : rebind_before_[pos]) b->SetExternal(base + offset);
+    RunNode(order_[pos], recompute_at_[pos]);
     // Automatic recycling: a block goes back to the pool after its last access.
     if (recycle)
       for (Block* b : release_after_[pos]) b->Release();
@@ -359,6 +499,7 @@ std::vector<Graph::BlockInfo> Graph::BlockList() const {
   out.reserve(blocks_.size());
   for (const auto& entry : blocks_)
     if (!entry.second.alias_of) out.push_back(entry.second);  // listed as its producer's block
+  out.insert(out.end(), later_ranges_.begin(), later_ranges_.end());
   std::sort(out.begin(), out.end(), [](const BlockInfo& a, const BlockInfo& b) {
     if (a.first != b.first) return a.first < b.first;
     if (a.offset != b.offset) return a.offset < b.offset;
@@ -414,12 +555,22 @@ std::string Graph::TimeProfile(int skip) const {
      << " iterations measured (after skipping " << skip << ")\n";
   if (runs == 0) return os.str();
   std::map<std::string, std::pair<double, int>> by_name;
-  double total = 0;
+  double total = 0, recomputed = 0;
   for (const Node& n : nodes_) {
     by_name[n.name].first += n.total_ms / runs;
     by_name[n.name].second += 1;
     total += n.total_ms / runs;
   }
+  for (size_t pos = 0; pos < order_.size(); ++pos) {  // a node recomputed twice counts twice
+    if (!recompute_at_[pos]) continue;
+    by_name[nodes_[order_[pos]].name + " (recomputed)"].second += 1;
+  }
+  for (const Node& n : nodes_) {
+    if (n.recompute_ms == 0) continue;
+    by_name[n.name + " (recomputed)"].first += n.recompute_ms / runs;
+    recomputed += n.recompute_ms / runs;
+  }
+  total += recomputed;
   std::vector<std::pair<std::string, std::pair<double, int>>> rows(by_name.begin(), by_name.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
@@ -429,6 +580,11 @@ std::string Graph::TimeProfile(int skip) const {
     os << std::left << std::setw(28) << name << std::right << std::setw(8) << v.second
        << std::setw(14) << std::fixed << std::setprecision(3) << v.first << std::setw(8)
        << std::setprecision(1) << (total > 0 ? 100.0 * v.first / total : 0) << "%\n";
+  if (plan_.num_recomputed > 0)
+    os << "recomputed: " << plan_.num_recomputed << " operations per step (memory budget "
+       << plan_.budget_bytes << " bytes), " << std::fixed << std::setprecision(3) << recomputed
+       << " ms/iter, " << std::setprecision(1) << (total > 0 ? 100.0 * recomputed / total : 0)
+       << "% of the step\n";
   os << "total " << std::fixed << std::setprecision(3) << total << " ms/iter\n";
   return os.str();
 }

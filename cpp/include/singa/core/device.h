@@ -69,10 +69,12 @@ class Device {
   /// a graph runs it instead when that block's only reader is a ReLU (Graph: ReLU fusion).
   /// `collective`: a cross-process collective (singa/dist): a graph keeps all of them in
   /// submission order, so every rank runs its collectives in the same order.
+  /// `recomputable`: false when fn is not a pure function of its reads in ways the graph cannot
+  /// see (hidden state); a graph under a memory budget then never reruns it (graph.h).
   void Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
             const std::vector<Block*>& write_blocks, const std::string& op_name = "",
             bool use_rand_generator = false, OpFunc relu_fused = nullptr,
-            bool collective = false);
+            bool collective = false, bool recomputable = true);
 
   /// A block of `size` bytes with no memory yet.
   std::shared_ptr<Block> NewBlock(size_t size);
@@ -118,6 +120,11 @@ class Device {
   /// whoever recorded a graph keeps the version it saw and replays only while it still holds
   /// (singa.model re-records when, say, a user reset the device's graph between two steps).
   uint64_t graph_version() const { return graph_version_.load(std::memory_order_relaxed); }
+  /// A budget for the graph's memory, met by recomputing activations (Graph: memory budget):
+  /// in bytes (0: none), or as a fraction in (0, 1] of the unconstrained plan. Read at the next
+  /// build of the graph; a budget no plan reaches throws OutOfMemoryError there.
+  void SetMemoryBudget(size_t bytes);
+  void SetMemoryBudgetFraction(double fraction);
   /// 0: quiet; 1 or more: profile each operation's time during RunGraph.
   void SetVerbosity(int verbosity);
   int verbosity() const { return verbosity_; }

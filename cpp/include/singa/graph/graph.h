@@ -37,6 +37,21 @@
 // written block y is read by exactly one operation, a "ReLU" y -> z, with neither y nor z held by
 // a user handle and each written once, runs its variant; the ReLU becomes a no-op and z is an
 // alias of y: one offset, y's lifetime extended to z's. The values are the same as unfused.
+//
+// Memory budget (planned memory only; SetMemoryBudget): when the unconstrained plan (persistent
+// blocks + arena) exceeds the budget, activations are dropped after a use and recomputed before
+// a later one, chosen by singa/graph/remat.h (its header states the algorithm and guarantees).
+// The recomputations join the execution order (order(); IsRecomputeAt(pos) tells them); a
+// recomputed block has a range per (re)computation, each placed on its own, and its pointer is
+// rebound to the range's offset when the range begins. An operation may be
+// recomputed when it is a pure function of its reads: submitted with recomputable = true (the
+// default), no random numbers (the generator would advance: dropout's mask draw is kept, the
+// multiply that applies it is recomputed), no collective, nothing both read and written (the
+// batch-norm training forward updates its running statistics in place, so its output is kept).
+// A budget no plan reaches throws OutOfMemoryError at build time stating the least budget that
+// works. Without a budget, or one at least the unconstrained plan, the plan is unchanged. What
+// the budget bounds is persistent_bytes + arena_bytes; the pool adds its rounding on top (each
+// persistent block and the arena rounded up to the pool's 64-byte alignment).
 #pragma once
 
 #include <chrono>
@@ -47,6 +62,7 @@
 #include <vector>
 
 #include "singa/core/device.h"
+#include "singa/graph/remat.h"
 
 namespace singa {
 
@@ -57,6 +73,11 @@ struct GraphMemoryPlan {
   size_t recyclable_bytes = 0;   ///< sum of the sizes of all recyclable blocks
   size_t persistent_bytes = 0;   ///< bytes of blocks the graph never frees
   size_t num_recyclable = 0;
+  // With a memory budget (0 when none):
+  size_t budget_bytes = 0;               ///< the budget in bytes (a fraction resolved)
+  size_t unconstrained_arena_bytes = 0;  ///< the arena this step needs without recomputation
+  size_t num_recomputed = 0;             ///< recomputations per step
+  double recompute_cost = 0;             ///< their estimated (or measured, in ms) cost per step
 };
 
 class Graph {
@@ -72,9 +93,11 @@ class Graph {
     OpFunc relu_fused;         ///< the operation with a ReLU post-op on writes[0], if it has one
     bool run_fused = false;    ///< runs relu_fused (its ReLU was fused into it)
     bool skip = false;         ///< a ReLU fused into its producer: nothing to run
+    bool recomputable = true;  ///< its submitter says it is a pure function of its reads
     std::vector<size_t> succ;  ///< nodes that depend on this one
     size_t num_pred = 0;
     double total_ms = 0;       ///< accumulated run time, when profiling
+    double recompute_ms = 0;   ///< accumulated time of its recomputations, when profiling
   };
 
   struct BlockInfo {
@@ -84,6 +107,7 @@ class Graph {
     size_t first = 0, last = 0;  ///< positions in the execution order
     size_t offset = 0;           ///< in the arena, when planned
     Block* alias_of = nullptr;   ///< a fused ReLU's output, stored in its producer's block
+    bool recomputed = false;     ///< BlockList: this entry is a range after a recomputation
   };
 
   explicit Graph(Device* device);
@@ -92,7 +116,8 @@ class Graph {
   /// Records one operation (called by Device::Exec while buffering).
   void AddOperation(OpFunc fn, const std::vector<Block*>& reads,
                     const std::vector<Block*>& writes, const std::string& name, bool use_rand,
-                    OpFunc relu_fused = nullptr, bool collective = false);
+                    OpFunc relu_fused = nullptr, bool collective = false,
+                    bool recomputable = true);
   /// Runs every recorded operation; builds the graph first if it changed.
   void Run(bool sequential);
   /// Drops every recorded operation and releases planned memory.
@@ -106,19 +131,33 @@ class Graph {
   bool fusion() const { return fusion_; }
   /// Whether replays are currently launched from a capture (see the file comment).
   bool captured() const { return captured_; }
+  /// A memory budget in bytes for the graph's memory (persistent blocks + arena), met by
+  /// recomputation; 0 removes it. Takes effect at the next build.
+  void SetMemoryBudget(size_t bytes);
+  /// The same as a fraction in (0, 1] of the unconstrained plan (persistent + arena); 0 removes.
+  void SetMemoryBudgetFraction(double fraction);
+  size_t memory_budget() const { return budget_bytes_; }
+  double memory_budget_fraction() const { return budget_fraction_; }
+  /// How recomputations are chosen (remat::Strategy: the greedy planner, or Chen's sqrt(N)
+  /// checkpoints for comparison); takes effect at the next build.
+  void SetRecomputeStrategy(remat::Strategy s);
+  remat::Strategy recompute_strategy() const { return strategy_; }
+  /// Whether position `pos` of the execution order reruns an operation (a recomputation).
+  bool IsRecomputeAt(size_t pos) const { return pos < recompute_at_.size() && recompute_at_[pos]; }
   /// How many ReLUs the last build fused into their producers.
   size_t num_fused() const { return num_fused_; }
 
   size_t num_nodes() const { return nodes_.size(); }
   const std::vector<Node>& nodes() const { return nodes_; }
-  /// The execution order used by the last Run (BFS or serial).
+  /// The execution order used by the last Run (BFS or serial), recomputations included.
   const std::vector<size_t>& order() const { return order_; }
   const std::unordered_map<Block*, BlockInfo>& blocks() const { return blocks_; }
   const GraphMemoryPlan& memory_plan() const { return plan_; }
 
   /// For pictures of memory (singa.graph.plot_memory): every block the last build analysed
   /// (a fused ReLU's output is part of its producer's block, not listed), ordered by first use,
-  /// then offset. Empty before the first Run.
+  /// then offset; a recomputed block appears once per range (recomputed = true after the
+  /// first). Empty before the first Run.
   std::vector<BlockInfo> BlockList() const;
   /// The name of the operation at position `pos` of the execution order.
   const std::string& OpNameAt(size_t pos) const;
@@ -139,8 +178,11 @@ class Graph {
   void FuseReLUs();
   void AnalyseBlocks();
   void PlanArena();
+  remat::Problem MakeProblem(std::vector<Block*>* ids) const;
+  double EstimateCost(const Node& n, bool measured) const;
+  void ApplyPlan(const remat::Plan& plan, const std::vector<Block*>& ids);
   void ReleaseArena();
-  void RunNode(size_t i);
+  void RunNode(size_t i, bool recompute = false);
   void RunAll();
   bool Capturable() const;
   void DropCapture();
@@ -166,6 +208,13 @@ class Graph {
   bool captured_ = false;
   bool ops_capturable_ = false;  ///< no random op, no collective (set by Build)
   void* arena_ = nullptr;
+  size_t budget_bytes_ = 0;
+  double budget_fraction_ = 0;
+  remat::Strategy strategy_ = remat::Strategy::kGreedy;
+  std::vector<char> recompute_at_;  ///< per position of order_
+  /// Blocks with several ranges are pointed at the range's offset when it begins.
+  std::vector<std::vector<std::pair<Block*, size_t>>> rebind_before_;
+  std::vector<BlockInfo> later_ranges_;  ///< BlockList's entries after recomputations
 };
 
 }  // namespace singa

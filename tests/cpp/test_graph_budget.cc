@@ -1,0 +1,228 @@
+// A memory budget met by recomputation (singa/graph/remat.h), property-tested on random graphs:
+// bit-identical results, no two live ranges sharing bytes, the arena within the budget and
+// falling with it, and a clear error below the least budget.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "singa/core/device.h"
+#include "singa/core/error.h"
+#include "singa/graph/graph.h"
+
+using namespace singa;
+
+namespace {
+
+// A random "training step" on raw float blocks: a forward chain (some producers with a fused
+// ReLU variant followed by a ReLU), then a backward chain that reads the forward values in
+// reverse, with an in-place accumulation now and then; every op is a deterministic pure
+// function of what it reads, so recomputing one gives the same bits.
+struct RandomStep {
+  std::shared_ptr<Device> dev = std::make_shared<CppCPU>();
+  std::vector<std::shared_ptr<Block>> keep;  // what the recorded lambdas point at
+  Block* out = nullptr;
+
+  Block* NewFloats(size_t n) {
+    keep.push_back(dev->NewBlock(n * sizeof(float)));
+    return keep.back().get();
+  }
+  static size_t N(Block* b) { return b->size() / sizeof(float); }
+
+  // y = a * x0 (+ b * x1) + c, elementwise with wrap-around; `relu` applies max(0, .).
+  void Combine(const std::vector<Block*>& in, Block* y, float c, bool relu, const char* name,
+               bool with_fused = false, Block* also = nullptr) {
+    auto make = [in, y, c, also](bool r) {
+      return [in, y, c, r, also](Context*) {
+        float* o = static_cast<float*>(y->mutable_data());
+        for (size_t j = 0; j < N(y); ++j) {
+          float v = c;
+          for (size_t k = 0; k < in.size(); ++k) {
+            const float* x = static_cast<const float*>(in[k]->data());
+            v += (0.5f / (k + 1)) * x[(j * 7 + k) % N(in[k])];
+          }
+          o[j] = r ? (v > 0 ? v : 0.f) : v;
+        }
+        if (also) static_cast<float*>(also->mutable_data())[0] = c;  // scratch
+      };
+    };
+    std::vector<Block*> writes{y};
+    if (also) writes.push_back(also);
+    dev->Exec(make(relu), in, writes, name, false, with_fused ? OpFunc(make(true)) : nullptr);
+  }
+
+  explicit RandomStep(unsigned seed) {
+    std::mt19937 rng(seed);
+    auto size = [&] { return static_cast<size_t>(16 + rng() % 400); };
+    Block* x = NewFloats(size());
+    Block* w = NewFloats(64);  // a parameter, updated in place at the end
+    std::vector<float> host(N(x));
+    for (size_t j = 0; j < host.size(); ++j) host[j] = std::sin(0.37f * j + seed);
+    dev->CopyDataFromHostPtr(x, host.data(), x->size());
+    std::vector<float> wh(64, 0.25f);
+    dev->CopyDataFromHostPtr(w, wh.data(), w->size());
+    x->AddExternalRef();
+    w->AddExternalRef();
+    dev->EnableGraph(true);
+    std::vector<Block*> fwd{x};
+    const int layers = 4 + rng() % 12;
+    for (int l = 0; l < layers; ++l) {
+      std::vector<Block*> in{fwd.back(), w};
+      if (fwd.size() > 2 && rng() % 3 == 0) in.push_back(fwd[fwd.size() - 3]);  // a skip
+      Block* y = NewFloats(size());
+      const bool fuse = rng() % 3 == 0;
+      Block* ws = rng() % 4 == 0 ? NewFloats(8) : nullptr;
+      Combine(in, y, 0.01f * l, false, fuse ? "Conv" : "Linear", fuse, ws);
+      if (fuse) {  // the ReLU that fusion folds into its producer
+        Block* z = NewFloats(N(y));
+        dev->Exec([y, z](Context*) {
+          const float* a = static_cast<const float*>(y->data());
+          float* o = static_cast<float*>(z->mutable_data());
+          for (size_t j = 0; j < N(z); ++j) o[j] = a[j] > 0 ? a[j] : 0.f;
+        }, {y}, {z}, "ReLU");
+        y = z;
+      }
+      fwd.push_back(y);
+    }
+    Block* g = NewFloats(size());
+    Combine({fwd.back()}, g, 1.f, false, "Loss");
+    Block* acc = NewFloats(32);
+    Combine({g}, acc, 0.f, false, "AccInit");
+    for (int l = layers; l >= 1; --l) {
+      Block* g2 = NewFloats(size());
+      Combine({g, fwd[l], fwd[l - 1]}, g2, -0.02f * l, rng() % 2 == 0, "Backward");
+      g = g2;
+      if (rng() % 3 == 0)  // an in-place accumulation: read and written, never recomputed
+        dev->Exec([acc, g](Context*) {
+          float* a = static_cast<float*>(acc->mutable_data());
+          const float* v = static_cast<const float*>(g->data());
+          for (size_t j = 0; j < N(acc); ++j) a[j] += v[j % N(g)];
+        }, {acc, g}, {acc}, "Accumulate");
+    }
+    out = NewFloats(N(g) + N(acc));
+    dev->Exec([g, acc, o = out](Context*) {
+      float* d = static_cast<float*>(o->mutable_data());
+      std::memcpy(d, g->data(), g->size());
+      std::memcpy(d + N(g), acc->data(), acc->size());
+    }, {g, acc}, {out}, "Result");
+    // The update reads the parameter after backward, as an optimizer does.
+    dev->Exec([w, g](Context*) {
+      float* p = static_cast<float*>(w->mutable_data());
+      p[0] = p[0] * 0.5f + static_cast<const float*>(g->data())[0] * 0.f + 0.125f;
+    }, {w, g}, {w}, "Update");
+    out->AddExternalRef();
+    dev->EnableGraph(false);
+  }
+  ~RandomStep() { dev->ResetGraph(); }
+
+  std::vector<float> Run() {
+    // The update changes w; put it back so that every run computes the same.
+    std::vector<float> wh(64, 0.25f);
+    dev->CopyDataFromHostPtr(keep[1].get(), wh.data(), keep[1]->size());
+    dev->RunGraph(false);
+    std::vector<float> o(N(out));
+    dev->CopyDataToHostPtr(out, o.data(), out->size());
+    return o;
+  }
+};
+
+// Ranges live at the same time never share bytes (BlockList lists every range of a block).
+void ExpectNoOverlap(Graph* g, const std::string& where) {
+  std::vector<Graph::BlockInfo> rec;
+  for (const auto& b : g->BlockList())
+    if (b.recyclable) rec.push_back(b);
+  for (size_t p = 0; p < rec.size(); ++p)
+    for (size_t q = p + 1; q < rec.size(); ++q) {
+      const auto &a = rec[p], &b = rec[q];
+      const bool live = a.first <= b.last && b.first <= a.last;
+      const bool bytes = a.offset < b.offset + b.block->size() &&
+                         b.offset < a.offset + a.block->size();
+      ASSERT_FALSE(live && bytes) << where << ": ranges [" << a.first << "," << a.last << "] and ["
+                                  << b.first << "," << b.last << "] share bytes";
+    }
+}
+
+size_t Total(Graph* g) { return g->memory_plan().persistent_bytes + g->memory_plan().arena_bytes; }
+
+}  // namespace
+
+TEST(GraphBudget, RandomGraphsBitIdenticalWithinBudgetAndMonotone) {
+  int recomputed_somewhere = 0, fused_somewhere = 0;
+  for (unsigned seed = 1; seed <= 30; ++seed) {
+    RandomStep step(seed);
+    Graph* g = step.dev->graph();
+    const std::vector<float> ref = step.Run();
+    const GraphMemoryPlan free_plan = g->memory_plan();
+    const std::vector<Graph::BlockInfo> free_blocks = g->BlockList();
+    ExpectNoOverlap(g, "unbudgeted seed " + std::to_string(seed));
+    fused_somewhere += g->num_fused() > 0;
+    const size_t total = Total(g);
+    // A budget the step already fits changes nothing, to the byte.
+    step.dev->SetMemoryBudget(total);
+    EXPECT_EQ(step.Run(), ref);
+    EXPECT_EQ(g->memory_plan().arena_bytes, free_plan.arena_bytes);
+    EXPECT_EQ(g->memory_plan().num_recomputed, 0u);
+    const auto same_blocks = g->BlockList();
+    ASSERT_EQ(same_blocks.size(), free_blocks.size());
+    for (size_t i = 0; i < same_blocks.size(); ++i)
+      EXPECT_EQ(same_blocks[i].offset, free_blocks[i].offset);
+    // Falling budgets: identical bits, within the budget, arena never growing; then the error.
+    size_t last_arena = free_plan.arena_bytes;
+    std::mt19937 rng(seed);
+    size_t budget = total;
+    for (int k = 0; k < 12; ++k) {
+      budget -= budget / (3 + rng() % 8);
+      step.dev->SetMemoryBudget(budget);
+      const std::string where = "seed " + std::to_string(seed) + " budget " +
+                                std::to_string(budget);
+      try {
+        ASSERT_EQ(step.Run(), ref) << where;
+      } catch (const OutOfMemoryError& e) {
+        const std::string msg = e.what();
+        const size_t at = msg.find("needs at least ");
+        ASSERT_NE(at, std::string::npos) << msg;
+        const size_t least = std::stoull(msg.substr(at + 15));
+        EXPECT_GT(least, budget) << msg;
+        EXPECT_LE(least, last_arena + free_plan.persistent_bytes) << msg;
+        step.dev->SetMemoryBudget(least);  // the stated minimum works
+        EXPECT_EQ(step.Run(), ref) << where;
+        EXPECT_LE(Total(g), least);
+        ExpectNoOverlap(g, where + " at the minimum");
+        break;
+      }
+      EXPECT_LE(Total(g), budget) << where;
+      EXPECT_LE(g->memory_plan().arena_bytes, last_arena) << where;
+      last_arena = g->memory_plan().arena_bytes;
+      recomputed_somewhere += g->memory_plan().num_recomputed > 0;
+      ExpectNoOverlap(g, where);
+    }
+  }
+  EXPECT_GT(recomputed_somewhere, 10);  // the property covers recomputed blocks
+  EXPECT_GT(fused_somewhere, 10);       // and fused ReLUs
+}
+
+TEST(GraphBudget, FractionAndChensBaseline) {
+  RandomStep step(77);
+  Graph* g = step.dev->graph();
+  const std::vector<float> ref = step.Run();
+  const size_t total = Total(g);
+  step.dev->SetMemoryBudgetFraction(1.0);
+  EXPECT_EQ(step.Run(), ref);
+  EXPECT_EQ(g->memory_plan().budget_bytes, total);
+  g->SetRecomputeStrategy(remat::Strategy::kSqrtN);  // one plan whatever the budget
+  EXPECT_EQ(step.Run(), ref);
+  EXPECT_GT(g->memory_plan().num_recomputed, 0u);
+  EXPECT_LE(Total(g), total);
+  ExpectNoOverlap(g, "sqrt(N)");
+  EXPECT_THROW(step.dev->SetMemoryBudgetFraction(1.5), ValueError);
+}
+
+TEST(GraphBudget, NeedsPlannedMemory) {
+  RandomStep step(5);
+  step.dev->graph()->SetPlanning(false);
+  step.dev->SetMemoryBudget(1 << 20);
+  EXPECT_THROW(step.Run(), Error);
+  step.dev->SetMemoryBudget(0);
+  EXPECT_NO_THROW(step.Run());
+}

@@ -1,0 +1,204 @@
+"""A memory budget for the graph, met by recomputation (cpp/include/singa/graph/remat.h): a
+budgeted step trains to bit-identical losses and parameters, the plan fits the budget and falls
+with it, and a budget below the least plan raises OutOfMemoryError stating that least."""
+import re
+
+import numpy as np
+import pytest
+
+from singa import autograd, device, graph, layer, model, opt, singa_wrap, tensor
+
+
+class MLP(model.Model):
+    def __init__(self, width=48, depth=5):
+        super().__init__()
+        self.fcs = [layer.Linear(width) for _ in range(depth)]
+        for i, fc in enumerate(self.fcs):
+            setattr(self, "fc%d" % i, fc)
+        self.relu = layer.ReLU()
+        self.out = layer.Linear(5)
+        self.loss = layer.SoftMaxCrossEntropy()
+
+    def forward(self, x):
+        for fc in self.fcs:
+            x = self.relu(fc(x))
+        return self.out(x)
+
+    def train_one_batch(self, x, t):
+        out = self.forward(x)
+        loss = self.loss(out, t)
+        self.optimizer(loss)
+        return out, loss
+
+
+class CNN(MLP):
+    """Convolutions with batch norm, fused ReLUs, max pooling and dropout."""
+
+    def __init__(self):
+        model.Model.__init__(self)
+        self.conv1 = layer.Conv2d(6, 3, padding=1)
+        self.bn1 = layer.BatchNorm2d()
+        self.relu1 = layer.ReLU()
+        self.conv2 = layer.Conv2d(8, 3, padding=1)
+        self.relu2 = layer.ReLU()
+        self.pool = layer.MaxPool2d(2, 2)
+        self.drop = layer.Dropout(ratio=0.3)
+        self.conv3 = layer.Conv2d(8, 3, padding=1)
+        self.relu3 = layer.ReLU()
+        self.flat = layer.Flatten()
+        self.out = layer.Linear(5)
+        self.loss = layer.SoftMaxCrossEntropy()
+
+    def forward(self, x):
+        y = self.relu1(self.bn1(self.conv1(x)))
+        y = self.drop(self.pool(self.relu2(self.conv2(y))))
+        return self.out(self.flat(self.relu3(self.conv3(y))))
+
+
+class ResBlock(MLP):
+    """A ResNet-ish stack: conv-bn-relu (fused) twice and an identity shortcut, three times."""
+
+    def __init__(self, blocks=3):
+        model.Model.__init__(self)
+        self.stem = layer.Conv2d(8, 3, padding=1)
+        self.stem_relu = layer.ReLU()
+        self.parts = []
+        for i in range(blocks):
+            part = [layer.Conv2d(8, 3, padding=1, bias=False), layer.BatchNorm2d(), layer.ReLU(),
+                    layer.Conv2d(8, 3, padding=1, bias=False), layer.BatchNorm2d(), layer.ReLU()]
+            for j, lyr in enumerate(part):
+                setattr(self, "b%d_%d" % (i, j), lyr)
+            self.parts.append(part)
+        self.flat = layer.Flatten()
+        self.out = layer.Linear(5)
+        self.loss = layer.SoftMaxCrossEntropy()
+
+    def forward(self, x):
+        y = self.stem_relu(self.stem(x))
+        for c1, bn1, r1, c2, bn2, r2 in self.parts:
+            h = r1(bn1(c1(y)))
+            y = r2(autograd.add(bn2(c2(h)), y))
+        return self.out(self.flat(y))
+
+
+def _data(kind):
+    rng = np.random.default_rng(0)
+    shape = (32, 20) if kind is MLP else (4, 3, 8, 8)
+    return (rng.standard_normal(shape).astype(np.float32),
+            rng.integers(0, 5, shape[0]).astype(np.int32))
+
+
+def train(kind, budget=None, steps=3, strategy="greedy"):
+    dev = device.create_cpu_device(400)
+    dev.SetRandSeed(11)
+    x, t = _data(kind)
+    tx, tt = tensor.from_numpy(x, dev), tensor.from_numpy(t, dev)
+    net = kind()
+    net.set_optimizer(opt.SGD(lr=0.05, momentum=0.9))
+    if budget is not None:
+        dev.SetMemoryBudget(budget, strategy)
+    net.compile([tx], is_train=True, use_graph=True)
+    losses = [tensor.to_numpy(net(tx, tt)[1]).copy() for _ in range(steps)]
+    params = {k: tensor.to_numpy(v) for k, v in net.get_states().items()}
+    return losses, params, graph.memory_plan(dev), dev
+
+
+def _total(plan):
+    return plan["persistent_bytes"] + plan["arena_bytes"]
+
+
+def _least(err):
+    return int(re.search(r"needs at least (\d+) bytes", str(err)).group(1))
+
+
+@pytest.mark.parametrize("kind", [MLP, CNN, ResBlock], ids=["mlp", "cnn-bn-dropout", "resblock"])
+def test_budgeted_training_is_bit_identical_and_fits(kind):
+    ref_losses, ref_params, free, _ = train(kind)
+    total = _total(free)
+    # The least budget any plan reaches, read from the error a tiny budget raises.
+    with pytest.raises(singa_wrap.OutOfMemoryError, match="needs at least") as err:
+        train(kind, budget=free["persistent_bytes"] + 64, steps=1)
+    least = _least(err.value)
+    assert free["persistent_bytes"] < least < total
+    last_arena, recomputed = free["arena_bytes"], 0
+    budgets = {total, int(0.9 * total), (total + least) // 2, least}
+    for budget in sorted((b for b in budgets if b >= least), reverse=True):
+        losses, params, plan, _ = train(kind, budget=budget)
+        np.testing.assert_array_equal(np.array(losses), np.array(ref_losses), err_msg=str(budget))
+        for k in ref_params:
+            np.testing.assert_array_equal(params[k], ref_params[k], err_msg="%s %d" % (k, budget))
+        assert _total(plan) <= budget
+        assert plan["arena_bytes"] <= last_arena  # falls with the budget
+        last_arena = plan["arena_bytes"]
+        recomputed = max(recomputed, plan["num_recomputed"])
+    assert recomputed > 0
+    with pytest.raises(singa_wrap.OutOfMemoryError, match="at least %d bytes" % least):
+        train(kind, budget=least - 1, steps=1)
+
+
+def test_fraction_budget_and_compile_argument():
+    _, _, free, _ = train(MLP)
+    dev = device.create_cpu_device(400)
+    x, t = _data(MLP)
+    tx, tt = tensor.from_numpy(x, dev), tensor.from_numpy(t, dev)
+    net = MLP()
+    net.set_optimizer(opt.SGD(lr=0.05, momentum=0.9))
+    net.compile([tx], is_train=True, use_graph=True, memory_budget=0.9)
+    assert dev.GetMemoryBudget() == 0.9
+    net(tx, tt)
+    plan = graph.memory_plan(dev)
+    assert plan["budget_bytes"] == int(0.9 * _total(free))
+    assert _total(plan) <= plan["budget_bytes"] and plan["num_recomputed"] > 0
+    dev.SetMemoryBudget(None)  # read at the next build: back to the unconstrained plan
+    assert dev.GetMemoryBudget() is None
+    net(tx, tt)
+    assert graph.memory_plan(dev)["arena_bytes"] == free["arena_bytes"]
+    dev.SetMemoryBudget(12345)
+    assert dev.GetMemoryBudget() == 12345
+
+
+@pytest.mark.parametrize("bad", [1.5, -3, 0.0 - 0.5, "half", True])
+def test_bad_budgets_are_refused(bad):
+    dev = device.create_cpu_device(400)
+    with pytest.raises(singa_wrap.ArgumentError):
+        dev.SetMemoryBudget(bad)
+    with pytest.raises(singa_wrap.ArgumentError, match="strategy"):
+        dev.SetMemoryBudget(0.5, strategy="magic")
+
+
+def test_chen_sqrt_n_baseline_is_bit_identical():
+    ref_losses, ref_params, free, _ = train(ResBlock)
+    losses, params, plan, _ = train(ResBlock, budget=1.0, strategy="sqrt")
+    np.testing.assert_array_equal(np.array(losses), np.array(ref_losses))
+    assert plan["num_recomputed"] > 0 and _total(plan) <= _total(free)
+
+
+def test_plot_marks_recomputed_ranges_and_profile_counts_them(tmp_path, capfd):
+    pytest.importorskip("matplotlib")
+    _, _, free, _ = train(ResBlock)
+    dev = device.create_cpu_device(400)
+    dev.SetRandSeed(11)
+    x, t = _data(ResBlock)
+    tx, tt = tensor.from_numpy(x, dev), tensor.from_numpy(t, dev)
+    net = ResBlock()
+    net.set_optimizer(opt.SGD(lr=0.05))
+    net.compile([tx], is_train=True, use_graph=True, memory_budget=0.8)
+    dev.SetVerbosity(1)
+    dev.SetSkipIteration(0)
+    for _ in range(2):
+        net(tx, tt)
+    plan = graph.memory_plan(dev)
+    names = dev.graph_op_names()
+    assert sum(n.endswith("(recomputed)") for n in names) == plan["num_recomputed"] > 0
+    blocks = graph.memory_layout(dev)
+    assert any(b["recomputed"] for b in blocks)
+    fig = graph.plot_memory(dev, str(tmp_path / "m.png"))
+    ax = fig.axes[0]
+    assert any(p.get_hatch() for p in ax.patches)  # the ranges after a recomputation
+    budget_line = _total(plan) and (plan["budget_bytes"] - plan["persistent_bytes"]) / 2.0 ** 20
+    assert any(abs(line.get_ydata()[0] - budget_line) < 1e-9 for line in ax.get_lines())
+    dev.PrintTimeProfiling()
+    out = capfd.readouterr().out
+    assert "(recomputed)" in out
+    assert re.search(r"recomputed: %d operations per step" % plan["num_recomputed"], out)
+    dev.SetVerbosity(0)
