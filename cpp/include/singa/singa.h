@@ -25,6 +25,7 @@
 #include "singa/dist/communicator.h"
 #include "singa/dist/nccl.h"
 #include "singa/graph/graph.h"
+#include "singa/graph/remat.h"
 #include "singa/memory/pool.h"
 #include "singa/ops/attention.h"
 #include "singa/ops/blas.h"
