@@ -551,13 +551,13 @@ class Where(Operator):
         self.mask = singa.NE(cond, 0.0)
         if self.mask.data_type() != singa.kFloat32:
             self.mask = self.mask.AsType(singa.kFloat32)
+        self.unmask = singa.Sub(1.0, self.mask)  # b's side, kept for backward
         self.a_shape, self.b_shape = a.shape(), b.shape()
-        return singa.Add(_select(a, self.mask), _select(b, singa.Sub(1.0, self.mask)))
+        return singa.Add(_select(a, self.mask), _select(b, self.unmask))
 
     def backward(self, dy):
         da = reduce_to(_select(dy, self.mask), self.a_shape) if self.need(0) else None
-        db = reduce_to(_select(dy, singa.Sub(1.0, self.mask)), self.b_shape) \
-            if self.need(1) else None
+        db = reduce_to(_select(dy, self.unmask), self.b_shape) if self.need(1) else None
         return da, db
 
 
