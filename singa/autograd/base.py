@@ -56,9 +56,11 @@ def fill(shape, value, like, dtype=None):
 
 
 def float_dtype(like):
-    """The float dtype of helper tensors (seeds, masks) combined with ``like``: float16 when
-    ``like`` is float16 (GPU float16 training keeps one dtype throughout), else float32."""
-    return singa.kFloat16 if like.data_type() == singa.kFloat16 else singa.kFloat32
+    """The float dtype of helper tensors (seeds, masks) combined with ``like``: float16 or
+    bfloat16 when ``like`` is (low-precision training keeps one dtype throughout), else
+    float32."""
+    dt = like.data_type()
+    return dt if dt in (singa.kFloat16, singa.kBFloat16) else singa.kFloat32
 
 
 def zeros_like(ct):
