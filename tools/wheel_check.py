@@ -46,13 +46,11 @@ def mapped_libraries():
     return sorted(paths)
 
 
-def check_libraries(site, mpi_dir=None):
-    """Every BLAS / DNN / OpenMP / MPI library mapped comes from singa.libs or numpy.libs (or,
-    for libmpi, from mpi_dir: the [dist] extra's lib/)."""
+def check_libraries(site, libmpi=()):
+    """Every BLAS / DNN / OpenMP / MPI library mapped comes from singa.libs or numpy.libs, but
+    the files in libmpi (a DistOpt rank's libmpi, which check_dist checks)."""
     wheel_libs = os.path.join(site, "singa.libs")
-    allowed = (wheel_libs + os.sep, os.path.join(site, "numpy.libs") + os.sep)
-    if mpi_dir:
-        allowed += (os.path.join(mpi_dir, "libmpi."),)
+    allowed = (wheel_libs + os.sep, os.path.join(site, "numpy.libs") + os.sep) + tuple(libmpi)
     native = [p for p in mapped_libraries() if NATIVE.search(os.path.basename(p))]
     foreign = [p for p in native if not p.startswith(allowed)]
     if foreign:
@@ -65,7 +63,7 @@ def check_libraries(site, mpi_dir=None):
     if len(gomps) != 1:
         sys.exit("FAIL: expected one OpenMP runtime, got %s" % gomps)
     print("native libraries, all from the wheel%s: %s"
-          % (" (libmpi from the [dist] extra)" if mpi_dir else "", ", ".join(ours)))
+          % (" (and %s)" % ", ".join(libmpi) if libmpi else "", ", ".join(ours)))
 
 
 def load_models(examples):
@@ -153,14 +151,14 @@ def mapped(name_start):
 
 def dist_rank(models, steps, out, site):
     """One rank of check_dist: trains with DistOpt, saves its parameters and losses."""
-    from singa import _mpi_libs, opt, tensor
+    from singa import opt, tensor
 
     sgd = opt.DistOpt(opt.SGD(lr=0.05, momentum=0.9))
     net, _, losses = train_cnn(models, steps, sgd, sgd.global_rank, sgd.world_size)
     params = {k: tensor.to_numpy(v) for k, v in net.get_params().items()}
     np.savez(os.path.join(out, "rank%d.npz" % sgd.global_rank), losses=np.array(losses),
              world=sgd.world_size, libmpi=np.array(mapped("libmpi.")), **params)
-    check_libraries(site, os.path.dirname(_mpi_libs.extra_file("lib/" + _mpi_libs.SONAME)))
+    check_libraries(site, mapped("libmpi."))
 
 
 def check_dist(examples, steps, world):
@@ -183,6 +181,7 @@ def check_dist(examples, steps, world):
         subprocess.run([sys.executable] + rank_args + ["--dist-rank", out], check=True,
                        timeout=300)
         alone = dict(np.load(os.path.join(out, "rank0.npz")))
+        alone_mpi = [str(p) for p in alone["libmpi"]]
         start = time.time()
         subprocess.run([sys.executable, "-m", "singa.launch", "-n", str(world)] + rank_args
                        + ["--dist-rank", out], check=True, timeout=300)
@@ -190,17 +189,17 @@ def check_dist(examples, steps, world):
         ranks = [dict(np.load(os.path.join(out, "rank%d.npz" % r))) for r in range(world)]
     try:
         ctypes.CDLL(_mpi_libs.SONAME)
-        print("a system Open MPI is loadable here: the single process used %s"
-              % list(alone["libmpi"]))
+        print("a system Open MPI is loadable here: the single process used %s" % alone_mpi)
     except OSError:
-        if int(alone["world"]) != 1 or list(alone["libmpi"]) != [lib]:
+        if int(alone["world"]) != 1 or alone_mpi != [lib]:
             sys.exit("FAIL: alone, DistOpt saw world size %s and libmpi %s (expected 1, %s)"
-                     % (alone["world"], list(alone["libmpi"]), lib))
+                     % (alone["world"], alone_mpi, lib))
         print("DistOpt alone (world size 1) without a system Open MPI: the extra's libmpi")
     for r, res in enumerate(ranks):
-        if int(res["world"]) != world or list(res["libmpi"]) != [lib]:
+        got = [str(p) for p in res["libmpi"]]
+        if int(res["world"]) != world or got != [lib]:
             sys.exit("FAIL: rank %d saw world size %s and libmpi %s (expected %d, %s)"
-                     % (r, res["world"], list(res["libmpi"]), world, lib))
+                     % (r, res["world"], got, world, lib))
     names = sorted(k for k in ranks[0] if k not in ("losses", "world", "libmpi"))
     differ = [k for k in names for res in ranks[1:] if not np.array_equal(res[k], ranks[0][k])]
     if not names or differ:
