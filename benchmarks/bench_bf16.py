@@ -79,15 +79,24 @@ def run_worker(lib, dtype, repeat):
 
 
 def onednn_isa():
+    """oneDNN's ISA line and the implementations its bf16 matmul and convolution ran."""
     code = ("from singa import singa_wrap, tensor\nimport numpy as np\n"
-            "a = tensor.from_numpy(np.ones((64, 64), np.float32)).as_type(tensor.bfloat16)\n"
-            "singa_wrap.Mult(a.data, a.data)\n")
+            "b = lambda s: tensor.from_numpy(np.ones(s, np.float32)).as_type(tensor.bfloat16).data\n"
+            "singa_wrap.Mult(b((64, 64)), b((64, 64)))\n"
+            "h = singa_wrap.ConvHandle((2, 16, 8, 8), [3, 3], [1, 1], [1, 1], 16, 16, False, 1,"
+            " [1, 1])\n"
+            "singa_wrap.Conv2dForward(b((2, 16, 8, 8)), b((16, 16, 3, 3)), singa_wrap.Tensor(),"
+            " h, False)\n")
     env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    isa, impls = "unknown", []
     for line in out.stdout.splitlines():
-        if "cpu,runtime" in line or "isa:" in line.lower():
-            return line.split(",")[-1].strip() if "isa" not in line.lower() else line
-    return "unknown"
+        f = line.split(",")
+        if len(f) > 3 and f[3].startswith("isa:"):
+            isa = f[3][4:]
+        elif len(f) > 4 and f[1] == "exec" and f[3] in ("matmul", "convolution"):
+            impls.append("%s %s" % (f[3], f[4]))
+    return "%s; bf16 kernels: %s" % (isa, ", ".join(impls) or "none reported")
 
 
 def cpu_model():

@@ -31,6 +31,7 @@ from singa import singa_wrap as sw
 
 import test_nan_propagation as nan_cases
 import datasets  # noqa: E402  (examples/)
+import digits_fit  # noqa: E402
 import models  # noqa: E402  (examples/)
 import train  # noqa: E402  (examples/)
 
@@ -407,11 +408,7 @@ def _train_mlp_on_digits(dev, init=None, epochs=3, bs=64):
         init = {k: N(v).copy() for k, v in net.get_states().items()}
     else:
         net.set_states({k: tensor.from_numpy(v, dev) for k, v in init.items()})
-    for epoch in range(epochs):
-        for xb, yb in datasets.batches(xtr, ytr, bs, seed=epoch):
-            tx.copy_from_numpy(xb)
-            ty.copy_from_numpy(yb)
-            net(tx, ty)
+    digits_fit.fit(net, tx, ty, xtr, ytr, epochs, bs)
     acc = train.accuracy(net, xte, yte, tx, bs)
     dev.ResetGraph()
     return acc, init
