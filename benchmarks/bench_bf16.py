@@ -1,6 +1,7 @@
 """bfloat16 against float32: one 3x3 convolution layer (128 -> 128 channels, 28x28, batch 32,
 forward + backward data + backward weights) and a 1024^3 matrix product, singa's oneDNN kernels
-beside PyTorch's on bf16 tensors.
+beside PyTorch's on bf16 tensors; and an elementwise op (Add, Exp on 2^23 values) in float32,
+in bf16 by the fused CPU loop, and in bf16 through float32 (convert, float32 kernel, convert).
 
     .venv/bin/python benchmarks/bench_bf16.py                 # default environment
     .venv/bin/python benchmarks/bench_bf16.py --rounds 6
@@ -18,6 +19,7 @@ import time
 
 CONV = dict(n=32, c=128, h=28, k=3)
 MM = 1024
+EW = 1 << 23
 
 
 def conv_flops():
@@ -54,7 +56,16 @@ def worker_singa(dtype, repeat):
         singa_wrap.Conv2dBackwardW(dy, x, hd)
         return y
     a, b = T((MM, MM)), T((MM, MM))
-    return {"conv": best(conv, repeat), "matmul": best(lambda: singa_wrap.Mult(a, b), repeat)}
+    r = {"conv": best(conv, repeat), "matmul": best(lambda: singa_wrap.Mult(a, b), repeat)}
+    u, v = T((EW,)), T((EW,))
+    for name in ("Add", "Exp"):
+        fn = getattr(singa_wrap, name)
+        args = (u, v) if name == "Add" else (u,)
+        r[name] = best(lambda: fn(*args), repeat)
+        if dtype == "bf16":  # the fallback a fused loop replaces
+            r[name + " via f32"] = best(lambda: fn(*[t.AsType(tensor.float32) for t in args])
+                                        .AsType(tensor.bfloat16), repeat)
+    return r
 
 
 def worker_torch(dtype, repeat):
@@ -69,7 +80,9 @@ def worker_torch(dtype, repeat):
         y = conv(x)
         y.backward(dy)
     a, b = torch.randn(MM, MM, dtype=dt), torch.randn(MM, MM, dtype=dt)
-    return {"conv": best(step, repeat), "matmul": best(lambda: a @ b, repeat)}
+    u, v = torch.randn(EW, dtype=dt), torch.randn(EW, dtype=dt)
+    return {"conv": best(step, repeat), "matmul": best(lambda: a @ b, repeat),
+            "Add": best(lambda: u + v, repeat), "Exp": best(lambda: torch.exp(u), repeat)}
 
 
 def run_worker(lib, dtype, repeat):
@@ -143,6 +156,16 @@ def main():
             g[("singa", "bf16")] / g[("singa", "fp32")], g[("torch", "fp32")],
             g[("torch", "bf16")], g[("singa", "bf16")] / g[("torch", "bf16")]))
     print("\n(GFLOP/s, best of %d rounds x %d calls)" % (args.rounds, args.repeat))
+    print("\n| op, 2^23 values | singa fp32 | singa bf16 fused | singa bf16 via f32 | "
+          "torch fp32 | torch bf16 |")
+    print("|---|---|---|---|---|---|")
+    for op in ("Add", "Exp"):
+        ms = lambda k: "%.2f" % (1e3 * times[k])  # noqa: E731
+        print("| %s | %s | %s | %s | %s | %s |" % (
+            op, ms((op, "singa", "fp32")), ms((op, "singa", "bf16")),
+            ms((op + " via f32", "singa", "bf16")), ms((op, "torch", "fp32")),
+            ms((op, "torch", "bf16"))))
+    print("\n(ms per call, best of %d rounds x %d calls)" % (args.rounds, args.repeat))
 
 
 if __name__ == "__main__":
