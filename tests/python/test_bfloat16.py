@@ -324,6 +324,14 @@ def test_batchnorm_statistics_in_float32():
         close_to_f32(tensor.Tensor(data=a).as_type(tensor.float32), want, np.abs(want).max())
 
 
+def test_ops_without_bf16_name_the_op_and_the_dtype():
+    x = bf16_tensor(np.ones((2, 3), np.float32))
+    labels = tensor.from_numpy(np.zeros(2, np.int32))
+    with pytest.raises(singa_wrap.DTypeError,
+                       match=r"SoftmaxCrossEntropy\w*: expects float32 .*got bfloat16"):
+        singa_wrap.SoftmaxCrossEntropyForward(x.data, labels.data)
+
+
 # ---- autograd ---------------------------------------------------------------------------------
 @native
 def test_autograd_backward_matches_float32():
