@@ -35,6 +35,11 @@ void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
   }
 }
 
+void Device::SetRerun(OpRerun rerun) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (buffering_) graph_->SetRerunOfLast(std::move(rerun));
+}
+
 namespace {
 
 struct NonFiniteCount {

@@ -17,7 +17,9 @@
 //   - it is planned (recyclable) and written by exactly one operation p, which is recomputable
 //     (a pure function of its reads: no random numbers, no collective, no block both read and
 //     written, not marked otherwise by its submitter), and p's other writes are scratch
-//     (workspaces nobody reads);
+//     (workspaces nobody reads); or p has a rerun form (Step::has_rerun) that is such a function
+//     and writes b and scratch only (batch norm in training: b is its output y, recomputed from
+//     x and the saved batch statistics, which stay as the backward reads them anyway);
 //   - its uses leave a gap: b is dropped across the longest gap between two consecutive accesses
 //     (for an activation: from its last forward reader to its first backward reader).
 // Recomputing p needs p's reads alive with their original values. A read still in its range is
@@ -65,6 +67,13 @@ struct Step {
   std::vector<int> reads, writes;  ///< distinct ids; an aliased block is listed as its owner
   bool recomputable = false;
   double cost = 1;  ///< time of one run (any unit: only ratios matter)
+  /// A rerun that differs from the run (batch norm in training reruns as a normalisation with
+  /// its saved statistics, leaving the running ones alone): what a recomputation reads and
+  /// writes instead of reads/writes (its writes a subset of the run's), at rerun_cost. The step
+  /// is then recomputable through it, whatever `recomputable` says of the run.
+  bool has_rerun = false;
+  std::vector<int> rerun_reads, rerun_writes;
+  double rerun_cost = 1;
 };
 
 struct Problem {
