@@ -87,9 +87,10 @@ struct RandomStep {
     if (also) writes.push_back(also);
     dev->Exec(run(false), {x, running}, writes, "Norm", false,
               with_fused ? OpFunc(run(true)) : nullptr);
-    OpRerun rr{rerun(false), with_fused ? OpFunc(rerun(true)) : nullptr, {x, stat}, {y}};
-    if (also) rr.writes.push_back(also);
-    dev->SetRerun(std::move(rr));
+    std::vector<Block*> rerun_writes{y};
+    if (also) rerun_writes.push_back(also);
+    dev->SetRerun(rerun(false), with_fused ? OpFunc(rerun(true)) : nullptr, {x, stat},
+                  rerun_writes);
   }
 
   explicit RandomStep(unsigned seed) {
@@ -268,13 +269,13 @@ TEST(GraphBudget, RerunFormIsChecked) {
   auto a = dev->NewBlock(16), b = dev->NewBlock(16), c = dev->NewBlock(16);
   dev->EnableGraph(true);
   dev->Exec([](Context*) {}, {a.get()}, {b.get()}, "Op");
-  EXPECT_THROW(dev->SetRerun(OpRerun{[](Context*) {}, nullptr, {a.get()}, {c.get()}}),
-               ValueError);
-  EXPECT_THROW(dev->SetRerun(OpRerun{[](Context*) {}, nullptr, {a.get()}, {b.get(), c.get()}}),
-               ValueError);
-  EXPECT_NO_THROW(dev->SetRerun(OpRerun{[](Context*) {}, nullptr, {a.get()}, {b.get()}}));
+  auto nop = [](Context*) {};
+  EXPECT_THROW(dev->SetRerun(nop, nullptr, {a.get()}, {c.get()}), ValueError);
+  EXPECT_THROW(dev->SetRerun(nop, nullptr, {a.get()}, {b.get(), c.get()}), ValueError);
+  EXPECT_THROW(dev->SetRerun(nullptr, nullptr, {a.get()}, {b.get()}), ValueError);
+  EXPECT_NO_THROW(dev->SetRerun(nop, nullptr, {a.get()}, {b.get()}));
   dev->EnableGraph(false);
-  EXPECT_NO_THROW(dev->SetRerun(OpRerun{}));  // not recording: nothing to attach to
+  EXPECT_NO_THROW(dev->SetRerun(nullptr, nullptr, {}, {}));  // not recording: nothing to attach
   dev->ResetGraph();
 }
 

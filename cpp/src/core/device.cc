@@ -35,9 +35,12 @@ void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
   }
 }
 
-void Device::SetRerun(OpRerun rerun) {
+void Device::SetRerun(OpFunc fn, OpFunc relu_fused, std::vector<Block*> reads,
+                      std::vector<Block*> writes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  if (buffering_) graph_->SetRerunOfLast(std::move(rerun));
+  if (buffering_)
+    graph_->SetRerunOfLast({std::move(fn), std::move(relu_fused), std::move(reads),
+                            std::move(writes)});
 }
 
 namespace {

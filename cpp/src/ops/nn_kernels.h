@@ -26,6 +26,7 @@
 
 #include "singa/core/device.h"
 #include "singa/core/kernel.h"
+#include "singa/graph/graph.h"
 #include "singa/ops/nn.h"
 
 namespace singa {
@@ -247,7 +248,9 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
   dev->Exec(
       [a, ws, run = std::move(p.run)](Context*) { run(a, ws.empty() ? nullptr : OutPtr(ws)); },
       reads, writes, name, false, std::move(relu_fused));
-  if (rerun.fn) dev->SetRerun(std::move(rerun));
+  if (rerun.fn)
+    dev->SetRerun(std::move(rerun.fn), std::move(rerun.relu_fused), std::move(rerun.reads),
+                  std::move(rerun.writes));
 }
 
 }  // namespace singa

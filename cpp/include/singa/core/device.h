@@ -44,17 +44,6 @@ namespace singa {
 class Graph;
 using OpFunc = std::function<void(Context*)>;
 
-/// How an operation is recomputed when that is not by running it again (Device::SetRerun):
-/// batch norm in training reruns as a normalisation with the batch statistics it saved, leaving
-/// the running statistics alone. A graph under a memory budget runs `fn` (`relu_fused` when the
-/// operation's ReLU was fused into it) to refill the operation's first written block; the rerun
-/// reads `reads` and writes `writes`: that block and scratch, all written by the operation too.
-/// Its output must be bit-identical to the operation's.
-struct OpRerun {
-  OpFunc fn, relu_fused;
-  std::vector<Block*> reads, writes;
-};
-
 class Device {
  public:
   Device(int id, LangType lang, std::unique_ptr<MemPool> pool);
@@ -87,9 +76,11 @@ class Device {
             bool use_rand_generator = false, OpFunc relu_fused = nullptr,
             bool collective = false, bool recomputable = true);
 
-  /// Attaches a rerun form (OpRerun) to the operation the last Exec recorded; nothing when not
-  /// buffering (eager mode never recomputes).
-  void SetRerun(OpRerun rerun);
+  /// Gives the operation the last Exec recorded a rerun form (singa/graph/graph.h: OpRerun):
+  /// how a graph under a memory budget recomputes it when not by running it again. Nothing
+  /// when not buffering (eager mode never recomputes).
+  void SetRerun(OpFunc fn, OpFunc relu_fused, std::vector<Block*> reads,
+                std::vector<Block*> writes);
 
   /// A block of `size` bytes with no memory yet.
   std::shared_ptr<Block> NewBlock(size_t size);

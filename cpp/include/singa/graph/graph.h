@@ -68,6 +68,17 @@
 
 namespace singa {
 
+/// How an operation is recomputed when that is not by running it again (Device::SetRerun gives it):
+/// batch norm in training reruns as a normalisation with the batch statistics it saved, leaving
+/// the running statistics alone. A graph under a memory budget runs `fn` (`relu_fused` when the
+/// operation's ReLU was fused into it) to refill the operation's first written block; the rerun
+/// reads `reads` and writes `writes`: that block and scratch, all written by the operation too.
+/// Its output must be bit-identical to the operation's.
+struct OpRerun {
+  OpFunc fn, relu_fused;
+  std::vector<Block*> reads, writes;
+};
+
 /// What the planner decided, for tests, benchmarks and PrintTimeProfiling.
 struct GraphMemoryPlan {
   size_t arena_bytes = 0;        ///< bytes of the planned arena (0 when planning is off)

@@ -46,7 +46,9 @@
 //   - the sequence does not depend on the budget, so a smaller budget never gets a larger arena
 //     (the first prefix fitting B2 < B1 is the one for B1 or a later one, below B2);
 //   - a budget at or above the unconstrained arena drops nothing: the plan is the unbudgeted one;
-//   - recomputations replay the recorded kernels on identical inputs: results are bit-identical.
+//   - recomputations replay the recorded kernels on identical inputs: results are bit-identical
+//     (a rerun form is its submitter's promise of the same bits: batch norm's normalises through
+//     the code its forward uses, or reruns the forward's kernel into scratch statistics).
 // There is no approximation bound on the added time. kSqrtN is Chen et al. 2016's baseline for
 // comparison: drop every candidate except one in every ceil(sqrt(n)) in forward order, whatever
 // the budget (it fits or throws).
