@@ -31,6 +31,14 @@ void Device::Exec(OpDesc desc, OpFunc fn) {
   }
 }
 
+void Device::SetRerun(OpFunc fn, OpFunc relu_fused, std::vector<Block*> reads,
+                      std::vector<Block*> writes) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (buffering_)
+    graph_->SetRerunOfLast({std::move(fn), std::move(relu_fused), std::move(reads),
+                            std::move(writes)});
+}
+
 namespace {
 
 struct NonFiniteCount {
