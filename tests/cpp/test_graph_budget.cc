@@ -49,7 +49,12 @@ struct RandomStep {
     };
     std::vector<Block*> writes{y};
     if (also) writes.push_back(also);
-    dev->Exec(make(relu), in, writes, name, false, with_fused ? OpFunc(make(true)) : nullptr);
+    FusionHooks hooks;
+    if (with_fused) {  // a ReLU-only variant: the graph gives it e.relu alone
+      hooks.accepts = kEpiReLU;
+      hooks.with_epilogue = [f = make(true)](Context* c, const Epilogue&) { f(c); };
+    }
+    dev->Exec(make(relu), in, writes, name, false, hooks);
   }
 
   explicit RandomStep(unsigned seed) {

@@ -21,13 +21,13 @@ Device::~Device() { graph_.reset(); }
 
 void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
                   const std::vector<Block*>& write_blocks, const std::string& op_name,
-                  bool use_rand_generator, OpFunc relu_fused, bool collective,
+                  bool use_rand_generator, FusionHooks fusion, bool collective,
                   bool recomputable) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (buffering_) {
     graph_version_.fetch_add(1, std::memory_order_relaxed);
     graph_->AddOperation(std::move(fn), read_blocks, write_blocks, op_name, use_rand_generator,
-                         std::move(relu_fused), collective, recomputable);
+                         std::move(fusion), collective, recomputable);
   } else {
     Activate();
     fn(&ctx_);

@@ -414,7 +414,7 @@ int Communicator::StartBucketMpi(std::vector<Tensor>& ts, bool half) {
         }
         st->Start(j);
       },
-      reads, {}, j->op, /*use_rand_generator=*/false, /*relu_fused=*/nullptr,
+      reads, {}, j->op, /*use_rand_generator=*/false, /*fusion=*/nullptr,
       /*collective=*/true);
   const int handle = next_handle_++;
   pending_[handle] = j;
@@ -442,7 +442,7 @@ void Communicator::WaitBucketMpi(int handle, float scale) {
         }
       },
       {}, writes, "Communicator.waitBucket", /*use_rand_generator=*/false,
-      /*relu_fused=*/nullptr, /*collective=*/true);
+      /*fusion=*/nullptr, /*collective=*/true);
 }
 
 void Communicator::SubmitMpi(std::vector<Tensor>& ts, const char* op, int mode, float scale,
@@ -491,7 +491,7 @@ void Communicator::SubmitMpi(std::vector<Tensor>& ts, const char* op, int mode, 
           at += t.Size();
         }
       },
-      reads, blocks, op, /*use_rand_generator=*/false, /*relu_fused=*/nullptr,
+      reads, blocks, op, /*use_rand_generator=*/false, /*fusion=*/nullptr,
       /*collective=*/true);
 }
 

@@ -36,6 +36,9 @@ template <typename Args>
 struct Prepared {
   size_t workspace = 0;
   std::function<void(const Args&, float* workspace)> run;
+  /// Epilogue parts (singa/core/fusion.h) that run applies from Args::epi, besides the ReLU
+  /// every kernel with a `relu` flag applies.
+  unsigned epilogue = 0;
 };
 template <typename Args>
 using PrepareFn = Prepared<Args>(const Args&);
@@ -45,6 +48,7 @@ struct ConvFwdArgs {
   Tensor x, W, b, y;  ///< b empty: no bias
   ConvHandle h;
   bool relu = false;  ///< y = max(0, conv(x, W) + b)
+  Epilogue epi;       ///< set by a graph's epilogue fusion (its relu is `relu` above)
 };
 struct ConvBwdXArgs {
   Tensor dy, W, dx;
@@ -72,12 +76,14 @@ struct BnTrainArgs {
   size_t N = 0, C = 0, S = 1;
   float momentum = 0.f, eps = 0.f;
   bool relu = false;
+  Epilogue epi;
 };
 struct BnInferArgs {
   Tensor x, scale, bias, running_mean, running_var, y;
   size_t N = 0, C = 0, S = 1;
   float eps = 0.f;
   bool relu = false;
+  Epilogue epi;
 };
 struct BnBwdArgs {
   Tensor dy, x, scale, mean, var, dx, dscale, dbias;
@@ -169,19 +175,23 @@ Prepared<Args> PrepareWithFallback(KernelSlot<PrepareFn<Args>>& slot, const Args
   return p;
 }
 
-/// Ops whose kernels can apply a ReLU to their output y (writes[0]) as a post-op.
+/// Ops whose kernels can apply a ReLU to their output y (writes[0]) as a post-op, and more of
+/// an epilogue (Prepared::epilogue says which parts).
 template <typename Args, typename = void>
 struct HasReluPostOp : std::false_type {};
 template <typename Args>
 struct HasReluPostOp<Args, std::void_t<decltype(std::declval<Args&>().relu)>> : std::true_type {};
 
+/// `as_epilogue`: what this operation is as its input's producer's epilogue (FusionHooks).
 template <typename Args>
 void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
                   const std::shared_ptr<Device>& dev, std::vector<Block*> reads,
-                  std::vector<Block*> writes, const char* name) {
+                  std::vector<Block*> writes, const char* name,
+                  const Epilogue& as_epilogue = Epilogue{}) {
   Prepared<Args> p = PrepareWithFallback(slot, a, *dev);
-  // While a graph records, also prepare the same call with the ReLU post-op: the graph runs it
-  // when y's only reader is a ReLU (Graph: ReLU fusion). Both share one workspace tensor.
+  // While a graph records, also prepare the same call with the ReLU post-op: the graph runs it,
+  // with the epilogue it found, when y's only reader is a ReLU, an Add or a batch norm (Graph:
+  // epilogue fusion). Both share one workspace tensor.
   Prepared<Args> fused;
   Args fa = a;
   if constexpr (HasReluPostOp<Args>::value) {
@@ -197,14 +207,22 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
     ws = Tensor(Shape{n * sizeof(float)}, dev, kChar);
     writes.push_back(ws.block());
   }
-  OpFunc relu_fused;
-  if (fused.run)
-    relu_fused = [fa, ws, run = std::move(fused.run)](Context*) {
-      run(fa, ws.empty() ? nullptr : OutPtr(ws));
-    };
+  FusionHooks hooks;
+  hooks.as_epilogue = as_epilogue;
+  if constexpr (HasReluPostOp<Args>::value) {
+    if (fused.run) {
+      hooks.accepts = kEpiReLU | fused.epilogue;
+      hooks.with_epilogue = [fa, ws, run = std::move(fused.run)](Context*, const Epilogue& e) {
+        Args b = fa;  // a ReLU-only kernel is only ever given e.relu (accepts says so)
+        b.relu = e.relu;
+        b.epi = e;
+        run(b, ws.empty() ? nullptr : OutPtr(ws));
+      };
+    }
+  }
   dev->Exec(
       [a, ws, run = std::move(p.run)](Context*) { run(a, ws.empty() ? nullptr : OutPtr(ws)); },
-      reads, writes, name, false, std::move(relu_fused));
+      reads, writes, name, false, std::move(hooks));
 }
 
 }  // namespace singa

@@ -36,6 +36,7 @@
 #include "singa/core/block.h"
 #include "singa/core/common.h"
 #include "singa/core/context.h"
+#include "singa/core/fusion.h"
 #include "singa/core/kernel.h"
 #include "singa/memory/pool.h"
 
@@ -64,16 +65,17 @@ class Device {
   void set_backend(Backend b);
   virtual bool SupportsBackend(Backend b) const = 0;
 
-  /// Submits an operation. See the file comment for the contract. `relu_fused`, when given, is
-  /// the same operation with max(0, .) applied to its first written block (a kernel post-op);
-  /// a graph runs it instead when that block's only reader is a ReLU (Graph: ReLU fusion).
+  /// Submits an operation. See the file comment for the contract. `fusion`, when given, offers
+  /// the same operation with an epilogue (batch norm, residual add, ReLU: singa/core/fusion.h)
+  /// applied to its first written block; a graph runs it instead when that block's only reader
+  /// is such an operation (Graph: epilogue fusion).
   /// `collective`: a cross-process collective (singa/dist): a graph keeps all of them in
   /// submission order, so every rank runs its collectives in the same order.
   /// `recomputable`: false when fn is not a pure function of its reads in ways the graph cannot
   /// see (hidden state); a graph under a memory budget then never reruns it (graph.h).
   void Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
             const std::vector<Block*>& write_blocks, const std::string& op_name = "",
-            bool use_rand_generator = false, OpFunc relu_fused = nullptr,
+            bool use_rand_generator = false, FusionHooks fusion = nullptr,
             bool collective = false, bool recomputable = true);
 
   /// A block of `size` bytes with no memory yet.
