@@ -44,20 +44,18 @@ Graph::~Graph() {
   ReleaseArena();
 }
 
-void Graph::AddOperation(OpFunc fn, const std::vector<Block*>& reads,
-                         const std::vector<Block*>& writes, const std::string& name,
-                         bool use_rand, FusionHooks fusion, bool collective,
-                         bool recomputable) {
+void Graph::AddOperation(OpDesc desc, OpFunc fn) {
   Node n;
   n.fn = std::move(fn);
-  n.fusion = std::move(fusion);
-  if (writes.empty()) n.fusion.with_epilogue = nullptr;
-  n.reads = reads;
-  n.writes = writes;
-  n.name = name.empty() ? "op" : name;
-  n.use_rand = use_rand;
-  n.collective = collective;
-  n.recomputable = recomputable;
+  n.fusion = std::move(desc.fusion);
+  if (desc.writes.empty()) n.fusion.with_epilogue = nullptr;
+  n.id = desc.id;
+  n.name = desc.name();
+  n.reads = std::move(desc.reads);
+  n.writes = std::move(desc.writes);
+  n.use_rand = desc.use_rand_generator;
+  n.collective = desc.collective;
+  n.recomputable = desc.recomputable;
   nodes_.push_back(std::move(n));
   built_ = false;
 }
@@ -205,21 +203,21 @@ void Graph::ComputeOrder(bool sequential) {
                                                        << " operations unreachable)");
 }
 
-// The operations a producer's epilogue may absorb, by name (with typed op ids: by id), and the
-// part each becomes; a batch norm takes its parameters from its own hooks (as_epilogue).
+// The operations a producer's epilogue may absorb and the part each becomes; a batch norm takes
+// its parameters from its own hooks (as_epilogue).
 namespace {
 struct EpiloguePattern {
-  const char* op;
+  OpId op;
   EpiloguePart part;
 };
 constexpr EpiloguePattern kEpilogueOps[] = {
-    {"BatchNormForwardInference", kEpiBatchNorm},
-    {"Add", kEpiAdd},
-    {"ReLU", kEpiReLU},
+    {OpId::kBatchNormForwardInference, kEpiBatchNorm},
+    {OpId::kAdd, kEpiAdd},
+    {OpId::kReLU, kEpiReLU},
 };
 unsigned PartOf(const Graph::Node& n) {
   for (const auto& p : kEpilogueOps)
-    if (n.name == p.op) return p.part;
+    if (n.id == p.op) return p.part;
   return 0;
 }
 }  // namespace
@@ -407,10 +405,11 @@ double Graph::EstimateCost(const Node& n, bool measured) const {
   for (Block* b : n.reads) bytes += static_cast<double>(b->size());
   for (Block* b : n.writes) bytes += static_cast<double>(b->size());
   auto elems = [](Block* b) { return static_cast<double>(b->size()) / 4.0; };
-  if (n.name == "Mult" && n.reads.size() >= 2 && !n.writes.empty()) {
+  if (n.id == OpId::kMult && n.reads.size() >= 2 && !n.writes.empty()) {
     // (m k)(k n)(m n) = (m n k)^2
     flops = 2 * std::sqrt(elems(n.reads[0]) * elems(n.reads[1]) * elems(n.writes[0]));
-  } else if (n.name.rfind("Conv2dForward", 0) == 0 && n.reads.size() >= 2 && !n.writes.empty() &&
+  } else if ((n.id == OpId::kConv2dForward || n.id == OpId::kConv2dForwardReLU) &&
+             n.reads.size() >= 2 && !n.writes.empty() &&
              n.writes[0]->has_layout() && n.writes[0]->shape().size() == 4) {
     const double co = static_cast<double>(std::max<size_t>(n.writes[0]->shape()[1], 1));
     flops = 2 * elems(n.writes[0]) * elems(n.reads[1]) / co;

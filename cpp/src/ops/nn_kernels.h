@@ -7,7 +7,7 @@
 //   Prepared<ConvFwdArgs> PrepareConvFwd(const ConvFwdArgs& a);            // in ops/cpu/...
 //   SINGA_REGISTER_KERNEL(Conv2dForward, kCpuRef, PrepareConvFwd);
 //   // The front: checks, outputs, then one line
-//   LaunchKernel(Conv2dForwardKernel(), args, reads, writes, "Conv2dForward");
+//   LaunchKernel(Conv2dForwardKernel(), args, dev, reads, writes, OpId::kConv2dForward);
 //
 // Why prepare + run rather than a plain run: what a kernel needs besides its operands (the
 // im2col buffer's size, a oneDNN primitive and its scratchpad) depends on the shapes only, so it
@@ -186,7 +186,7 @@ struct HasReluPostOp<Args, std::void_t<decltype(std::declval<Args&>().relu)>> : 
 template <typename Args>
 void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
                   const std::shared_ptr<Device>& dev, std::vector<Block*> reads,
-                  std::vector<Block*> writes, const char* name,
+                  std::vector<Block*> writes, OpId id,
                   const Epilogue& as_epilogue = Epilogue{}) {
   Prepared<Args> p = PrepareWithFallback(slot, a, *dev);
   // While a graph records, also prepare the same call with the ReLU post-op: the graph runs it,
@@ -220,9 +220,13 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
       };
     }
   }
-  dev->Exec(
-      [a, ws, run = std::move(p.run)](Context*) { run(a, ws.empty() ? nullptr : OutPtr(ws)); },
-      reads, writes, name, false, std::move(hooks));
+  dev->Exec({.id = id,
+             .reads = std::move(reads),
+             .writes = std::move(writes),
+             .fusion = std::move(hooks)},
+            [a, ws, run = std::move(p.run)](Context*) {
+              run(a, ws.empty() ? nullptr : OutPtr(ws));
+            });
 }
 
 }  // namespace singa

@@ -36,7 +36,7 @@
 // with an epilogue variant (FusionHooks, singa/core/fusion.h: convolution and batch-norm
 // forwards) absorbs the chain of operations that follows its first written block y when each
 // link is the only reader of the block before it, and the parts come in the epilogue's order:
-//   [BatchNormForwardInference] -> [Add(., r)] -> [ReLU]    (kEpilogueOps in graph.cc: by name)
+//   [BatchNormForwardInference] -> [Add(., r)] -> [ReLU]  (kEpilogueOps in graph.cc, by OpId)
 // e.g. conv -> bn -> add -> relu in inference, bn -> add -> relu when training, conv -> relu.
 // Each link's output is an alias of y (one offset, y's lifetime extended to the last alias),
 // no block of the chain is held by a user handle or written twice, and what the absorbed
@@ -97,7 +97,8 @@ class Graph {
   struct Node {
     OpFunc fn;
     std::vector<Block*> reads, writes;
-    std::string name;
+    OpId id = OpId::kCustom;   ///< what the graph's rewrites key on (never the printed name)
+    std::string name;          ///< the printed name (OpDesc::name())
     bool use_rand = false;
     bool collective = false;   ///< an MPI/NCCL collective: chained in submission order
     FusionHooks fusion;        ///< its epilogue variant, if it has one (singa/core/fusion.h)
@@ -126,10 +127,7 @@ class Graph {
   ~Graph();
 
   /// Records one operation (called by Device::Exec while buffering).
-  void AddOperation(OpFunc fn, const std::vector<Block*>& reads,
-                    const std::vector<Block*>& writes, const std::string& name, bool use_rand,
-                    FusionHooks fusion = nullptr, bool collective = false,
-                    bool recomputable = true);
+  void AddOperation(OpDesc desc, OpFunc fn);
   /// Runs every recorded operation; builds the graph first if it changed.
   void Run(bool sequential);
   /// Drops every recorded operation and releases planned memory.
