@@ -21,6 +21,9 @@ The workers run in the machine's default environment (this machine sets OPENBLAS
 OPENBLAS_L2_SIZE, which keeps OpenBLAS off its AVX-512 kernels; PyTorch's oneDNN ignores them, as
 does ours); --unset-openblas-env unsets both for a comparison table. The header line says which.
 The "reference kernels" rows run singa's own CPU kernels (im2col + OpenBLAS) instead of oneDNN.
+The "inference" rows time the forward alone in evaluation mode (their Speedup and Speed / PyTorch
+are relative to the eager inference rows): singa's graph rows record net.forward once on the
+device and replay it (where batch norms fold into the convolutions: graph.h, epilogue fusion).
 """
 import argparse
 import json
@@ -40,11 +43,15 @@ MODES = [("layer", "layer"), ("eager", "model: disable graph"),
          ("bfs-noplan", "model: enable graph, bfs, planner off"),
          ("serial-noplan", "model: enable graph, serial, planner off"),
          ("bfs-ref", "model: enable graph, bfs, reference kernels"),
-         ("bfs-nofuse", "model: enable graph, bfs, ReLU fusion off"),
+         ("bfs-nofuse", "model: enable graph, bfs, epilogue fusion off"),
          ("bfs-nocap", "model: enable graph, bfs, CUDA Graph capture off"),
          ("torch", "pytorch eager"),
          ("torch-notf32", "pytorch eager, TF32 off"),
-         ("torch-compile", "pytorch torch.compile")]
+         ("torch-compile", "pytorch torch.compile"),
+         ("eval-eager", "inference: model eval, eager"),
+         ("eval-graph", "inference: recorded forward, fusion on"),
+         ("eval-graph-nofuse", "inference: recorded forward, fusion off"),
+         ("torch-eval", "inference: pytorch eager, eval + no_grad")]
 # capture exists on a GPU only; TF32 is a GPU setting; compile is slow on the CPU
 GPU_ONLY = ("bfs-nocap", "torch-notf32", "torch-compile")
 
@@ -88,7 +95,14 @@ def worker(cfg):
             net, tx, ty = net.cuda(), tx.cuda(), ty.cuda()
         if mode == "torch-compile":  # the whole step compiled; its warm-up pays the compile
             net = torch.compile(net)
-        step = torch_models.train_step(net, tx, ty)
+        if mode == "torch-eval":
+            net.eval()
+
+            def step():
+                with torch.no_grad():
+                    return net(tx)[0, 0]
+        else:
+            step = torch_models.train_step(net, tx, ty)
     else:
         import models
         from singa import autograd, device, layer, opt, tensor
@@ -105,13 +119,18 @@ def worker(cfg):
         net.set_optimizer(sgd)
         tx = tensor.from_numpy(x, dev)
         ty = tensor.from_numpy(y, dev)
-        graph = mode not in ("layer", "eager")
+        graph = mode not in ("layer", "eager", "eval-eager")
         if graph:
             dev.SetGraphPlanning("noplan" not in mode)
             dev.SetGraphFusion("nofuse" not in mode)
             if on_gpu:
                 dev.SetCaptureEnabled("nocap" not in mode)
-        net.compile([tx], is_train=True, use_graph=graph, sequential=mode.startswith("serial"))
+        if mode.startswith("eval"):  # the forward alone; the graph recorded by hand
+            net.compile([tx], is_train=False, use_graph=False)
+            step = eval_step(net, dev, tx, graph)
+        else:
+            net.compile([tx], is_train=True, use_graph=graph,
+                        sequential=mode.startswith("serial"))
         if mode == "layer":
             autograd.training = True
             sce = layer.SoftMaxCrossEntropy()
@@ -122,7 +141,7 @@ def worker(cfg):
                 for p, g in autograd.backward(loss):
                     sgd.update(p, g)
                 return loss
-        else:
+        elif not mode.startswith("eval"):
             def step():
                 return net(tx, ty)[1]
     for _ in range(cfg["warmup"]):
@@ -138,7 +157,7 @@ def worker(cfg):
         float(tensor.to_numpy(loss).reshape(-1)[0])
     elapsed = time.perf_counter() - t0
     extra = {}
-    if not mode.startswith("torch") and mode not in ("layer", "eager"):
+    if not mode.startswith("torch") and graph:
         plan = dev.graph_memory_plan()
         extra = {"lb_mb": (plan["persistent_bytes"] + plan["lower_bound_bytes"]) / 2**20,
                  "plan_mb": (plan["persistent_bytes"] + plan["arena_bytes"]) / 2**20,
@@ -152,6 +171,25 @@ def worker(cfg):
     out = {"mem_mb": mem_mb, "time": elapsed}
     out.update(extra)
     print("RESULT " + json.dumps(out))
+
+
+def eval_step(net, dev, tx, graph):
+    """Inference: net.forward(tx) eagerly, or recorded once as the device's graph (Model replays
+    training steps only) and replayed; returns ``step() -> output``."""
+    import gc
+    net.eval()
+    if not graph:
+        return lambda: net.forward(tx)
+    dev.EnableGraph(True)
+    out = net.forward(tx)
+    dev.EnableGraph(False)
+    out.creator = None
+    gc.collect()  # only the graph holds the recording's temporaries
+
+    def step():
+        dev.RunGraph(False)
+        return out
+    return step
 
 
 def run_one(cfg, env, script=__file__):
@@ -231,8 +269,9 @@ def main():
             if r is None:
                 print("| %s | failed | | | | | | | | | |" % label)
                 continue
-            ref = rows.get("eager")
-            pt = rows.get("torch")
+            inference = mode.startswith("eval") or mode == "torch-eval"
+            ref = rows.get("eval-eager" if inference else "eager")
+            pt = rows.get("torch-eval" if inference else "torch")
             speed = args.iters / r["time"]
             red = "%.1f%%" % (100 * (1 - r["mem_mb"] / ref["mem_mb"])) if ref else ""
             spd = "%.3f" % (ref["time"] / r["time"]) if ref else ""

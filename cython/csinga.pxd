@@ -79,7 +79,10 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
         bool recomputed
         size_t first, last, offset
     ctypedef int RematStrategy "singa::remat::Strategy"
+    cdef cppclass CFusionCounts "singa::Graph::FusionCounts":
+        size_t batch_norm, add, relu
     cdef cppclass CGraph "singa::Graph":
+        const CFusionCounts& fusion_counts()
         void SetPlanning(bool planned)
         void SetFusion(bool on)
         bool fusion()

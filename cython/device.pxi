@@ -86,8 +86,9 @@ cdef class Device:
         self.c.get().graph().SetPlanning(planned)
 
     def SetGraphFusion(self, bool on):
-        """Fuse a ReLU into the convolution / batch norm that feeds only it (True, default; with
-        planned memory). Takes effect when the graph is next built."""
+        """Epilogue fusion (True, default; with planned memory): a convolution or batch norm
+        absorbs the inference batch norm, residual add and ReLU that follow it when nothing else
+        reads their intermediates (graph.h). Takes effect when the graph is next built."""
         self.c.get().graph().SetFusion(on)
 
     def SetMemoryBudget(self, budget, strategy="greedy"):
@@ -156,8 +157,13 @@ cdef class Device:
         return self.c.get().graph().captured()
 
     def graph_num_fused(self):
-        """How many ReLUs the last graph build fused into their producers."""
+        """How many operations the last graph build fused into their producers."""
         return self.c.get().graph().num_fused()
+
+    def graph_fusion_counts(self):
+        """The operations the last graph build fused, by kind: {"batch_norm", "add", "relu"}."""
+        c = self.c.get().graph().fusion_counts()
+        return {"batch_norm": c.batch_norm, "add": c.add, "relu": c.relu}
 
     def graph_num_nodes(self):
         return self.c.get().graph().num_nodes()

@@ -49,11 +49,12 @@ struct RandomStep {
     };
     std::vector<Block*> writes{y};
     if (also) writes.push_back(also);
-    dev->Exec({.reads = in,
-               .writes = writes,
-               .label = name,
-               .relu_fused = with_fused ? OpFunc(make(true)) : nullptr},
-              make(relu));
+    FusionHooks hooks;
+    if (with_fused) {  // a ReLU-only variant: the graph gives it e.relu alone
+      hooks.accepts = kEpiReLU;
+      hooks.with_epilogue = [f = make(true)](Context* c, const Epilogue&) { f(c); };
+    }
+    dev->Exec({.reads = in, .writes = writes, .label = name, .fusion = hooks}, make(relu));
   }
 
   // A batch norm in training, in miniature: y = (x - m) * 0.5 (+ ReLU) with m = mean(x) saved in

@@ -61,9 +61,13 @@ TEST(OpDesc, ReluFusionKeysOnTheId) {
     auto out = dev->NewBlock(16);
     out->AddExternalRef();  // a result Python holds
     auto noop = [](Context*) {};
+    FusionHooks relu_variant;
+    relu_variant.accepts = kEpiReLU;
+    relu_variant.with_epilogue = [](Context*, const Epilogue&) {};
     dev->EnableGraph(true);
     dev->Exec({.writes = {x.get()}, .label = "Input"}, noop);
-    dev->Exec({.reads = {x.get()}, .writes = {y.get()}, .label = "Producer", .relu_fused = noop},
+    dev->Exec({.reads = {x.get()}, .writes = {y.get()}, .label = "Producer",
+               .fusion = relu_variant},
               noop);
     if (typed)
       dev->Exec({.id = OpId::kReLU, .reads = {y.get()}, .writes = {z.get()}}, noop);

@@ -3,7 +3,8 @@ the ReLU as a kernel post-op (Graph: ReLU fusion). The numbers must not change."
 import numpy as np
 import pytest
 
-from singa import autograd, device, layer, model, opt, tensor
+from singa import autograd, layer, model, opt, tensor
+from test_graph_epilogue import make_device
 
 
 class ConvBnRelu(model.Model):
@@ -33,12 +34,7 @@ class ConvBnRelu(model.Model):
 
 
 def train(fusion, backend, steps=3):
-    dev = device.create_cpu_device()
-    if not dev.supports_backend(backend):
-        pytest.skip("this build has no %s backend" % backend)
-    dev.set_backend(backend)
-    dev.SetRandSeed(3)
-    dev.SetGraphFusion(fusion)
+    dev = make_device(backend, fusion)
     rng = np.random.default_rng(0)
     x = tensor.from_numpy(rng.standard_normal((4, 3, 8, 8)).astype(np.float32), dev)
     t = tensor.from_numpy(rng.integers(0, 3, 4).astype(np.int32), dev)

@@ -31,11 +31,11 @@ void Device::Exec(OpDesc desc, OpFunc fn) {
   }
 }
 
-void Device::SetRerun(OpFunc fn, OpFunc relu_fused, std::vector<Block*> reads,
+void Device::SetRerun(OpFunc fn, EpilogueFn with_epilogue, std::vector<Block*> reads,
                       std::vector<Block*> writes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (buffering_)
-    graph_->SetRerunOfLast({std::move(fn), std::move(relu_fused), std::move(reads),
+    graph_->SetRerunOfLast({std::move(fn), std::move(with_epilogue), std::move(reads),
                             std::move(writes)});
 }
 

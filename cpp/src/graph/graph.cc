@@ -26,6 +26,14 @@ std::string DotEscape(const std::string& s) {
   }
   return out;
 }
+// " (with its fused BatchNormForwardInference, Add, ReLU)": what a check_finite message adds.
+std::string FusedSuffix(const Epilogue& e) {
+  std::string s;
+  for (const char* part : {e.bn_scale ? "BatchNormForwardInference" : nullptr,
+                           e.residual ? "Add" : nullptr, e.relu ? "ReLU" : nullptr})
+    if (part) s += (s.empty() ? " (with its fused " : ", ") + std::string(part);
+  return s + ")";
+}
 }  // namespace
 
 Graph::Graph(Device* device) : device_(device) {}
@@ -39,7 +47,8 @@ Graph::~Graph() {
 void Graph::AddOperation(OpDesc desc, OpFunc fn) {
   Node n;
   n.fn = std::move(fn);
-  if (!desc.writes.empty()) n.relu_fused = std::move(desc.relu_fused);
+  n.fusion = std::move(desc.fusion);
+  if (desc.writes.empty()) n.fusion.with_epilogue = nullptr;
   n.id = desc.id;
   n.name = desc.name();
   n.reads = std::move(desc.reads);
@@ -169,7 +178,7 @@ void Graph::Build(bool sequential) {
   recompute_at_.assign(order_.size(), 0);
   rebind_before_.assign(order_.size(), {});
   later_ranges_.clear();
-  FuseReLUs();
+  FuseEpilogues();
   AnalyseBlocks();
   if (planned_) PlanArena();
   // Whether the operations themselves allow a capture: fixed per build, so a replay does not
@@ -208,32 +217,107 @@ void Graph::ComputeOrder(bool sequential) {
                                                        << " operations unreachable)");
 }
 
-void Graph::FuseReLUs() {
+// The operations a producer's epilogue may absorb and the part each becomes; a batch norm takes
+// its parameters from its own hooks (as_epilogue).
+namespace {
+struct EpiloguePattern {
+  OpId op;
+  EpiloguePart part;
+};
+constexpr EpiloguePattern kEpilogueOps[] = {
+    {OpId::kBatchNormForwardInference, kEpiBatchNorm},
+    {OpId::kAdd, kEpiAdd},
+    {OpId::kReLU, kEpiReLU},
+};
+unsigned PartOf(const Graph::Node& n) {
+  for (const auto& p : kEpilogueOps)
+    if (n.id == p.op) return p.part;
+  return 0;
+}
+}  // namespace
+
+void Graph::FuseEpilogues() {
   aliases_.clear();
-  num_fused_ = 0;
-  for (auto& n : nodes_) n.run_fused = n.skip = false;
+  fused_ = FusionCounts{};
+  for (auto& n : nodes_) {
+    n.run_fused = n.skip = false;
+    n.epilogue = Epilogue{};
+    n.fused_reads.clear();
+  }
   if (!fusion_ || !planned_) return;  // aliasing needs the planner's offsets
   std::unordered_map<Block*, std::vector<size_t>> writers, readers;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     for (Block* b : nodes_[i].writes) writers[b].push_back(i);
     for (Block* b : nodes_[i].reads) readers[b].push_back(i);
   }
-  for (size_t r = 0; r < nodes_.size(); ++r) {
-    Node& relu = nodes_[r];
-    if (relu.id != OpId::kReLU || relu.reads.size() != 1 || relu.writes.size() != 1) continue;
-    Block *y = relu.reads[0], *z = relu.writes[0];
-    if (y == z || y->size() != z->size() || y->external_refs() || z->external_refs()) continue;
-    const auto& wy = writers[y];
-    if (wy.size() != 1 || readers[y].size() != 1 || writers[z].size() != 1) continue;
-    Node& prod = nodes_[wy[0]];
-    if (!prod.relu_fused || prod.run_fused || prod.writes[0] != y) continue;
-    // y must not also be read by the producer itself (an in-place op), nor z touched before
-    // the ReLU: z's only writer is the ReLU, and every reader of z comes after it.
-    prod.run_fused = true;
-    relu.skip = true;
-    aliases_[z] = y;
-    ++num_fused_;
+  std::vector<size_t> pos(nodes_.size());
+  for (size_t p = 0; p < order_.size(); ++p) pos[order_[p]] = p;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].fusion.with_epilogue && !nodes_[i].skip) FuseChain(i, pos, writers, readers);
+}
+
+// Follows y = writes[0] of `producer` through the links the file comment allows.
+void Graph::FuseChain(size_t producer, const std::vector<size_t>& pos,
+                      std::unordered_map<Block*, std::vector<size_t>>& writers,
+                      std::unordered_map<Block*, std::vector<size_t>>& readers) {
+  Node& prod = nodes_[producer];
+  Block* const y = prod.writes[0];
+  // An extra read is safe when nobody writes it between the producer and the link.
+  auto ready = [&](Block* b, size_t link) {
+    if (std::find(prod.writes.begin(), prod.writes.end(), b) != prod.writes.end()) return false;
+    for (size_t w : writers[b])
+      if (pos[w] >= pos[producer] && pos[w] < pos[link]) return false;
+    return true;
+  };
+  Epilogue e;
+  Block* cur = y;
+  for (;;) {
+    if (cur->external_refs() || writers[cur].size() != 1 || readers[cur].size() != 1) break;
+    const size_t link = readers[cur][0];
+    Node& r = nodes_[link];
+    const unsigned part = PartOf(r);
+    // each part once, in the epilogue's order, and only what the producer's variant applies
+    if (part == 0 || part <= e.parts() || !(prod.fusion.accepts & part)) break;
+    if (r.writes.size() != 1) break;
+    Block* out = r.writes[0];
+    if (out == cur || out->size() != y->size() || out->external_refs() ||
+        writers[out].size() != 1)
+      break;
+    std::vector<Block*> extra;
+    Epilogue next = e;
+    if (part == kEpiBatchNorm) {
+      const Epilogue& bn = r.fusion.as_epilogue;
+      if (!(bn.parts() & kEpiBatchNorm) || r.reads.empty() || r.reads[0] != cur) break;
+      extra = {bn.bn_scale, bn.bn_bias, bn.bn_mean, bn.bn_var};
+      next.bn_scale = bn.bn_scale;
+      next.bn_bias = bn.bn_bias;
+      next.bn_mean = bn.bn_mean;
+      next.bn_var = bn.bn_var;
+      next.bn_eps = bn.bn_eps;
+    } else if (part == kEpiAdd) {
+      if (r.reads.size() != 2) break;
+      Block* res = r.reads[0] == cur ? r.reads[1] : r.reads[0];
+      if (res == cur || res->size() != y->size() || !res->has_layout() || !y->has_layout() ||
+          res->dtype() != y->dtype())
+        break;
+      extra = {res};
+      next.residual = res;
+    } else {
+      if (r.reads.size() != 1) break;
+      next.relu = true;
+    }
+    if (!std::all_of(extra.begin(), extra.end(), [&](Block* b) { return ready(b, link); }))
+      break;
+    e = next;
+    prod.fused_reads.insert(prod.fused_reads.end(), extra.begin(), extra.end());
+    r.skip = true;
+    aliases_[out] = y;
+    (part == kEpiBatchNorm ? fused_.batch_norm : part == kEpiAdd ? fused_.add : fused_.relu)++;
+    cur = out;
   }
+  if (e.parts() == 0) return;
+  prod.run_fused = true;
+  prod.epilogue = e;
 }
 
 void Graph::AnalyseBlocks() {
@@ -254,10 +338,11 @@ void Graph::AnalyseBlocks() {
       if (is_read && it->second.kind == kEnd) it->second.kind = kIntermediate;
     };
     for (Block* b : n.reads) touch(b, true);
+    for (Block* b : n.fused_reads) touch(b, true);
     for (Block* b : n.writes) touch(b, false);
   }
   plan_ = GraphMemoryPlan{};
-  // A fused ReLU's output lives in its producer's block: one lifetime, from the producer's
+  // A fused link's output lives in its producer's block: one lifetime, from the producer's
   // write to the output's last read.
   for (auto& [z, y] : aliases_) {
     BlockInfo& zi = blocks_.at(z);
@@ -292,8 +377,8 @@ void Graph::AnalyseBlocks() {
 }
 
 // The planner's view of this build: block ids in blocks_'s order (Place breaks ties of size by
-// first use, then keeps this order: the placement this graph always had), a fused ReLU's output
-// as its producer's block, a skipped ReLU reading but not writing.
+// first use, then keeps this order: the placement this graph always had), a fused link's output
+// as its producer's block, a skipped link reading but not writing.
 remat::Problem Graph::MakeProblem(std::vector<Block*>* ids) const {
   remat::Problem p;
   std::unordered_map<Block*, int> id_of;
@@ -317,14 +402,18 @@ remat::Problem Graph::MakeProblem(std::vector<Block*>* ids) const {
       if (std::find(v.begin(), v.end(), id) == v.end()) v.push_back(id);
     };
     for (Block* b : n.reads) add(st.reads, b);
+    for (Block* b : n.fused_reads) add(st.reads, b);
     if (!n.skip)
       for (Block* b : n.writes) add(st.writes, b);
     st.recomputable = n.recomputable && !n.skip && !n.use_rand && !n.collective;
     st.cost = EstimateCost(n, measured);
-    // A fused rerun needs its fused form; a skipped ReLU is never rerun.
-    if (n.rerun.fn && !n.skip && !n.collective && (!n.run_fused || n.rerun.relu_fused)) {
+    // A fused rerun needs its fused form (and reads what the epilogue reads); a skipped
+    // follower is never rerun.
+    if (n.rerun.fn && !n.skip && !n.collective && (!n.run_fused || n.rerun.with_epilogue)) {
       st.has_rerun = true;
       for (Block* b : n.rerun.reads) add(st.rerun_reads, b);
+      if (n.run_fused)
+        for (Block* b : n.fused_reads) add(st.rerun_reads, b);
       for (Block* b : n.rerun.writes) add(st.rerun_writes, b);
       st.rerun_cost = RerunCost(n, measured);
     }
@@ -467,14 +556,21 @@ void Graph::ReleaseArena() {
 void Graph::RunNode(size_t i, bool recompute) {
   Node& n = nodes_[i];
   if (n.skip) return;
-  const bool rerun = recompute && n.rerun.fn;  // MakeProblem: a fused one has its fused form
-  OpFunc& fn = rerun ? (n.run_fused ? n.rerun.relu_fused : n.rerun.fn)
-                     : (n.run_fused ? n.relu_fused : n.fn);
+  // A recomputation runs the rerun form where the operation has one (MakeProblem: a fused one
+  // has its fused form), else the operation itself; a fused operation applies its epilogue.
+  const bool rerun = recompute && n.rerun.fn;
+  auto run = [&] {
+    Context* ctx = device_->context();
+    if (n.run_fused)
+      (rerun ? n.rerun.with_epilogue : n.fusion.with_epilogue)(ctx, n.epilogue);
+    else
+      (rerun ? n.rerun.fn : n.fn)(ctx);
+  };
   if (!profiling_) {
-    fn(device_->context());
+    run();
   } else {
     auto t0 = std::chrono::steady_clock::now();
-    fn(device_->context());
+    run();
     device_->Sync();
     auto t1 = std::chrono::steady_clock::now();
     if (iterations_ >= device_->skip_iteration())
@@ -482,7 +578,7 @@ void Graph::RunNode(size_t i, bool recompute) {
           std::chrono::duration<double, std::milli>(t1 - t0).count();
   }
   if (device_->check_finite())
-    device_->CheckFinite(n.writes, n.run_fused ? n.name + " (with its fused ReLU)" : n.name);
+    device_->CheckFinite(n.writes, n.run_fused ? n.name + FusedSuffix(n.epilogue) : n.name);
 }
 
 void Graph::RunAll() {

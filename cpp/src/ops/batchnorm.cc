@@ -119,11 +119,20 @@ Tensor BatchNormForwardInference(const Tensor& x_in, const Tensor& scale_in,
   a.relu = relu;
   a.y = Tensor(a.x.shape(), a.x.device(), a.x.data_type());
   if (a.y.Size() == 0) return a.y;
+  // As an epilogue, this batch norm folds into the convolution that produced x (Graph).
+  Epilogue self;
+  if (!relu) {
+    self.bn_scale = a.scale.block();
+    self.bn_bias = a.bias.block();
+    self.bn_mean = a.running_mean.block();
+    self.bn_var = a.running_var.block();
+    self.bn_eps = a.eps;
+  }
   LaunchKernel(BatchNormForwardInferenceKernel(), a, a.x.device(),
                {a.x.block(), a.scale.block(), a.bias.block(), a.running_mean.block(),
                 a.running_var.block()},
                {a.y.block()},
-               relu ? OpId::kBatchNormForwardInferenceReLU : OpId::kBatchNormForwardInference);
+               relu ? OpId::kBatchNormForwardInferenceReLU : OpId::kBatchNormForwardInference, self);
   return a.y;
 }
 

@@ -88,7 +88,7 @@ Tensor Conv2dForward(const Tensor& x_in, const Tensor& W_in, const Tensor& b_in,
     return ToBFloat16(Conv2dForward(ToFloat32(x_in), ToFloat32(W_in), ToFloat32(b_in), h, relu));
   const size_t N = x_in.shape(0);
   ConvFwdArgs a{x_in.Contiguous(), W_in.Contiguous(), has_bias ? b_in.Contiguous() : Tensor(),
-                Tensor(h.OutputShape(N), x_in.device(), x_in.data_type()), h, relu};
+                Tensor(h.OutputShape(N), x_in.device(), x_in.data_type()), h, relu, {}};
   if (a.y.Size() == 0) return a.y;
   std::vector<Block*> reads{a.x.block(), a.W.block()};
   if (has_bias) reads.push_back(a.b.block());

@@ -40,6 +40,9 @@ struct Prepared {
   /// Batch norm in training only, optional: the rerun of a recomputation (RerunOf below), whose
   /// y must be bit-identical to run's; empty: run into scratch statistics.
   std::function<void(const Args&, float* workspace)> rerun;
+  /// Epilogue parts (singa/core/fusion.h) that run applies from Args::epi, besides the ReLU
+  /// every kernel with a `relu` flag applies.
+  unsigned epilogue = 0;
 };
 template <typename Args>
 using PrepareFn = Prepared<Args>(const Args&);
@@ -49,6 +52,7 @@ struct ConvFwdArgs {
   Tensor x, W, b, y;  ///< b empty: no bias
   ConvHandle h;
   bool relu = false;  ///< y = max(0, conv(x, W) + b)
+  Epilogue epi;       ///< set by a graph's epilogue fusion (its relu is `relu` above)
 };
 struct ConvBwdXArgs {
   Tensor dy, W, dx;
@@ -76,12 +80,14 @@ struct BnTrainArgs {
   size_t N = 0, C = 0, S = 1;
   float momentum = 0.f, eps = 0.f;
   bool relu = false;
+  Epilogue epi;
 };
 struct BnInferArgs {
   Tensor x, scale, bias, running_mean, running_var, y;
   size_t N = 0, C = 0, S = 1;
   float eps = 0.f;
   bool relu = false;
+  Epilogue epi;
 };
 struct BnBwdArgs {
   Tensor dy, x, scale, mean, var, dx, dscale, dbias;
@@ -173,7 +179,8 @@ Prepared<Args> PrepareWithFallback(KernelSlot<PrepareFn<Args>>& slot, const Args
   return p;
 }
 
-/// Ops whose kernels can apply a ReLU to their output y (writes[0]) as a post-op.
+/// Ops whose kernels can apply a ReLU to their output y (writes[0]) as a post-op, and more of
+/// an epilogue (Prepared::epilogue says which parts).
 template <typename Args, typename = void>
 struct HasReluPostOp : std::false_type {};
 template <typename Args>
@@ -202,25 +209,34 @@ inline OpRerun RerunOf(const BnTrainArgs& a, const Prepared<BnTrainArgs>& p,
     r.writes.insert(r.writes.end(), {ra.mean.block(), ra.var.block()});
   }
   if (!ws.empty()) r.writes.push_back(ws.block());
-  auto make = [&](const Prepared<BnTrainArgs>& q, bool relu) -> OpFunc {
+  // Both forms' kernel: the rerun when the kernel has one, else the forward; the fused form
+  // (the epilogue the graph found: residual add, ReLU) only where both have the same kind.
+  auto kernel = [&](const Prepared<BnTrainArgs>& q) {
     auto f = q.rerun ? q.rerun : q.run;
-    if (!f || (p.rerun != nullptr) != (q.rerun != nullptr)) return nullptr;
-    BnTrainArgs qa = ra;
-    qa.relu = relu;
-    return [qa, ws, f](Context*) { f(qa, ws.empty() ? nullptr : OutPtr(ws)); };
+    return (p.rerun != nullptr) == (q.rerun != nullptr) ? f : nullptr;
   };
-  r.fn = make(p, a.relu);
-  r.relu_fused = fused.run ? make(fused, true) : nullptr;
+  if (auto f = kernel(p))
+    r.fn = [ra, ws, f](Context*) { f(ra, ws.empty() ? nullptr : OutPtr(ws)); };
+  if (auto f = fused.run ? kernel(fused) : nullptr)
+    r.with_epilogue = [ra, ws, f](Context*, const Epilogue& e) {
+      BnTrainArgs b = ra;
+      b.relu = e.relu;
+      b.epi = e;
+      f(b, ws.empty() ? nullptr : OutPtr(ws));
+    };
   return r;
 }
 
+/// `as_epilogue`: what this operation is as its input's producer's epilogue (FusionHooks).
 template <typename Args>
 void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
                   const std::shared_ptr<Device>& dev, std::vector<Block*> reads,
-                  std::vector<Block*> writes, OpId id) {
+                  std::vector<Block*> writes, OpId id,
+                  const Epilogue& as_epilogue = Epilogue{}) {
   Prepared<Args> p = PrepareWithFallback(slot, a, *dev);
-  // While a graph records, also prepare the same call with the ReLU post-op: the graph runs it
-  // when y's only reader is a ReLU (Graph: ReLU fusion). Both share one workspace tensor.
+  // While a graph records, also prepare the same call with the ReLU post-op: the graph runs it,
+  // with the epilogue it found, when y's only reader is a ReLU, an Add or a batch norm (Graph:
+  // epilogue fusion). Both share one workspace tensor.
   Prepared<Args> fused;
   Args fa = a;
   if constexpr (HasReluPostOp<Args>::value) {
@@ -240,20 +256,28 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
   if constexpr (std::is_same_v<Args, BnTrainArgs>) {
     if (dev->graph_enabled()) rerun = RerunOf(a, p, fused, ws, &writes);
   }
-  OpFunc relu_fused;
-  if (fused.run)
-    relu_fused = [fa, ws, run = std::move(fused.run)](Context*) {
-      run(fa, ws.empty() ? nullptr : OutPtr(ws));
-    };
+  FusionHooks hooks;
+  hooks.as_epilogue = as_epilogue;
+  if constexpr (HasReluPostOp<Args>::value) {
+    if (fused.run) {
+      hooks.accepts = kEpiReLU | fused.epilogue;
+      hooks.with_epilogue = [fa, ws, run = std::move(fused.run)](Context*, const Epilogue& e) {
+        Args b = fa;  // a ReLU-only kernel is only ever given e.relu (accepts says so)
+        b.relu = e.relu;
+        b.epi = e;
+        run(b, ws.empty() ? nullptr : OutPtr(ws));
+      };
+    }
+  }
   dev->Exec({.id = id,
              .reads = std::move(reads),
              .writes = std::move(writes),
-             .relu_fused = std::move(relu_fused)},
+             .fusion = std::move(hooks)},
             [a, ws, run = std::move(p.run)](Context*) {
               run(a, ws.empty() ? nullptr : OutPtr(ws));
             });
   if (rerun.fn)
-    dev->SetRerun(std::move(rerun.fn), std::move(rerun.relu_fused), std::move(rerun.reads),
+    dev->SetRerun(std::move(rerun.fn), std::move(rerun.with_epilogue), std::move(rerun.reads),
                   std::move(rerun.writes));
 }
 

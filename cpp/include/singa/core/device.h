@@ -40,6 +40,7 @@
 #include "singa/core/block.h"
 #include "singa/core/common.h"
 #include "singa/core/context.h"
+#include "singa/core/fusion.h"
 #include "singa/core/kernel.h"
 #include "singa/core/op_ids.h"
 #include "singa/memory/pool.h"
@@ -61,9 +62,10 @@ struct OpDesc {
   /// The operation draws from the device's generator: a graph keeps such operations in
   /// submission order and never recomputes them.
   bool use_rand_generator = false;
-  /// The same operation with max(0, .) applied to writes[0] (a kernel post-op): a graph runs it
-  /// instead when that block's only reader is an OpId::kReLU (Graph: ReLU fusion).
-  OpFunc relu_fused = nullptr;
+  /// The same operation with an epilogue (batch norm, residual add, ReLU: singa/core/fusion.h)
+  /// applied to writes[0]: a graph runs it instead when that block's only reader is such an
+  /// operation (Graph: epilogue fusion).
+  FusionHooks fusion = nullptr;
   /// A cross-process collective (singa/dist): a graph keeps all of them in submission order, so
   /// every rank runs its collectives in the same order.
   bool collective = false;
@@ -102,7 +104,7 @@ class Device {
   /// Gives the operation the last Exec recorded a rerun form (singa/graph/graph.h: OpRerun):
   /// how a graph under a memory budget recomputes it when not by running it again. Nothing
   /// when not buffering (eager mode never recomputes).
-  void SetRerun(OpFunc fn, OpFunc relu_fused, std::vector<Block*> reads,
+  void SetRerun(OpFunc fn, EpilogueFn with_epilogue, std::vector<Block*> reads,
                 std::vector<Block*> writes);
 
   /// A block of `size` bytes with no memory yet.

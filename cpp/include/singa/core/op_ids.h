@@ -4,8 +4,8 @@
 //   singa::OpName(singa::OpId::kReLU);   // "ReLU": what profiles and graph dumps print
 //
 // The list is op_ids.def plus the elementwise table (singa/ops/elementwise.def); the graph keys
-// its rewrites on ids (ReLU fusion finds OpId::kReLU, the recompute cost model kMult and the
-// convolutions), never on printed names. Operations defined outside the library (tests, user
+// its rewrites on ids (epilogue fusion finds kBatchNormForwardInference, kAdd and kReLU, the
+// recompute cost model kMult and the convolutions), never on printed names. Operations defined outside the library (tests, user
 // kernels) are OpId::kCustom and carry their own label in OpDesc.
 #pragma once
 
@@ -30,7 +30,7 @@ enum class OpId : uint16_t {
 };
 
 // ggml's tripwire: a new id changes this count, which sends its author here. Before updating
-// it, check what keys on OpId: Graph::FuseReLUs and Graph::EstimateCost (cpp/src/graph/graph.cc)
+// it, check what keys on OpId: kEpilogueOps and Graph::EstimateCost (cpp/src/graph/graph.cc)
 // and the id <-> name test (tests/cpp/test_op_ids.cc).
 constexpr size_t kNumOpIds = 130;
 static_assert(static_cast<size_t>(OpId::kCount) == kNumOpIds,

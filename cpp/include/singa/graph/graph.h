@@ -32,11 +32,21 @@
 // block keep their addresses between replays, which is what makes a capture valid; a rebuild or
 // Reset drops it.
 //
-// ReLU fusion (planned memory only; SetFusion(false) turns it off): an operation submitted with a
-// fused variant (convolution and batch-norm forwards: the ReLU as a kernel post-op) whose first
-// written block y is read by exactly one operation, an OpId::kReLU y -> z, with neither y nor z
-// held by a user handle and each written once, runs its variant; the ReLU becomes a no-op and z
-// is an alias of y: one offset, y's lifetime extended to z's. The values are the same as unfused.
+// Epilogue fusion (planned memory only; SetFusion(false) turns it off): an operation submitted
+// with an epilogue variant (FusionHooks, singa/core/fusion.h: convolution and batch-norm
+// forwards) absorbs the chain of operations that follows its first written block y when each
+// link is the only reader of the block before it, and the parts come in the epilogue's order:
+//   [BatchNormForwardInference] -> [Add(., r)] -> [ReLU]  (kEpilogueOps in graph.cc, by OpId)
+// e.g. conv -> bn -> add -> relu in inference, bn -> add -> relu when training, conv -> relu.
+// Each link's output is an alias of y (one offset, y's lifetime extended to the last alias),
+// no block of the chain is held by a user handle or written twice, and what the absorbed
+// operations read besides the chain (the residual r, the batch norm's parameters) is written
+// before the producer runs and not between it and the link: the producer reads it (its
+// fused_reads) and runs its variant; the links become no-ops. Backward is unchanged: no
+// backward reads a chain's intermediate (the batch norm's backward reads its input x, the
+// ReLU's its output, the add's nothing), which is why a second reader stops the chain. The
+// values are those of the unfused operations within float rounding (a folded batch norm
+// rounds as the batch-norm kernel does; NaN propagates as in numpy).
 //
 // Memory budget (planned memory only; SetMemoryBudget): when the unconstrained plan (persistent
 // blocks + arena) exceeds the budget, activations are dropped after a use and recomputed before
@@ -70,12 +80,13 @@ namespace singa {
 
 /// How an operation is recomputed when that is not by running it again (Device::SetRerun gives it):
 /// batch norm in training reruns as a normalisation with the batch statistics it saved, leaving
-/// the running statistics alone. A graph under a memory budget runs `fn` (`relu_fused` when the
-/// operation's ReLU was fused into it) to refill the operation's first written block; the rerun
+/// the running statistics alone. A graph under a memory budget runs `fn` (`with_epilogue`, given
+/// the operation's epilogue, when the graph fused one into it) to refill the operation's first written block; the rerun
 /// reads `reads` and writes `writes`: that block and scratch, all written by the operation too.
 /// Its output must be bit-identical to the operation's.
 struct OpRerun {
-  OpFunc fn, relu_fused;
+  OpFunc fn;
+  EpilogueFn with_epilogue;
   std::vector<Block*> reads, writes;
 };
 
@@ -104,9 +115,11 @@ class Graph {
     std::string name;          ///< the printed name (OpDesc::name())
     bool use_rand = false;
     bool collective = false;   ///< an MPI/NCCL collective: chained in submission order
-    OpFunc relu_fused;         ///< the operation with a ReLU post-op on writes[0], if it has one
-    bool run_fused = false;    ///< runs relu_fused (its ReLU was fused into it)
-    bool skip = false;         ///< a ReLU fused into its producer: nothing to run
+    FusionHooks fusion;        ///< its epilogue variant, if it has one (singa/core/fusion.h)
+    bool run_fused = false;    ///< runs fusion.with_epilogue(epilogue)
+    Epilogue epilogue;         ///< what the build fused into it
+    std::vector<Block*> fused_reads;  ///< blocks the epilogue reads (residual, bn parameters)
+    bool skip = false;         ///< fused into its producer: nothing to run
     bool recomputable = true;  ///< its submitter says it is a pure function of its reads
     OpRerun rerun;             ///< how it is recomputed, when not by fn (Device::SetRerun)
     std::vector<size_t> succ;  ///< nodes that depend on this one
@@ -121,7 +134,7 @@ class Graph {
     bool recyclable = false;
     size_t first = 0, last = 0;  ///< positions in the execution order
     size_t offset = 0;           ///< in the arena, when planned
-    Block* alias_of = nullptr;   ///< a fused ReLU's output, stored in its producer's block
+    Block* alias_of = nullptr;   ///< a fused link's output, stored in its producer's block
     bool recomputed = false;     ///< BlockList: this entry is a range after a recomputation
   };
 
@@ -140,7 +153,7 @@ class Graph {
   /// Planned arena (true, default) or dynamic recycling through the pool (false).
   void SetPlanning(bool planned);
   bool planning() const { return planned_; }
-  /// ReLU fusion (see the file comment), on by default; takes effect at the next build.
+  /// Epilogue fusion (see the file comment), on by default; takes effect at the next build.
   void SetFusion(bool on);
   bool fusion() const { return fusion_; }
   /// Whether replays are currently launched from a capture (see the file comment).
@@ -158,8 +171,12 @@ class Graph {
   remat::Strategy recompute_strategy() const { return strategy_; }
   /// Whether position `pos` of the execution order reruns an operation (a recomputation).
   bool IsRecomputeAt(size_t pos) const { return pos < recompute_at_.size() && recompute_at_[pos]; }
-  /// How many ReLUs the last build fused into their producers.
-  size_t num_fused() const { return num_fused_; }
+  /// Operations the last build fused into their producers, by kind, and in all.
+  struct FusionCounts {
+    size_t batch_norm = 0, add = 0, relu = 0;
+  };
+  const FusionCounts& fusion_counts() const { return fused_; }
+  size_t num_fused() const { return fused_.batch_norm + fused_.add + fused_.relu; }
 
   size_t num_nodes() const { return nodes_.size(); }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -169,7 +186,7 @@ class Graph {
   const GraphMemoryPlan& memory_plan() const { return plan_; }
 
   /// For pictures of memory (singa.graph.plot_memory): every block the last build analysed
-  /// (a fused ReLU's output is part of its producer's block, not listed), ordered by first use,
+  /// (a fused link's output is part of its producer's block, not listed), ordered by first use,
   /// then offset; a recomputed block appears once per range (recomputed = true after the
   /// first). Empty before the first Run.
   std::vector<BlockInfo> BlockList() const;
@@ -189,7 +206,10 @@ class Graph {
  private:
   void Build(bool sequential);
   void ComputeOrder(bool sequential);
-  void FuseReLUs();
+  void FuseEpilogues();
+  void FuseChain(size_t producer, const std::vector<size_t>& pos,
+                 std::unordered_map<Block*, std::vector<size_t>>& writers,
+                 std::unordered_map<Block*, std::vector<size_t>>& readers);
   void AnalyseBlocks();
   void PlanArena();
   remat::Problem MakeProblem(std::vector<Block*>* ids) const;
@@ -215,8 +235,8 @@ class Graph {
   bool planned_ = true;
   bool built_planned_ = true;
   bool fusion_ = true;
-  size_t num_fused_ = 0;
-  std::unordered_map<Block*, Block*> aliases_;  ///< fused ReLU output -> its producer's block
+  FusionCounts fused_;
+  std::unordered_map<Block*, Block*> aliases_;  ///< fused link's output -> its producer's block
   bool profiling_ = false;
   int iterations_ = 0;
   int runs_since_build_ = 0;

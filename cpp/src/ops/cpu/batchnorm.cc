@@ -5,11 +5,13 @@
 // contiguous run of S values; the mean comes first, then the variance around it (two passes,
 // no cancellation). Channels are split between OpenMP threads in blocks: one channel per task
 // for images, 256 neighbouring channels per task for 2-d inputs, so the inner loop stays
-// contiguous either way. Normalisation is one fused y = x * a[c] + b[c] pass (+ the ReLU).
+// contiguous either way. Normalisation is one fused y = x * a[c] + b[c] pass (+ a graph's fused residual add, + the
+// ReLU).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "../epilogue_cpu.h"
 #include "../nn_kernels.h"
 #include "singa/ops/elementwise_functors.h"
 
@@ -53,18 +55,30 @@ void ChannelSums(const Geometry& g, const float* x, F f, std::vector<double>* ou
   });
 }
 
-// y = x * a[c] + b[c], or max(0, that) when relu.
-void Affine(const Geometry& g, const float* x, const float* a, const float* b, bool relu,
-            float* y) {
+// y = x * a[c] + b[c] (+ res, a fused residual add: null when none), then max(0, .) when relu.
+void Affine(const Geometry& g, const float* x, const float* a, const float* b, const float* res,
+            bool relu, float* y) {
   ForEachRowByChannel(g, [&](size_t, size_t c, size_t off) {
     const float ac = a[c], bc = b[c];
     const float* r = x + off;
     float* o = y + off;
-    if (relu)
+    if (res) {
+      const float* q = res + off;
+      if (relu)
+        for (size_t i = 0; i < g.S; ++i) o[i] = fn::ReLUOp{}((r[i] * ac + bc) + q[i]);
+      else
+        for (size_t i = 0; i < g.S; ++i) o[i] = (r[i] * ac + bc) + q[i];
+    } else if (relu) {
       for (size_t i = 0; i < g.S; ++i) o[i] = fn::ReLUOp{}(r[i] * ac + bc);  // NaN kept
-    else
+    } else {
       for (size_t i = 0; i < g.S; ++i) o[i] = r[i] * ac + bc;
+    }
   });
+}
+
+// The residual of a fused add (Graph: epilogue fusion), or null.
+const float* Residual(const Epilogue& e) {
+  return e.residual ? static_cast<const float*>(e.residual->data()) : nullptr;
 }
 
 // y = x * k[c] + b[c] from the batch statistics as stored (float32): the training forward and
@@ -78,7 +92,8 @@ void NormaliseWithBatchStats(const BnTrainArgs& a, const float* mean, const floa
     k[c] = float(ps[c] * inv);
     b[c] = float(pb[c] - mean[c] * ps[c] * inv);
   }
-  Affine(Geometry{a.N, a.C, a.S}, InPtr(a.x), k.data(), b.data(), a.relu, OutPtr(a.y));
+  Affine(Geometry{a.N, a.C, a.S}, InPtr(a.x), k.data(), b.data(), Residual(a.epi), a.relu,
+         OutPtr(a.y));
 }
 
 Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs&) {
@@ -104,6 +119,7 @@ Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs&) {
     NormaliseWithBatchStats(a, pm, pv);
     UpdateRunningStats(a, pm, pv);
   };
+  r.epilogue = kEpiAdd;
   return r;
 }
 
@@ -114,13 +130,10 @@ Prepared<BnInferArgs> ForwardInference(const BnInferArgs&) {
     const float *ps = InPtr(a.scale), *pb = InPtr(a.bias), *pm = InPtr(a.running_mean),
                 *pv = InPtr(a.running_var);
     std::vector<float> k(g.C), b(g.C);
-    for (size_t c = 0; c < g.C; ++c) {
-      const double q = ps[c] / std::sqrt(double(pv[c]) + double(a.eps));
-      k[c] = float(q);
-      b[c] = float(pb[c] - pm[c] * q);
-    }
-    Affine(g, InPtr(a.x), k.data(), b.data(), a.relu, OutPtr(a.y));
+    FoldBatchNorm(ps, pb, pm, pv, a.eps, g.C, k.data(), b.data());
+    Affine(g, InPtr(a.x), k.data(), b.data(), Residual(a.epi), a.relu, OutPtr(a.y));
   };
+  r.epilogue = kEpiAdd;
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "../epilogue_cpu.h"
 #include "../nn_kernels.h"
 #include "singa/ops/elementwise_functors.h"
 

@@ -67,16 +67,18 @@ Prepared<ConvFwdArgs> DepthwiseForward(const ConvFwdArgs&) {
     float* py = OutPtr(a.y);
     const size_t OC = h.num_filters, m = OC / h.channels, T = h.kernel_h * h.kernel_w,
                  P = ColCols(h), in = h.height * h.width;
-    const bool relu = a.relu;
+    const CpuEpilogue epi(a.epi, a.relu, OC, P);
 #pragma omp parallel for schedule(static) if (N * OC * P * T >= kGrain)
     for (std::ptrdiff_t q = 0; q < std::ptrdiff_t(N * OC); ++q) {
       const size_t n = size_t(q) / OC, o = size_t(q) % OC;
       float* yp = py + size_t(q) * P;
       std::fill(yp, yp + P, has_bias ? pb[o] : 0.f);
       DepthwisePlane(h, px + (n * h.channels + o / m) * in, pw + o * T, yp);
-      if (relu) ReluInPlace(yp, P);
+      if (epi.relu_only() && !epi.empty()) ReluInPlace(yp, P);
+      else if (!epi.empty()) epi.Apply(py, size_t(q), size_t(q) + 1, false);
     }
   };
+  p.epilogue = kEpiBatchNorm | kEpiAdd;
   return p;
 }
 

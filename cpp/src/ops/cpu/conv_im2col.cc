@@ -225,7 +225,8 @@ void ScatterGroup(const float* buf, const float* bias, size_t s, size_t M, size_
 }
 
 void ForwardKernel(const ConvHandle& h, const Plan& p, size_t N, const float* px,
-                   const float* pw, const float* pb, bool relu, float* py, float* scratch) {
+                   const float* pw, const float* pb, const CpuEpilogue& epi, float* py,
+                   float* scratch) {
   const size_t G = h.group, K = ColRows(h), P = ColCols(h), OC = h.num_filters, OCg = OC / G,
                in = h.channels * h.height * h.width;
   const bool par = p.nt == 1;
@@ -249,7 +250,9 @@ void ForwardKernel(const ConvHandle& h, const Plan& p, size_t N, const float* px
                   pw + g * OCg * K, int(K), B + g * K * ld, int(ld), onto_bias ? 1.f : 0.f,
                   C + g * OCg * ld, int(ld));
     if (s > 1) ScatterGroup(buf, pb, s, OC, P, yn, par);
-    if (relu) ReluInPlace(yn, s * OC * P);  // while the group's output is still in cache
+    // the epilogue while the group's output is still in cache
+    if (epi.relu_only() && !epi.empty()) ReluInPlace(yn, s * OC * P);
+    else if (!epi.empty()) epi.Apply(py, n0 * OC, (n0 + s) * OC, par);
   });
 }
 
@@ -325,9 +328,11 @@ Prepared<ConvFwdArgs> GemmForward(const ConvFwdArgs& a) {
   Prepared<ConvFwdArgs> r;
   r.workspace = size_t(p.nt) * p.slot();
   r.run = [p](const ConvFwdArgs& a, float* ws) {
+    const CpuEpilogue epi(a.epi, a.relu, a.h.num_filters, ColCols(a.h));
     ForwardKernel(a.h, p, a.x.shape(0), InPtr(a.x), InPtr(a.W), a.b.empty() ? nullptr : InPtr(a.b),
-                  a.relu, OutPtr(a.y), ws);
+                  epi, OutPtr(a.y), ws);
   };
+  r.epilogue = kEpiBatchNorm | kEpiAdd;
   return r;
 }
 

@@ -1,0 +1,89 @@
+"""Epilogue fusion on and off, interleaved in one process: ResNet training steps and inference
+forwards replayed from the graph, timed per step in wall time and in this process's CPU time
+(user + system: what the step computed, robust to other processes sharing the cores).
+
+    .venv/bin/python benchmarks/bench_fusion.py --models resnet18 --batch 32 --steps 3 --rounds 3
+    .venv/bin/python benchmarks/bench_fusion.py --models resnet50 --batch 16 --steps 1 --rounds 2
+
+One model per row: the graph is recorded once; dev.SetGraphFusion(on/off) rebuilds it at the next
+replay (its first replay is not timed). Each round times `steps` replays with fusion on, then off;
+the table keeps each side's fastest step. The fused counts come from dev.graph_fusion_counts().
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+from bench_train import eval_step  # noqa: E402  (records the inference forward by hand)
+
+SHAPES = {"resnet18": ((3, 32, 32), 10), "resnet50": ((3, 224, 224), 1000)}
+
+
+def build(name, batch, inference):
+    import models
+    from singa import device, opt, tensor
+    dev = device.get_default_device()
+    dev.SetRandSeed(0)
+    shape, classes = SHAPES[name]
+    rng = np.random.default_rng(0)
+    tx = tensor.from_numpy(rng.standard_normal((batch,) + shape).astype(np.float32), dev)
+    ty = tensor.from_numpy(rng.integers(0, classes, batch).astype(np.int32), dev)
+    net = models.resnet18() if name == "resnet18" else models.resnet50(cifar=False)
+    net.set_optimizer(opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5))
+    if not inference:
+        net.compile([tx], is_train=True, use_graph=True)
+        return dev, lambda: net(tx, ty)
+    net.compile([tx], is_train=False, use_graph=False)
+    return dev, eval_step(net, dev, tx, graph=True)
+
+
+def timed(step, steps):
+    best_wall = best_cpu = float("inf")
+    for _ in range(steps):
+        w0, c0 = time.perf_counter(), time.process_time()
+        step()
+        best_wall = min(best_wall, time.perf_counter() - w0)
+        best_cpu = min(best_cpu, time.process_time() - c0)
+    return best_wall, best_cpu
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", default=["resnet18"], choices=sorted(SHAPES))
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=3, help="timed replays per side and round")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--modes", nargs="+", default=["train", "inference"],
+                    choices=["train", "inference"])
+    args = ap.parse_args()
+    print("machine: %d cores, %s; OPENBLAS_CORETYPE=%s" % (
+        os.cpu_count(), time.strftime("%Y-%m-%d"), os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
+    print("\n| Model | Mode | Fused (bn/add/relu) | Wall on (s) | Wall off (s) | Speedup wall "
+          "| CPU on (s) | CPU off (s) | Speedup CPU |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for name in args.models:
+        for mode in args.modes:
+            dev, step = build(name, args.batch, mode == "inference")
+            best = {True: [float("inf")] * 2, False: [float("inf")] * 2}
+            counts = None
+            for _ in range(args.rounds):
+                for on in (True, False):
+                    dev.SetGraphFusion(on)
+                    step()  # rebuilds the graph with the new setting
+                    if on:
+                        counts = dev.graph_fusion_counts()
+                    w, c = timed(step, args.steps)
+                    best[on] = [min(best[on][0], w), min(best[on][1], c)]
+            (won, con), (woff, coff) = best[True], best[False]
+            print("| %s b%d | %s | %d/%d/%d | %.3f | %.3f | %.3fx | %.3f | %.3f | %.3fx |" % (
+                name, args.batch, mode, counts["batch_norm"], counts["add"], counts["relu"],
+                won, woff, woff / won, con, coff, coff / con), flush=True)
+            dev.ResetGraph()
+
+
+if __name__ == "__main__":
+    main()
