@@ -15,6 +15,8 @@ Speed covers --iters steps after --warmup ones (the graph's first step records i
 torch.compile's compiles). For graph mode Plan(MB) is what singa's planner reserves
 (parameters, optimizer state and inputs + the arena) and LB(MB) the liveness lower bound.
 --profile adds singa's per-operation profile of one graph step (where the time goes).
+"OpenBLAS sgemm" runs the matrix products through OpenBLAS (device.set_gemm_backend), as all
+products ran before oneDNN's sgemm was chosen where OpenBLAS' kernels are older than the CPU.
 The workers run in the machine's default environment.
 """
 import argparse
@@ -29,6 +31,7 @@ sys.path.insert(0, HERE)
 from bench_train import reset_peak, rss_kb, run_one  # noqa: E402
 
 MODES = [("graph", "singa graph, bfs"), ("graph-serial", "singa graph, serial"),
+         ("graph-openblas", "singa graph, bfs, OpenBLAS sgemm"),
          ("eager", "singa eager"), ("torch", "pytorch eager"),
          ("torch-compile", "pytorch torch.compile")]
 
@@ -90,6 +93,8 @@ def worker(cfg):
         from singa import device, opt, tensor
         dev = device.get_default_device()
         dev.SetRandSeed(0)
+        if mode.endswith("-openblas"):  # the products' library before oneDNN's was chosen
+            device.set_gemm_backend("openblas")
         reset_peak()
         base = rss_kb("VmRSS")
         net = gpt.GPT(cfg["vocab"], cfg["seq"], cfg["d_model"], cfg["heads"], cfg["layers"])
