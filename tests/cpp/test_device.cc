@@ -15,8 +15,8 @@ TEST(Device, ExecRunsWithContextAndBlocks) {
   auto dev = std::make_shared<CppCPU>();
   auto b = dev->NewBlock(sizeof(float));
   Context* seen = nullptr;
-  dev->Exec([&](Context* ctx) { seen = ctx; *static_cast<float*>(b->mutable_data()) = 3.f; },
-            {}, {b.get()}, "Write");
+  dev->Exec({.writes = {b.get()}, .label = "Write"},
+            [&](Context* ctx) { seen = ctx; *static_cast<float*>(b->mutable_data()) = 3.f; });
   EXPECT_EQ(seen, dev->context());
   float out = 0;
   dev->CopyDataToHostPtr(b.get(), &out, sizeof(float));
@@ -164,8 +164,8 @@ TEST(Device, ThreadsSubmittingToOneDeviceAreSerialised) {
   *static_cast<long*>(b->mutable_data()) = 0;
   auto work = [&] {
     for (int i = 0; i < 20000; ++i)
-      dev->Exec([&](Context*) { ++*static_cast<long*>(b->mutable_data()); }, {b.get()},
-                {b.get()}, "Inc");
+      dev->Exec({.reads = {b.get()}, .writes = {b.get()}, .label = "Inc"},
+                [&](Context*) { ++*static_cast<long*>(b->mutable_data()); });
   };
   std::thread t1(work), t2(work);
   t1.join();

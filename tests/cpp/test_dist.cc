@@ -32,10 +32,10 @@ TEST(Dist, GraphChainsCollectivesInSubmissionOrder) {
   auto b0 = dev->NewBlock(4), b1 = dev->NewBlock(4), b2 = dev->NewBlock(4), b3 = dev->NewBlock(4);
   auto noop = [](Context*) {};
   dev->EnableGraph(true);
-  dev->Exec(noop, {}, {b0.get()}, "allreduce0", false, nullptr, /*collective=*/true);
-  dev->Exec(noop, {}, {b1.get()}, "rand0", /*use_rand_generator=*/true);
-  dev->Exec(noop, {}, {b2.get()}, "allreduce1", false, nullptr, /*collective=*/true);
-  dev->Exec(noop, {}, {b3.get()}, "rand1", /*use_rand_generator=*/true);
+  dev->Exec({.writes = {b0.get()}, .label = "allreduce0", .collective = true}, noop);
+  dev->Exec({.writes = {b1.get()}, .label = "rand0", .use_rand_generator = true}, noop);
+  dev->Exec({.writes = {b2.get()}, .label = "allreduce1", .collective = true}, noop);
+  dev->Exec({.writes = {b3.get()}, .label = "rand1", .use_rand_generator = true}, noop);
   dev->EnableGraph(false);
   dev->RunGraph(false);
   const auto& n = dev->graph()->nodes();

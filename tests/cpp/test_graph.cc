@@ -81,10 +81,10 @@ TEST(Graph, DependenciesCoverRawWarWaw) {
   auto b1 = dev->NewBlock(4), b2 = dev->NewBlock(4);
   dev->EnableGraph(true);
   auto noop = [](Context*) {};
-  dev->Exec(noop, {}, {b1.get()}, "w1");          // 0 writes b1
-  dev->Exec(noop, {b1.get()}, {b2.get()}, "r1");  // 1 reads b1 (RAW on 0)
-  dev->Exec(noop, {}, {b1.get()}, "w1again");     // 2 writes b1 (WAR on 1, WAW on 0)
-  dev->Exec(noop, {}, {}, "free");                // 3 independent
+  dev->Exec({.writes = {b1.get()}, .label = "w1"}, noop);                       // 0 writes b1
+  dev->Exec({.reads = {b1.get()}, .writes = {b2.get()}, .label = "r1"}, noop);  // 1: RAW on 0
+  dev->Exec({.writes = {b1.get()}, .label = "w1again"}, noop);  // 2: WAR on 1, WAW on 0
+  dev->Exec({.label = "free"}, noop);                           // 3 independent
   dev->EnableGraph(false);
   dev->RunGraph(false);
   const auto& n = dev->graph()->nodes();
@@ -190,7 +190,7 @@ TEST(Graph, PlannerNeverOverlapsLiveBlocks) {
       } else {
         writes.push_back(blocks[rng() % blocks.size()].get());  // in-place update
       }
-      dev->Exec(noop, reads, writes, "op");
+      dev->Exec({.reads = reads, .writes = writes, .label = "op"}, noop);
     }
     dev->EnableGraph(false);
     dev->RunGraph(trial % 2 == 0);

@@ -49,7 +49,11 @@ struct RandomStep {
     };
     std::vector<Block*> writes{y};
     if (also) writes.push_back(also);
-    dev->Exec(make(relu), in, writes, name, false, with_fused ? OpFunc(make(true)) : nullptr);
+    dev->Exec({.reads = in,
+               .writes = writes,
+               .label = name,
+               .relu_fused = with_fused ? OpFunc(make(true)) : nullptr},
+              make(relu));
   }
 
   explicit RandomStep(unsigned seed) {
@@ -76,11 +80,12 @@ struct RandomStep {
       Combine(in, y, 0.01f * l, false, fuse ? "Conv" : "Linear", fuse, ws);
       if (fuse) {  // the ReLU that fusion folds into its producer
         Block* z = NewFloats(N(y));
-        dev->Exec([y, z](Context*) {
-          const float* a = static_cast<const float*>(y->data());
-          float* o = static_cast<float*>(z->mutable_data());
-          for (size_t j = 0; j < N(z); ++j) o[j] = a[j] > 0 ? a[j] : 0.f;
-        }, {y}, {z}, "ReLU");
+        dev->Exec({.id = OpId::kReLU, .reads = {y}, .writes = {z}},
+                  [y, z](Context*) {
+                    const float* a = static_cast<const float*>(y->data());
+                    float* o = static_cast<float*>(z->mutable_data());
+                    for (size_t j = 0; j < N(z); ++j) o[j] = a[j] > 0 ? a[j] : 0.f;
+                  });
         y = z;
       }
       fwd.push_back(y);
@@ -94,23 +99,26 @@ struct RandomStep {
       Combine({g, fwd[l], fwd[l - 1]}, g2, -0.02f * l, rng() % 2 == 0, "Backward");
       g = g2;
       if (rng() % 3 == 0)  // an in-place accumulation: read and written, never recomputed
-        dev->Exec([acc, g](Context*) {
-          float* a = static_cast<float*>(acc->mutable_data());
-          const float* v = static_cast<const float*>(g->data());
-          for (size_t j = 0; j < N(acc); ++j) a[j] += v[j % N(g)];
-        }, {acc, g}, {acc}, "Accumulate");
+        dev->Exec({.reads = {acc, g}, .writes = {acc}, .label = "Accumulate"},
+                  [acc, g](Context*) {
+                    float* a = static_cast<float*>(acc->mutable_data());
+                    const float* v = static_cast<const float*>(g->data());
+                    for (size_t j = 0; j < N(acc); ++j) a[j] += v[j % N(g)];
+                  });
     }
     out = NewFloats(N(g) + N(acc));
-    dev->Exec([g, acc, o = out](Context*) {
-      float* d = static_cast<float*>(o->mutable_data());
-      std::memcpy(d, g->data(), g->size());
-      std::memcpy(d + N(g), acc->data(), acc->size());
-    }, {g, acc}, {out}, "Result");
+    dev->Exec({.reads = {g, acc}, .writes = {out}, .label = "Result"},
+              [g, acc, o = out](Context*) {
+                float* d = static_cast<float*>(o->mutable_data());
+                std::memcpy(d, g->data(), g->size());
+                std::memcpy(d + N(g), acc->data(), acc->size());
+              });
     // The update reads the parameter after backward, as an optimizer does.
-    dev->Exec([w, g](Context*) {
-      float* p = static_cast<float*>(w->mutable_data());
-      p[0] = p[0] * 0.5f + static_cast<const float*>(g->data())[0] * 0.f + 0.125f;
-    }, {w, g}, {w}, "Update");
+    dev->Exec({.reads = {w, g}, .writes = {w}, .label = "Update"},
+              [w, g](Context*) {
+                float* p = static_cast<float*>(w->mutable_data());
+                p[0] = p[0] * 0.5f + static_cast<const float*>(g->data())[0] * 0.f + 0.125f;
+              });
     out->AddExternalRef();
     dev->EnableGraph(false);
   }

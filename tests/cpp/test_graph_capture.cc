@@ -48,19 +48,21 @@ class FakeCapturingCPU : public CppCPU {
 // stream, which capture records instead of running).
 void DoubleAdd(const std::shared_ptr<FakeCapturingCPU>& dev, Tensor x, Tensor y,
                bool rand = false) {
-  dev->Exec(
-      [dev, x, y](Context*) {
-        auto run = [x, y]() {
-          const float* a = static_cast<const float*>(x.block()->data());
-          float* b = static_cast<float*>(y.block()->mutable_data());
-          for (size_t i = 0; i < y.Size(); ++i) b[i] = b[i] * 2.f + a[i];
-        };
-        if (dev->capturing)
-          dev->captured.push_back(run);
-        else
-          run();
-      },
-      {x.block(), y.block()}, {y.block()}, "DoubleAdd", rand);
+  dev->Exec({.reads = {x.block(), y.block()},
+             .writes = {y.block()},
+             .label = "DoubleAdd",
+             .use_rand_generator = rand},
+            [dev, x, y](Context*) {
+              auto run = [x, y]() {
+                const float* a = static_cast<const float*>(x.block()->data());
+                float* b = static_cast<float*>(y.block()->mutable_data());
+                for (size_t i = 0; i < y.Size(); ++i) b[i] = b[i] * 2.f + a[i];
+              };
+              if (dev->capturing)
+                dev->captured.push_back(run);
+              else
+                run();
+            });
 }
 
 float Value(const Tensor& t) { return t.ToVector<float>()[0]; }

@@ -19,19 +19,15 @@ Device::Device(int id, LangType lang, std::unique_ptr<MemPool> pool)
 
 Device::~Device() { graph_.reset(); }
 
-void Device::Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
-                  const std::vector<Block*>& write_blocks, const std::string& op_name,
-                  bool use_rand_generator, OpFunc relu_fused, bool collective,
-                  bool recomputable) {
+void Device::Exec(OpDesc desc, OpFunc fn) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (buffering_) {
     graph_version_.fetch_add(1, std::memory_order_relaxed);
-    graph_->AddOperation(std::move(fn), read_blocks, write_blocks, op_name, use_rand_generator,
-                         std::move(relu_fused), collective, recomputable);
+    graph_->AddOperation(std::move(desc), std::move(fn));
   } else {
     Activate();
     fn(&ctx_);
-    if (check_finite_) CheckFinite(write_blocks, op_name);
+    if (check_finite_) CheckFinite(desc.writes, desc.name());
   }
 }
 
@@ -174,13 +170,12 @@ void Device::CopyDataToFrom(Block* dst, Block* src, size_t nbytes, CopyDirection
                                                << " of a " << src->size()
                                                << "-byte block to offset " << dst_offset
                                                << " of a " << dst->size() << "-byte block");
-  Exec(
-      [this, dst, src, nbytes, direction, dst_offset, src_offset](Context* ctx) {
-        const char* s = static_cast<const char*>(src->data()) + src_offset;
-        char* d = static_cast<char*>(dst->mutable_data()) + dst_offset;
-        CopyRaw(d, s, nbytes, direction, ctx);
-      },
-      {src}, {dst}, "CopyDataToFrom");
+  Exec({.id = OpId::kCopyDataToFrom, .reads = {src}, .writes = {dst}},
+       [this, dst, src, nbytes, direction, dst_offset, src_offset](Context* ctx) {
+         const char* s = static_cast<const char*>(src->data()) + src_offset;
+         char* d = static_cast<char*>(dst->mutable_data()) + dst_offset;
+         CopyRaw(d, s, nbytes, direction, ctx);
+       });
 }
 
 void Device::CopyDataFromHostPtr(Block* dst, const void* src, size_t nbytes, size_t dst_offset) {

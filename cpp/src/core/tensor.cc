@@ -121,15 +121,17 @@ void Tensor::CopyData(const Tensor& src) {
   if (IsContiguous()) {
     auto* k = CopyBytesKernel().For(*device_);
     const size_t nbytes = from.MemSize();
-    device_->Exec([k, from, to, nbytes](Context* ctx) { k(from, 0, to, 0, nbytes, ctx); },
-                  {from.block()}, {to.block()}, "CopyData");
+    device_->Exec({.id = OpId::kCopyData, .reads = {from.block()}, .writes = {to.block()}},
+                  [k, from, to, nbytes](Context* ctx) { k(from, 0, to, 0, nbytes, ctx); });
     return;
   }
   // A strided destination (a transposed view): written through its strides.
   CheckStorage("CopyData", dtype_);
   auto* k = StridedCopyKernel().For(*device_);
-  device_->Exec([k, from, to](Context* ctx) { k(from, to, ctx); }, {from.block(), to.block()},
-                {to.block()}, "CopyData");
+  device_->Exec({.id = OpId::kCopyData,
+                 .reads = {from.block(), to.block()},
+                 .writes = {to.block()}},
+                [k, from, to](Context* ctx) { k(from, to, ctx); });
 }
 
 template <typename SType>
@@ -152,7 +154,8 @@ void Tensor::SetValue(SType x) {
   // Converted to the element type inside the kernel; double holds float and int32 values exactly.
   const double v = static_cast<double>(x);
   auto* k = FillKernel().For(*device_);
-  device_->Exec([k, t, v](Context* ctx) { k(t, v, ctx); }, {}, {block_.get()}, "SetValue");
+  device_->Exec({.id = OpId::kSetValue, .writes = {block_.get()}},
+                [k, t, v](Context* ctx) { k(t, v, ctx); });
 }
 
 Tensor Tensor::Clone(std::shared_ptr<Device> device) const {
@@ -161,8 +164,8 @@ Tensor Tensor::Clone(std::shared_ptr<Device> device) const {
     CheckStorage("Clone", dtype_);
     const Tensor in = *this;
     auto* k = StridedCopyKernel().For(*device_);
-    device_->Exec([k, in, out](Context* ctx) { k(in, out, ctx); }, {in.block()}, {out.block()},
-                  "Clone");
+    device_->Exec({.id = OpId::kClone, .reads = {in.block()}, .writes = {out.block()}},
+                  [k, in, out](Context* ctx) { k(in, out, ctx); });
   }
   if (device && device != device_) out.ToDevice(device);
   return out;
@@ -202,8 +205,8 @@ Tensor Tensor::AsType(DataType dtype) const {
   CheckStorage("AsType", dtype);
   const Tensor in = *this;
   auto* k = StridedCopyKernel().For(*device_);
-  device_->Exec([k, in, out](Context* ctx) { k(in, out, ctx); }, {in.block()}, {out.block()},
-                "AsType");
+  device_->Exec({.id = OpId::kAsType, .reads = {in.block()}, .writes = {out.block()}},
+                [k, in, out](Context* ctx) { k(in, out, ctx); });
   return out;
 }
 

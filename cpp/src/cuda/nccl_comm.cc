@@ -106,6 +106,7 @@ void NcclComm::AllReduce(const std::vector<Tensor>& ts, float scale, bool half) 
   auto* convert = half ? StridedCopyKernel().Get(Backend::kCuda) : nullptr;
   auto st = state_;
   gpu_->Exec(
+      {.id = OpId::kNcclAllReduce, .reads = blocks, .writes = blocks, .collective = true},
       [st, ts, bufs, scale, half, convert](Context* ctx) {
         if (half)
           for (size_t i = 0; i < ts.size(); ++i) convert(ts[i], bufs[i], ctx);
@@ -121,8 +122,7 @@ void NcclComm::AllReduce(const std::vector<Tensor>& ts, float scale, bool half) 
         SINGA_NCCL_CHECK(ncclGroupEnd(), "NcclComm::AllReduce");
         if (half)
           for (size_t i = 0; i < ts.size(); ++i) convert(bufs[i], ts[i], ctx);
-      },
-      blocks, blocks, "NcclAllReduce", false, nullptr, /*collective=*/true);
+      });
 }
 
 }  // namespace singa

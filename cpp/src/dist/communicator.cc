@@ -159,8 +159,9 @@ NcclComm* Communicator::Nccl(const Tensor& t) {
   return nccl_.get();
 }
 
-void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale,
+void Communicator::Submit(std::vector<Tensor>& ts, OpId id, int mode, float scale,
                           float spars, bool topK, Tensor* acc) {
+  const char* op = OpName(id);
   if (OnGpu(ts)) {
     SINGA_CHECK(mode != kSparse, NotImplementedError,
                 op << ": sparsification of CUDA tensors is not implemented (use plain or half)");
@@ -170,7 +171,7 @@ void Communicator::Submit(std::vector<Tensor>& ts, const char* op, int mode, flo
   SINGA_CHECK(!nccl_only_, DeviceError,
               op << ": this communicator was made from an NcclIdHolder and reduces CUDA tensors "
                     "only; for CPU tensors start the script with mpirun");
-  MpiOrThrow(op).submit(*this, ts, op, mode, scale, spars, topK, acc);
+  MpiOrThrow(op).submit(*this, ts, id, mode, scale, spars, topK, acc);
 }
 
 // A GPU bucket: NCCL runs on the device's stream, ordered with the backward kernels, so the
@@ -198,32 +199,32 @@ void Communicator::WaitBucket(int handle, float scale) {
 
 void Communicator::Synch(Tensor& t, float scale) {
   std::vector<Tensor> ts{t};
-  Submit(ts, "Communicator.synch", kDense, scale, 0, false, nullptr);
+  Submit(ts, OpId::kCommSynch, kDense, scale, 0, false, nullptr);
 }
 void Communicator::FusedSynch(std::vector<Tensor>& ts, bool send, float scale) {
-  if (send) Submit(ts, "Communicator.fusedSynch", kDense, scale, 0, false, nullptr);
+  if (send) Submit(ts, OpId::kCommFusedSynch, kDense, scale, 0, false, nullptr);
 }
 void Communicator::SynchHalf(Tensor& t, float scale) {
   std::vector<Tensor> ts{t};
-  Submit(ts, "Communicator.synchHalf", kHalf, scale, 0, false, nullptr);
+  Submit(ts, OpId::kCommSynchHalf, kHalf, scale, 0, false, nullptr);
 }
 void Communicator::FusedSynchHalf(std::vector<Tensor>& ts, bool send, float scale) {
-  if (send) Submit(ts, "Communicator.fusedSynchHalf", kHalf, scale, 0, false, nullptr);
+  if (send) Submit(ts, OpId::kCommFusedSynchHalf, kHalf, scale, 0, false, nullptr);
 }
 void Communicator::Sparsification(Tensor& t, float spars, bool topK) {
   std::vector<Tensor> ts{t};
-  Submit(ts, "Communicator.sparsification", kSparse, 1.0f, spars, topK, nullptr);
+  Submit(ts, OpId::kCommSparsification, kSparse, 1.0f, spars, topK, nullptr);
 }
 void Communicator::Sparsification(Tensor& t, Tensor& acc, float spars, bool topK) {
   std::vector<Tensor> ts{t};
-  Submit(ts, "Communicator.sparsification", kSparse, 1.0f, spars, topK, &acc);
+  Submit(ts, OpId::kCommSparsification, kSparse, 1.0f, spars, topK, &acc);
 }
 void Communicator::FusedSparsification(std::vector<Tensor>& ts, float spars, bool topK) {
-  Submit(ts, "Communicator.fusedSparsification", kSparse, 1.0f, spars, topK, nullptr);
+  Submit(ts, OpId::kCommFusedSparsification, kSparse, 1.0f, spars, topK, nullptr);
 }
 void Communicator::FusedSparsification(std::vector<Tensor>& ts, Tensor& acc, float spars,
                                        bool topK) {
-  Submit(ts, "Communicator.fusedSparsification", kSparse, 1.0f, spars, topK, &acc);
+  Submit(ts, OpId::kCommFusedSparsification, kSparse, 1.0f, spars, topK, &acc);
 }
 void Communicator::Wait() {}
 int Communicator::pending_buckets() const {

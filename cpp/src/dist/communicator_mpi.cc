@@ -68,7 +68,8 @@ void HalfSum(void* in, void* inout, int* len, MPI_Datatype*) {
 // Shared by the start and wait operations (a graph replays both with the same job).
 struct Communicator::Job {
   std::vector<Tensor> ts;
-  const char* op = "";
+  OpId id = OpId::kCommStartBucket;
+  const char* op = "";  // OpName(id)
   bool half = false;
   size_t total = 0;
   std::vector<float> buf;
@@ -399,23 +400,23 @@ void Communicator::BroadcastNcclId() {
 
 int Communicator::StartBucketMpi(std::vector<Tensor>& ts, bool half) {
   auto j = std::make_shared<Job>();
-  j->op = half ? "Communicator.startBucket(half)" : "Communicator.startBucket";
+  j->id = half ? OpId::kCommStartBucketHalf : OpId::kCommStartBucket;
+  j->op = OpName(j->id);
   std::vector<Block*> reads = CheckedBlocks(ts, j->op, &j->total);
   j->ts = ts;  // the job keeps the blocks alive for a graph
   j->half = half;
   j->buf.resize(j->total);
   auto st = state_;
-  ts[0].device()->Exec(
-      [st, j](Context*) {
-        size_t at = 0;
-        for (const Tensor& t : j->ts) {
-          std::memcpy(j->buf.data() + at, t.block()->data(), t.Size() * sizeof(float));
-          at += t.Size();
-        }
-        st->Start(j);
-      },
-      reads, {}, j->op, /*use_rand_generator=*/false, /*relu_fused=*/nullptr,
-      /*collective=*/true);
+  ts[0].device()->Exec({.id = j->id, .reads = std::move(reads), .collective = true},
+                       [st, j](Context*) {
+                         size_t at = 0;
+                         for (const Tensor& t : j->ts) {
+                           std::memcpy(j->buf.data() + at, t.block()->data(),
+                                       t.Size() * sizeof(float));
+                           at += t.Size();
+                         }
+                         st->Start(j);
+                       });
   const int handle = next_handle_++;
   pending_[handle] = j;
   return handle;
@@ -432,6 +433,7 @@ void Communicator::WaitBucketMpi(int handle, float scale) {
   for (const Tensor& t : j->ts) writes.push_back(t.block());
   auto st = state_;
   j->ts[0].device()->Exec(
+      {.id = OpId::kCommWaitBucket, .writes = std::move(writes), .collective = true},
       [st, j, scale](Context*) {
         st->Await(*j);
         size_t at = 0;
@@ -440,13 +442,12 @@ void Communicator::WaitBucketMpi(int handle, float scale) {
           for (size_t i = 0; i < t.Size(); ++i) dst[i] = j->buf[at + i] * scale;
           at += t.Size();
         }
-      },
-      {}, writes, "Communicator.waitBucket", /*use_rand_generator=*/false,
-      /*relu_fused=*/nullptr, /*collective=*/true);
+      });
 }
 
-void Communicator::SubmitMpi(std::vector<Tensor>& ts, const char* op, int mode, float scale,
+void Communicator::SubmitMpi(std::vector<Tensor>& ts, OpId id, int mode, float scale,
                              float spars, bool topK, Tensor* acc) {
+  const char* op = OpName(id);
   size_t total = 0;
   std::vector<Block*> blocks = CheckedBlocks(ts, op, &total);
   std::vector<Block*> reads = blocks;
@@ -463,6 +464,7 @@ void Communicator::SubmitMpi(std::vector<Tensor>& ts, const char* op, int mode, 
   const bool has_acc = acc != nullptr;
   auto st = state_;
   ts[0].device()->Exec(
+      {.id = id, .reads = std::move(reads), .writes = std::move(blocks), .collective = true},
       [st, keep, acc_t, has_acc, op, mode, scale, spars, topK, total](Context*) {
         st->Drain();  // MPI on this communicator from one thread at a time
         st->CheckCount(op, total);
@@ -490,9 +492,7 @@ void Communicator::SubmitMpi(std::vector<Tensor>& ts, const char* op, int mode, 
           for (size_t i = 0; i < t.Size(); ++i) dst[i] = buf[at + i] * scale;
           at += t.Size();
         }
-      },
-      reads, blocks, op, /*use_rand_generator=*/false, /*relu_fused=*/nullptr,
-      /*collective=*/true);
+      });
 }
 
 const Communicator::Mpi& Communicator::Mpi::Table() {
@@ -505,9 +505,9 @@ const Communicator::Mpi& Communicator::Mpi::Table() {
         return c.StartBucketMpi(ts, half);
       },
       [](Communicator& c, int handle, float scale) { c.WaitBucketMpi(handle, scale); },
-      [](Communicator& c, std::vector<Tensor>& ts, const char* op, int mode, float scale,
-         float spars, bool topK, Tensor* acc) {
-        c.SubmitMpi(ts, op, mode, scale, spars, topK, acc);
+      [](Communicator& c, std::vector<Tensor>& ts, OpId id, int mode, float scale, float spars,
+         bool topK, Tensor* acc) {
+        c.SubmitMpi(ts, id, mode, scale, spars, topK, acc);
       },
       &Communicator::AbortMpi,
       &Communicator::FinalizeMpi,

@@ -18,7 +18,7 @@ enum CommMode { kDense = 0, kHalf = 1, kSparse = 2 };
 
 // Both libraries come from one build; the version only catches a stale libsinga_mpi.so left
 // beside a newer libsinga.
-constexpr int kMpiTableVersion = 1;
+constexpr int kMpiTableVersion = 2;
 
 struct Communicator::Mpi {
   int version;
@@ -27,7 +27,7 @@ struct Communicator::Mpi {
   void (*broadcast_nccl_id)(Communicator&);
   int (*start_bucket)(Communicator&, std::vector<Tensor>& ts, bool half);
   void (*wait_bucket)(Communicator&, int handle, float scale);
-  void (*submit)(Communicator&, std::vector<Tensor>& ts, const char* op, int mode, float scale,
+  void (*submit)(Communicator&, std::vector<Tensor>& ts, OpId id, int mode, float scale,
                  float spars, bool topK, Tensor* acc);
   void (*abort)(int code);
   void (*finalize)();

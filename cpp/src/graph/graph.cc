@@ -36,19 +36,17 @@ Graph::~Graph() {
   ReleaseArena();
 }
 
-void Graph::AddOperation(OpFunc fn, const std::vector<Block*>& reads,
-                         const std::vector<Block*>& writes, const std::string& name,
-                         bool use_rand, OpFunc relu_fused, bool collective,
-                         bool recomputable) {
+void Graph::AddOperation(OpDesc desc, OpFunc fn) {
   Node n;
   n.fn = std::move(fn);
-  if (!writes.empty()) n.relu_fused = std::move(relu_fused);
-  n.reads = reads;
-  n.writes = writes;
-  n.name = name.empty() ? "op" : name;
-  n.use_rand = use_rand;
-  n.collective = collective;
-  n.recomputable = recomputable;
+  if (!desc.writes.empty()) n.relu_fused = std::move(desc.relu_fused);
+  n.id = desc.id;
+  n.name = desc.name();
+  n.reads = std::move(desc.reads);
+  n.writes = std::move(desc.writes);
+  n.use_rand = desc.use_rand_generator;
+  n.collective = desc.collective;
+  n.recomputable = desc.recomputable;
   nodes_.push_back(std::move(n));
   built_ = false;
 }
@@ -208,7 +206,7 @@ void Graph::FuseReLUs() {
   }
   for (size_t r = 0; r < nodes_.size(); ++r) {
     Node& relu = nodes_[r];
-    if (relu.name != "ReLU" || relu.reads.size() != 1 || relu.writes.size() != 1) continue;
+    if (relu.id != OpId::kReLU || relu.reads.size() != 1 || relu.writes.size() != 1) continue;
     Block *y = relu.reads[0], *z = relu.writes[0];
     if (y == z || y->size() != z->size() || y->external_refs() || z->external_refs()) continue;
     const auto& wy = writers[y];
@@ -321,10 +319,11 @@ double Graph::EstimateCost(const Node& n, bool measured) const {
   for (Block* b : n.reads) bytes += static_cast<double>(b->size());
   for (Block* b : n.writes) bytes += static_cast<double>(b->size());
   auto elems = [](Block* b) { return static_cast<double>(b->size()) / 4.0; };
-  if (n.name == "Mult" && n.reads.size() >= 2 && !n.writes.empty()) {
+  if (n.id == OpId::kMult && n.reads.size() >= 2 && !n.writes.empty()) {
     // (m k)(k n)(m n) = (m n k)^2
     flops = 2 * std::sqrt(elems(n.reads[0]) * elems(n.reads[1]) * elems(n.writes[0]));
-  } else if (n.name.rfind("Conv2dForward", 0) == 0 && n.reads.size() >= 2 && !n.writes.empty() &&
+  } else if ((n.id == OpId::kConv2dForward || n.id == OpId::kConv2dForwardReLU) &&
+             n.reads.size() >= 2 && !n.writes.empty() &&
              n.writes[0]->has_layout() && n.writes[0]->shape().size() == 4) {
     const double co = static_cast<double>(std::max<size_t>(n.writes[0]->shape()[1], 1));
     flops = 2 * elems(n.writes[0]) * elems(n.reads[1]) / co;

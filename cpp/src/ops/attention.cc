@@ -19,7 +19,8 @@ SINGA_KERNEL_SLOT(AttentionBackward, AttentionKernelFn);
 
 namespace {
 
-constexpr const char* kOp = "ScaledDotProductAttention";
+constexpr OpId kOpId = OpId::kScaledDotProductAttention;
+const char* const kOp = OpName(kOpId);
 
 std::string Describe(const Tensor& q, const Tensor& k, const Tensor& v) {
   std::ostringstream s;
@@ -188,8 +189,8 @@ AttentionForwardResult ScaledDotProductAttention(const Tensor& q, const Tensor& 
   a.lse = r.lse;
   if (r.out.Size() == 0 && r.lse.Size() == 0) return r;
   auto* fn = AttentionForwardKernel().For(*dev);
-  dev->Exec([fn, a](Context* ctx) { fn(a, ctx); }, Reads(a), {a.out.block(), a.lse.block()},
-            kOp);
+  dev->Exec({.id = kOpId, .reads = Reads(a), .writes = {a.out.block(), a.lse.block()}},
+            [fn, a](Context* ctx) { fn(a, ctx); });
   return r;
 }
 
@@ -198,7 +199,8 @@ std::vector<Tensor> ScaledDotProductAttentionBackward(const Tensor& dout, const 
                                                       const Tensor& mask,
                                                       const AttentionForwardResult& fwd,
                                                       const AttentionOptions& o) {
-  const char* op = "ScaledDotProductAttentionBackward";
+  const OpId id = OpId::kScaledDotProductAttentionBackward;
+  const char* op = OpName(id);
   Shape batch;
   AttentionArgs a = Plan(q, k, v, mask, o, &batch);
   const Shape out_shape = With(batch, {a.L, a.Ev});
@@ -232,8 +234,10 @@ std::vector<Tensor> ScaledDotProductAttentionBackward(const Tensor& dout, const 
     std::vector<Block*> reads = Reads(a);
     for (const Tensor* t : {&a.dout, &a.out, &a.lse}) reads.push_back(t->block());
     auto* fn = AttentionBackwardKernel().For(*dev);
-    dev->Exec([fn, a](Context* ctx) { fn(a, ctx); }, reads,
-              {a.dq.block(), a.dk.block(), a.dv.block(), a.work.block()}, op);
+    dev->Exec({.id = id,
+               .reads = reads,
+               .writes = {a.dq.block(), a.dk.block(), a.dv.block(), a.work.block()}},
+              [fn, a](Context* ctx) { fn(a, ctx); });
   }
   return {SumToShape(a.dq, q.shape()), SumToShape(a.dk, k.shape()),
           SumToShape(a.dv, v.shape())};

@@ -3,7 +3,8 @@
 // share, so a GPU run drops the same elements as a CPU run with the same seed.
 //
 //   auto* k = AttentionForwardKernel().For(*q.device());
-//   dev->Exec([k, a](Context* ctx) { k(a, ctx); }, {q, k, v, ...}, {out, lse}, "Attention");
+//   dev->Exec({.id = OpId::kScaledDotProductAttention, .reads = {q, k, v, ...},
+//              .writes = {out, lse}}, [k, a](Context* ctx) { k(a, ctx); });
 //
 // Layout the kernels see: q, k, v, mask contiguous in their own shapes; the flat batch index b
 // (0 <= b < nb over the broadcast batch shape) maps to each operand's element offset through

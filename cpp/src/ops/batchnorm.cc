@@ -84,7 +84,7 @@ std::vector<Tensor> BatchNormForwardTraining(const Tensor& x_in, const Tensor& s
   writes.insert(writes.begin(), {a.y.block(), a.mean.block(), a.var.block()});
   reads.insert(reads.begin(), {a.x.block(), a.scale.block(), a.bias.block()});
   LaunchKernel(BatchNormForwardTrainingKernel(), a, dev, reads, writes,
-               relu ? "BatchNormForwardTrainingReLU" : "BatchNormForwardTraining");
+               relu ? OpId::kBatchNormForwardTrainingReLU : OpId::kBatchNormForwardTraining);
   return {a.y, a.mean, a.var};
 }
 
@@ -111,7 +111,8 @@ Tensor BatchNormForwardInference(const Tensor& x_in, const Tensor& scale_in,
   LaunchKernel(BatchNormForwardInferenceKernel(), a, a.x.device(),
                {a.x.block(), a.scale.block(), a.bias.block(), a.running_mean.block(),
                 a.running_var.block()},
-               {a.y.block()}, relu ? "BatchNormForwardInferenceReLU" : "BatchNormForwardInference");
+               {a.y.block()},
+               relu ? OpId::kBatchNormForwardInferenceReLU : OpId::kBatchNormForwardInference);
   return a.y;
 }
 
@@ -142,7 +143,7 @@ std::vector<Tensor> BatchNormBackward(const Tensor& dy_in, const Tensor& x_in,
   a.dbias = Tensor(Shape{a.C}, dev, kFloat32);
   LaunchKernel(BatchNormBackwardKernel(), a, dev,
                {a.dy.block(), a.x.block(), a.scale.block(), a.mean.block(), a.var.block()},
-               {a.dx.block(), a.dscale.block(), a.dbias.block()}, "BatchNormBackward");
+               {a.dx.block(), a.dscale.block(), a.dbias.block()}, OpId::kBatchNormBackward);
   return {a.dx, a.dscale, a.dbias};
 }
 

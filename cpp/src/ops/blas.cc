@@ -90,18 +90,19 @@ void Gemm(float alpha, const Tensor& A, const Tensor& B, float beta, const Tenso
   // otherwise would make every product's output a graph input, which the planner never recycles.
   std::vector<Block*> reads{g.a.block(), g.b.block()};
   if (beta != 0.f) reads.push_back(C.block());
-  C.device()->Exec([k, g](Context* ctx) { k(g, ctx); }, std::move(reads), {C.block()}, "Mult");
+  C.device()->Exec({.id = OpId::kMult, .reads = std::move(reads), .writes = {C.block()}},
+                   [k, g](Context* ctx) { k(g, ctx); });
 }
 
 // A one-element float32 result computed on the device, read back (the caller wants a number).
 template <typename Launch>
-float ScalarResult(const Tensor& like, const char* name, std::vector<Block*> reads,
-                   Launch launch) {
+float ScalarResult(const Tensor& like, OpId id, std::vector<Block*> reads, Launch launch) {
+  const char* name = OpName(id);
   SINGA_CHECK(!like.device()->graph_enabled(), Error,
               name << ": reading tensor memory while operations are buffered into a graph");
   Tensor out(Shape{1}, like.device(), kFloat32);
-  like.device()->Exec([launch, out](Context* ctx) { launch(out, ctx); }, std::move(reads),
-                      {out.block()}, name);
+  like.device()->Exec({.id = id, .reads = std::move(reads), .writes = {out.block()}},
+                      [launch, out](Context* ctx) { launch(out, ctx); });
   return out.ToVector<float>()[0];
 }
 
@@ -177,8 +178,8 @@ Tensor Mult(const Tensor& A, const Tensor& B) {
   g.n = static_cast<int>(n);
   g.k = static_cast<int>(k);
   auto* kern = BatchedGemmKernel().For(*C.device());
-  C.device()->Exec([kern, g](Context* ctx) { kern(g, ctx); }, {ax.block(), bx.block()},
-                   {C.block()}, "Mult");
+  C.device()->Exec({.id = OpId::kMult, .reads = {ax.block(), bx.block()}, .writes = {C.block()}},
+                   [kern, g](Context* ctx) { kern(g, ctx); });
   if (A.nDim() == 1) out_shape.erase(out_shape.end() - 2);
   if (B.nDim() == 1) out_shape.erase(out_shape.end() - 1);
   return Reshape(C, out_shape);
@@ -199,8 +200,8 @@ void Axpy(float alpha, const Tensor& x, Tensor* y) {
   SINGA_CHECK_SHAPE(y->IsContiguous(), "Axpy: y is a non-contiguous view");
   Tensor xc = x.Contiguous(), yc = *y;
   auto* k = AxpyKernel().For(*y->device());
-  y->device()->Exec([k, alpha, xc, yc](Context* ctx) { k(alpha, xc, yc, ctx); },
-                    {xc.block(), yc.block()}, {yc.block()}, "Axpy");
+  y->device()->Exec({.id = OpId::kAxpy, .reads = {xc.block(), yc.block()}, .writes = {yc.block()}},
+                    [k, alpha, xc, yc](Context* ctx) { k(alpha, xc, yc, ctx); });
 }
 
 void Axpy(const Tensor& alpha, const Tensor& x, Tensor* y) {
@@ -225,7 +226,7 @@ float Dot(const Tensor& a, const Tensor& b) {
                                                                 << b.shape());
   const Tensor ac = a.Contiguous(), bc = b.Contiguous();
   auto* k = DotKernel().For(*ac.device());
-  return ScalarResult(ac, "Dot", {ac.block(), bc.block()},
+  return ScalarResult(ac, OpId::kDot, {ac.block(), bc.block()},
                       [k, ac, bc](const Tensor& out, Context* ctx) { k(ac, bc, out, ctx); });
 }
 
@@ -234,7 +235,7 @@ float Tensor::L1() const {
   SINGA_CHECK(block_ != nullptr, ValueError, "L1: the tensor is empty (no memory)");
   const Tensor c = Contiguous();
   auto* k = AsumKernel().For(*device_);
-  return ScalarResult(c, "L1", {c.block()},
+  return ScalarResult(c, OpId::kL1, {c.block()},
                       [k, c](const Tensor& out, Context* ctx) { k(c, out, ctx); });
 }
 
@@ -243,7 +244,7 @@ float Tensor::L2() const {
   SINGA_CHECK(block_ != nullptr, ValueError, "L2: the tensor is empty (no memory)");
   const Tensor c = Contiguous();
   auto* k = Nrm2Kernel().For(*device_);
-  return ScalarResult(c, "L2", {c.block()},
+  return ScalarResult(c, OpId::kL2, {c.block()},
                       [k, c](const Tensor& out, Context* ctx) { k(c, out, ctx); });
 }
 

@@ -90,7 +90,7 @@ Tensor Conv2dForward(const Tensor& x_in, const Tensor& W_in, const Tensor& b_in,
   std::vector<Block*> reads{a.x.block(), a.W.block()};
   if (has_bias) reads.push_back(a.b.block());
   LaunchKernel(Conv2dForwardKernel(), a, a.x.device(), reads, {a.y.block()},
-               relu ? "Conv2dForwardReLU" : "Conv2dForward");
+               relu ? OpId::kConv2dForwardReLU : OpId::kConv2dForward);
   return a.y;
 }
 
@@ -108,7 +108,7 @@ Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle
                  h};
   if (a.dx.Size() == 0) return a.dx;
   LaunchKernel(Conv2dBackwardXKernel(), a, a.dy.device(), {a.dy.block(), a.W.block()},
-               {a.dx.block()}, "Conv2dBackwardX");
+               {a.dx.block()}, OpId::kConv2dBackwardX);
   return a.dx;
 }
 
@@ -126,7 +126,7 @@ Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle
   ConvBwdWArgs a{dy_in.Contiguous(), x_in.Contiguous(),
                  Tensor(h.WeightShape(), x_in.device(), x_in.data_type()), h};
   LaunchKernel(Conv2dBackwardWKernel(), a, a.x.device(), {a.dy.block(), a.x.block()},
-               {a.dW.block()}, "Conv2dBackwardW");
+               {a.dW.block()}, OpId::kConv2dBackwardW);
   return a.dW;
 }
 
@@ -137,7 +137,7 @@ Tensor Conv2dBackwardB(const Tensor& dy_in, const ConvHandle& h) {
   ConvBwdBArgs a{dy_in.Contiguous(),
                  Tensor(Shape{h.num_filters}, dy_in.device(), dy_in.data_type()), h};
   LaunchKernel(Conv2dBackwardBKernel(), a, a.dy.device(), {a.dy.block()}, {a.db.block()},
-               "Conv2dBackwardB");
+               OpId::kConv2dBackwardB);
   return a.db;
 }
 

@@ -8,7 +8,8 @@ namespace singa {
 SINGA_KERNEL_SLOT(CumSum, void(const Tensor&, const Dims3&, bool, bool, const Tensor&, Context*));
 
 Tensor CumSum(const Tensor& x_in, int axis_in, bool exclusive, bool reverse) {
-  const char* op = "CumSum";
+  const OpId id = OpId::kCumSum;
+  const char* op = OpName(id);
   SINGA_CHECK(x_in.block() != nullptr, ValueError, op << ": the input tensor is empty");
   SINGA_CHECK_DTYPE(x_in.data_type() == kFloat32 || x_in.data_type() == kInt,
                     op << ": dtype " << DataTypeName(x_in.data_type())
@@ -21,10 +22,10 @@ Tensor CumSum(const Tensor& x_in, int axis_in, bool exclusive, bool reverse) {
   Tensor out(s, x.device(), x.data_type());
   if (out.Size() == 0) return out;
   auto* k = CumSumKernel().For(*x.device());
-  x.device()->Exec([k, x, d, exclusive, reverse, out](Context* ctx) {
+  x.device()->Exec({.id = id, .reads = {x.block()}, .writes = {out.block()}},
+                   [k, x, d, exclusive, reverse, out](Context* ctx) {
                      k(x, d, exclusive, reverse, out, ctx);
-                   },
-                   {x.block()}, {out.block()}, op);
+                   });
   return out;
 }
 

@@ -61,45 +61,47 @@ void Finish(const Tensor& result, Tensor* out) {
 // Returns the result: a new tensor when out is null, else *out after writing it. `launch`
 // (x, y, ctx) calls the kernel, which was looked up once, at the call: a replay calls it directly.
 template <typename Launch>
-Tensor RunUnaryWith(const char* name, bool allow_int, const Tensor& in_raw, Tensor* out,
-                    Launch launch) {
+Tensor RunUnaryWith(OpId id, bool allow_int, const Tensor& in_raw, Tensor* out, Launch launch) {
+  const char* name = OpName(id);
   SINGA_CHECK(in_raw.block() != nullptr, ValueError, name << ": the input tensor is empty");
   DataType dt = CommonType(name, in_raw.data_type(), in_raw.data_type(), *in_raw.device());
   if (!allow_int && dt == kInt) dt = kFloat32;  // numpy: exp(int array) is a float array
   const Tensor in = Cast(in_raw, dt);
   Tensor res = PrepareOut(name, in.shape(), dt, in, out, {&in});
-  in.device()->Exec([launch, in, res](Context* ctx) { launch(in, res, ctx); }, {in.block()},
-                    {res.block()}, name);
+  in.device()->Exec({.id = id, .reads = {in.block()}, .writes = {res.block()}},
+                    [launch, in, res](Context* ctx) { launch(in, res, ctx); });
   Finish(res, out);
   return out ? *out : res;
 }
 
-Tensor RunUnary(const char* name, bool allow_int, const KernelSlot<UnaryKernelFn>& slot,
-                const Tensor& in, Tensor* out) {
-  return RunUnaryWith(name, allow_int, in, out, slot.For(*in.device()));
+Tensor RunUnary(OpId id, bool allow_int, const KernelSlot<UnaryKernelFn>& slot, const Tensor& in,
+                Tensor* out) {
+  return RunUnaryWith(id, allow_int, in, out, slot.For(*in.device()));
 }
 
 // As RunUnaryWith, for two operands of dtype `dt` broadcast against each other.
 template <typename Launch>
-Tensor RunBinaryWith(const char* name, DataType dt, const Tensor& a_raw, const Tensor& b_raw,
-                     Tensor* out, Launch launch) {
+Tensor RunBinaryWith(OpId id, DataType dt, const Tensor& a_raw, const Tensor& b_raw, Tensor* out,
+                     Launch launch) {
+  const char* name = OpName(id);
   const Shape shape = BroadcastShapes(a_raw.shape(), b_raw.shape(), name);
   const Tensor a = Broadcast(Cast(a_raw, dt), shape), b = Broadcast(Cast(b_raw, dt), shape);
   Tensor res = PrepareOut(name, shape, dt, a, out, {&a, &b});
-  a.device()->Exec([launch, a, b, res](Context* ctx) { launch(a, b, res, ctx); },
-                   {a.block(), b.block()}, {res.block()}, name);
+  a.device()->Exec({.id = id, .reads = {a.block(), b.block()}, .writes = {res.block()}},
+                   [launch, a, b, res](Context* ctx) { launch(a, b, res, ctx); });
   Finish(res, out);
   return out ? *out : res;
 }
 
-Tensor RunBinary(const char* name, bool allow_int, const KernelSlot<BinaryKernelFn>& slot,
+Tensor RunBinary(OpId id, bool allow_int, const KernelSlot<BinaryKernelFn>& slot,
                  const Tensor& a_raw, const Tensor& b_raw, Tensor* out) {
+  const char* name = OpName(id);
   SINGA_CHECK(a_raw.block() != nullptr && b_raw.block() != nullptr, ValueError,
               name << ": an input tensor is empty");
   CheckSameDevice(name, {&a_raw, &b_raw});
   DataType dt = CommonType(name, a_raw.data_type(), b_raw.data_type(), *a_raw.device());
   if (!allow_int && dt == kInt) dt = kFloat32;
-  return RunBinaryWith(name, dt, a_raw, b_raw, out, slot.For(*a_raw.device()));
+  return RunBinaryWith(id, dt, a_raw, b_raw, out, slot.For(*a_raw.device()));
 }
 
 // A scalar operand becomes a 0-stride view of a one-element tensor: one code path, no copies.
@@ -120,19 +122,19 @@ Tensor ScalarLike(const Tensor& t, float x) {
 #define SINGA_UNARY(Name, kinds, expr)                                                    \
   SINGA_KERNEL_SLOT(Name, UnaryKernelFn);                                                 \
   Tensor Name(const Tensor& in) {                                                         \
-    return RunUnary(#Name, k##kinds, Name##Kernel(), in, nullptr);      \
+    return RunUnary(OpId::k##Name, k##kinds, Name##Kernel(), in, nullptr);      \
   }                                                                                       \
   void Name(const Tensor& in, Tensor* out) {                                              \
-    RunUnary(#Name, k##kinds, Name##Kernel(), in, out);                 \
+    RunUnary(OpId::k##Name, k##kinds, Name##Kernel(), in, out);                 \
   }
 
 #define SINGA_BINARY(Name, kinds, expr)                                                    \
   SINGA_KERNEL_SLOT(Name, BinaryKernelFn);                                                 \
   Tensor Name(const Tensor& a, const Tensor& b) {                                          \
-    return RunBinary(#Name, k##kinds, Name##Kernel(), a, b, nullptr);     \
+    return RunBinary(OpId::k##Name, k##kinds, Name##Kernel(), a, b, nullptr);     \
   }                                                                                        \
   void Name(const Tensor& a, const Tensor& b, Tensor* out) {                               \
-    RunBinary(#Name, k##kinds, Name##Kernel(), a, b, out);                \
+    RunBinary(OpId::k##Name, k##kinds, Name##Kernel(), a, b, out);                \
   }                                                                                        \
   Tensor Name(const Tensor& a, float x) { return Name(a, ScalarLike(a, x)); }              \
   void Name(const Tensor& a, float x, Tensor* out) { Name(a, ScalarLike(a, x), out); }     \
@@ -150,7 +152,7 @@ namespace {
 Tensor RunClamp(const Tensor& in, float low, float high, Tensor* out) {
   SINGA_CHECK_VALUE(low <= high, "Clamp: low " << low << " is greater than high " << high);
   auto* k = ClampKernel().For(*in.device());
-  return RunUnaryWith("Clamp", kFI, in, out,
+  return RunUnaryWith(OpId::kClamp, kFI, in, out,
                   [k, low, high](const Tensor& x, const Tensor& y, Context* ctx) {
                     k(x, low, high, y, ctx);
                   });
@@ -162,7 +164,8 @@ void Clamp(const Tensor& in, float low, float high, Tensor* out) { RunClamp(in, 
 SINGA_KERNEL_SLOT(MaskedFill, void(const Tensor&, const Tensor&, float, const Tensor&, Context*));
 
 Tensor MaskedFill(const Tensor& x, const Tensor& mask_in, float value) {
-  const char* op = "MaskedFill";
+  const OpId id = OpId::kMaskedFill;
+  const char* op = OpName(id);
   SINGA_CHECK(x.block() != nullptr && mask_in.block() != nullptr, ValueError,
               op << ": an input tensor is empty");
   CheckSameDevice(op, {&x, &mask_in});
@@ -177,14 +180,14 @@ Tensor MaskedFill(const Tensor& x, const Tensor& mask_in, float value) {
   // a mask of another dtype becomes 0/1 first, so that converting it keeps every nonzero
   const Tensor mask = mask_in.data_type() == dt ? mask_in : Cast(NE(mask_in, 0.f), dt);
   auto* k = MaskedFillKernel().For(*x.device());
-  return RunBinaryWith(op, dt, x, mask, nullptr,
+  return RunBinaryWith(id, dt, x, mask, nullptr,
                        [k, value](const Tensor& a, const Tensor& b, const Tensor& y,
                                   Context* ctx) { k(a, b, value, y, ctx); });
 }
 
 Tensor LeakyReLU(const Tensor& in, float slope) {
   auto* k = LeakyReLUKernel().For(*in.device());
-  return RunUnaryWith("LeakyReLU", kF, in, nullptr,
+  return RunUnaryWith(OpId::kLeakyReLU, kF, in, nullptr,
                   [k, slope](const Tensor& x, const Tensor& y, Context* ctx) {
                     k(x, slope, y, ctx);
                   });

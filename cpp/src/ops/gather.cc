@@ -72,28 +72,30 @@ NdArgs NdGeometry(const char* op, const Shape& x_shape, const Tensor& indices, i
 }
 
 template <typename Args, typename Fn>
-void Submit(const char* op, Fn* k, const Tensor& in, const Args& g, const Tensor& out) {
-  in.device()->Exec([k, in, g, out](Context* ctx) { k(in, g, out, ctx); },
-                    {in.block(), g.indices.block()}, {out.block()}, op);
+void Submit(OpId id, Fn* k, const Tensor& in, const Args& g, const Tensor& out) {
+  in.device()->Exec({.id = id, .reads = {in.block(), g.indices.block()}, .writes = {out.block()}},
+                    [k, in, g, out](Context* ctx) { k(in, g, out, ctx); });
 }
 
 }  // namespace
 
 Tensor GatherElements(const Tensor& x_in, const Tensor& indices, int axis) {
-  const char* op = "GatherElements";
+  const OpId id = OpId::kGatherElements;
+  const char* op = OpName(id);
   CheckData(op, "input", x_in, true);
   CheckIndices(op, indices);
   CheckSameDevice(op, {&x_in, &indices});
   const ElementsArgs g = ElementsGeometry(op, x_in.shape(), indices, axis);
   const Tensor x = x_in.Contiguous();
   Tensor out(g.idx_shape, x.device(), x.data_type());
-  Submit(op, GatherElementsKernel().For(*x.device()), x, g, out);
+  Submit(id, GatherElementsKernel().For(*x.device()), x, g, out);
   return out;
 }
 
 Tensor GatherElementsBackward(const Tensor& dy_in, const Tensor& indices, int axis,
                               const Shape& x_shape) {
-  const char* op = "GatherElementsBackward";
+  const OpId id = OpId::kGatherElementsBackward;
+  const char* op = OpName(id);
   CheckData(op, "gradient", dy_in, false);
   CheckIndices(op, indices);
   CheckSameDevice(op, {&dy_in, &indices});
@@ -103,12 +105,13 @@ Tensor GatherElementsBackward(const Tensor& dy_in, const Tensor& indices, int ax
                                                      << g.idx_shape);
   const Tensor dy = dy_in.Contiguous();
   Tensor dx(x_shape, dy.device(), dy.data_type());
-  Submit(op, GatherElementsBackwardKernel().For(*dy.device()), dy, g, dx);
+  Submit(id, GatherElementsBackwardKernel().For(*dy.device()), dy, g, dx);
   return dx;
 }
 
 Tensor GatherND(const Tensor& x_in, const Tensor& indices, int batch_dims) {
-  const char* op = "GatherND";
+  const OpId id = OpId::kGatherND;
+  const char* op = OpName(id);
   CheckData(op, "input", x_in, true);
   CheckIndices(op, indices);
   CheckSameDevice(op, {&x_in, &indices});
@@ -116,13 +119,14 @@ Tensor GatherND(const Tensor& x_in, const Tensor& indices, int batch_dims) {
   const NdArgs g = NdGeometry(op, x_in.shape(), indices, batch_dims, &out_shape);
   const Tensor x = x_in.Contiguous();
   Tensor out(out_shape, x.device(), x.data_type());
-  Submit(op, GatherNDKernel().For(*x.device()), x, g, out);
+  Submit(id, GatherNDKernel().For(*x.device()), x, g, out);
   return out;
 }
 
 Tensor GatherNDBackward(const Tensor& dy_in, const Tensor& indices, int batch_dims,
                         const Shape& x_shape) {
-  const char* op = "GatherNDBackward";
+  const OpId id = OpId::kGatherNDBackward;
+  const char* op = OpName(id);
   CheckData(op, "gradient", dy_in, false);
   CheckIndices(op, indices);
   CheckSameDevice(op, {&dy_in, &indices});
@@ -132,7 +136,7 @@ Tensor GatherNDBackward(const Tensor& dy_in, const Tensor& indices, int batch_di
                                                    << ", expected " << out_shape);
   const Tensor dy = dy_in.Contiguous();
   Tensor dx(x_shape, dy.device(), dy.data_type());
-  Submit(op, GatherNDBackwardKernel().For(*dy.device()), dy, g, dx);
+  Submit(id, GatherNDBackwardKernel().For(*dy.device()), dy, g, dx);
   return dx;
 }
 

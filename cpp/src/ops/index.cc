@@ -23,7 +23,8 @@ Shape GatherShape(const Shape& x, size_t axis, const Shape& idx) {
 }  // namespace
 
 Tensor IndexSelect(const Tensor& x_in, int axis_in, const Tensor& indices_in) {
-  const char* op = "IndexSelect";
+  const OpId id = OpId::kIndexSelect;
+  const char* op = OpName(id);
   SINGA_CHECK(x_in.block() != nullptr, ValueError, op << ": the input tensor is empty");
   CheckIndices(op, indices_in);
   CheckSameDevice(op, {&x_in, &indices_in});
@@ -41,14 +42,15 @@ Tensor IndexSelect(const Tensor& x_in, int axis_in, const Tensor& indices_in) {
   g.d = {Product(g.x_shape, 0, axis), g.x_shape[axis], Product(g.x_shape, axis + 1)};
   Tensor out(GatherShape(g.x_shape, axis, g.indices.shape()), x.device(), x.data_type());
   auto* k = IndexSelectKernel().For(*x.device());
-  x.device()->Exec([k, x, g, out](Context* ctx) { k(x, g, out, ctx); },
-                   {x.block(), g.indices.block()}, {out.block()}, op);
+  x.device()->Exec({.id = id, .reads = {x.block(), g.indices.block()}, .writes = {out.block()}},
+                   [k, x, g, out](Context* ctx) { k(x, g, out, ctx); });
   return out;
 }
 
 Tensor IndexAdd(const Tensor& dy_in, int axis_in, const Tensor& indices_in,
                 const Shape& x_shape) {
-  const char* op = "IndexAdd";
+  const OpId id = OpId::kIndexAdd;
+  const char* op = OpName(id);
   SINGA_CHECK(dy_in.block() != nullptr, ValueError, op << ": the gradient tensor is empty");
   CheckIndices(op, indices_in);
   CheckSameDevice(op, {&dy_in, &indices_in});
@@ -70,8 +72,8 @@ Tensor IndexAdd(const Tensor& dy_in, int axis_in, const Tensor& indices_in,
   g.d = {Product(x_shape, 0, axis), x_shape[axis], Product(x_shape, axis + 1)};
   Tensor dx(x_shape, dy.device(), dy.data_type());
   auto* k = IndexAddKernel().For(*dy.device());
-  dy.device()->Exec([k, dy, g, dx](Context* ctx) { k(dy, g, dx, ctx); },
-                    {dy.block(), g.indices.block()}, {dx.block()}, op);
+  dy.device()->Exec({.id = id, .reads = {dy.block(), g.indices.block()}, .writes = {dx.block()}},
+                    [k, dy, g, dx](Context* ctx) { k(dy, g, dx, ctx); });
   return dx;
 }
 

@@ -3,7 +3,8 @@
 //
 //   // front (cpp/src/ops/reduce.cc): validate, make the output, pick the kernel, submit
 //   auto* k = ReduceSumKernel().For(*in.device());
-//   dev->Exec([k, src, out, d](Context* ctx) { k(src, d, out, ctx); }, {...}, {...}, "ReduceSum");
+//   dev->Exec({.id = OpId::kReduceSum, .reads = {src.block()}, .writes = {out.block()}},
+//             [k, src, out, d](Context* ctx) { k(src, d, out, ctx); });
 //   // CPU reference kernel (cpp/src/ops/cpu/reduce.cc): computation only
 //   SINGA_REGISTER_KERNEL(ReduceSum, kCpuRef, cpu::ReduceSum);
 //   SINGA_KERNEL_FALLBACK(ReduceSum, kCpuDnnl, kCpuRef);

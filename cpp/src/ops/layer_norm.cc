@@ -51,7 +51,8 @@ void CheckStats(const char* op, const Tensor& mean, const Tensor& rstd, size_t M
 
 std::vector<Tensor> LayerNormForward(const Tensor& x_in, const Tensor& weight,
                                      const Tensor& bias, const Shape& ns, float eps) {
-  const char* op = "LayerNormForward";
+  const OpId id = OpId::kLayerNormForward;
+  const char* op = OpName(id);
   LnFwdArgs a;
   CheckRows(op, x_in, ns, &a.M, &a.N);
   SINGA_CHECK_VALUE(eps >= 0.f, op << ": eps must be >= 0, got " << eps);
@@ -76,14 +77,15 @@ std::vector<Tensor> LayerNormForward(const Tensor& x_in, const Tensor& weight,
   if (a.y.Size() == 0) return {a.y, a.mean, a.rstd};
   reads.insert(reads.begin(), a.x.block());
   LaunchKernel(LayerNormForwardKernel(), a, dev, reads,
-               {a.y.block(), a.mean.block(), a.rstd.block()}, op);
+               {a.y.block(), a.mean.block(), a.rstd.block()}, id);
   return {a.y, a.mean, a.rstd};
 }
 
 std::vector<Tensor> LayerNormBackward(const Tensor& dy_in, const Tensor& x_in,
                                       const Tensor& weight, const Tensor& mean,
                                       const Tensor& rstd, const Shape& ns) {
-  const char* op = "LayerNormBackward";
+  const OpId id = OpId::kLayerNormBackward;
+  const char* op = OpName(id);
   LnBwdArgs a;
   CheckRows(op, x_in, ns, &a.M, &a.N);
   CheckNnFloat(op, "gradient dy", dy_in);
@@ -113,7 +115,7 @@ std::vector<Tensor> LayerNormBackward(const Tensor& dy_in, const Tensor& x_in,
       if (!t->empty()) t->SetValue(0.f);
     return {a.dx, a.dweight, a.dbias};
   }
-  LaunchKernel(LayerNormBackwardKernel(), a, dev, reads, writes, op);
+  LaunchKernel(LayerNormBackwardKernel(), a, dev, reads, writes, id);
   return {a.dx, a.dweight, a.dbias};
 }
 

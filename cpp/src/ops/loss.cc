@@ -63,37 +63,38 @@ Operands Check(const char* op, const char* xname, const Tensor& x, const Tensor&
   return {x.Contiguous(), tm.Contiguous(), labels, N, C};
 }
 
-Tensor Run(bool fwd, const KernelSlot<LossKernelFn>& slot, const char* op, const char* xname,
+Tensor Run(bool fwd, const KernelSlot<LossKernelFn>& slot, OpId id, const char* xname,
            const Tensor& x_in, const Tensor& t_in) {
+  const char* op = OpName(id);
   const Operands o = Check(op, xname, x_in, t_in);
   auto* k = slot.For(*o.x.device());
   Tensor out(fwd ? Shape{o.N} : Shape{o.N, o.C}, o.x.device(), o.x.data_type());
   const Tensor x = o.x, t = o.t;
   const bool labels = o.labels;
-  x.device()->Exec([k, x, t, labels, out](Context* ctx) { k(x, t, labels, out, ctx); },
-                   {x.block(), t.block()}, {out.block()}, op);
+  x.device()->Exec({.id = id, .reads = {x.block(), t.block()}, .writes = {out.block()}},
+                   [k, x, t, labels, out](Context* ctx) { k(x, t, labels, out, ctx); });
   return out;
 }
 
 }  // namespace
 
 Tensor SoftmaxCrossEntropyForward(const Tensor& logits, const Tensor& target) {
-  return Run(true, SoftmaxCrossEntropyForwardKernel(), "SoftmaxCrossEntropyForward", "logits",
-             logits, target);
+  return Run(true, SoftmaxCrossEntropyForwardKernel(), OpId::kSoftmaxCrossEntropyForward,
+             "logits", logits, target);
 }
 
 Tensor SoftmaxCrossEntropyBackward(const Tensor& logits, const Tensor& target) {
-  return Run(false, SoftmaxCrossEntropyBackwardKernel(), "SoftmaxCrossEntropyBackward", "logits",
-             logits, target);
+  return Run(false, SoftmaxCrossEntropyBackwardKernel(), OpId::kSoftmaxCrossEntropyBackward,
+             "logits", logits, target);
 }
 
 Tensor CrossEntropyFwd(const Tensor& p, const Tensor& t) {
-  return Run(true, CrossEntropyFwdKernel(), "CrossEntropyFwd", "probabilities", p, t);
+  return Run(true, CrossEntropyFwdKernel(), OpId::kCrossEntropyFwd, "probabilities", p, t);
 }
 
 Tensor SoftmaxCrossEntropyBwd(const Tensor& p, const Tensor& t) {
-  return Run(false, SoftmaxCrossEntropyBwdKernel(), "SoftmaxCrossEntropyBwd", "probabilities", p,
-             t);
+  return Run(false, SoftmaxCrossEntropyBwdKernel(), OpId::kSoftmaxCrossEntropyBwd,
+             "probabilities", p, t);
 }
 
 }  // namespace singa

@@ -7,7 +7,7 @@
 //   Prepared<ConvFwdArgs> PrepareConvFwd(const ConvFwdArgs& a);            // in ops/cpu/...
 //   SINGA_REGISTER_KERNEL(Conv2dForward, kCpuRef, PrepareConvFwd);
 //   // The front: checks, outputs, then one line
-//   LaunchKernel(Conv2dForwardKernel(), args, reads, writes, "Conv2dForward");
+//   LaunchKernel(Conv2dForwardKernel(), args, dev, reads, writes, OpId::kConv2dForward);
 //
 // Why prepare + run rather than a plain run: what a kernel needs besides its operands (the
 // im2col buffer's size, a oneDNN primitive and its scratchpad) depends on the shapes only, so it
@@ -178,7 +178,7 @@ struct HasReluPostOp<Args, std::void_t<decltype(std::declval<Args&>().relu)>> : 
 template <typename Args>
 void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
                   const std::shared_ptr<Device>& dev, std::vector<Block*> reads,
-                  std::vector<Block*> writes, const char* name) {
+                  std::vector<Block*> writes, OpId id) {
   Prepared<Args> p = PrepareWithFallback(slot, a, *dev);
   // While a graph records, also prepare the same call with the ReLU post-op: the graph runs it
   // when y's only reader is a ReLU (Graph: ReLU fusion). Both share one workspace tensor.
@@ -202,9 +202,13 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
     relu_fused = [fa, ws, run = std::move(fused.run)](Context*) {
       run(fa, ws.empty() ? nullptr : OutPtr(ws));
     };
-  dev->Exec(
-      [a, ws, run = std::move(p.run)](Context*) { run(a, ws.empty() ? nullptr : OutPtr(ws)); },
-      reads, writes, name, false, std::move(relu_fused));
+  dev->Exec({.id = id,
+             .reads = std::move(reads),
+             .writes = std::move(writes),
+             .relu_fused = std::move(relu_fused)},
+            [a, ws, run = std::move(p.run)](Context*) {
+              run(a, ws.empty() ? nullptr : OutPtr(ws));
+            });
 }
 
 }  // namespace singa

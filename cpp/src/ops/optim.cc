@@ -69,7 +69,8 @@ void SGDUpdate(Tensor* param, const Tensor& grad, Tensor* buf, const Tensor& lr,
     writes.push_back(args.buf.block());
   }
   auto* k = SGDUpdateKernel().For(*param->device());
-  param->device()->Exec([k, args](Context* ctx) { k(args, ctx); }, reads, writes, "SGDUpdate");
+  param->device()->Exec({.id = OpId::kSGDUpdate, .reads = reads, .writes = writes},
+                        [k, args](Context* ctx) { k(args, ctx); });
 }
 
 void AdamUpdate(Tensor* param, const Tensor& grad, Tensor* m, Tensor* v, const Tensor& lr,

@@ -44,7 +44,7 @@ Tensor Pool2dForward(const Tensor& x_in, const PoolingHandle& h) {
                 Tensor(h.OutputShape(x_in.shape(0)), x_in.device(), x_in.data_type()), h};
   if (a.y.Size() == 0) return a.y;
   LaunchKernel(Pool2dForwardKernel(), a, a.x.device(), {a.x.block()}, {a.y.block()},
-               h.is_max_pooling ? "MaxPool2dForward" : "AvgPool2dForward");
+               h.is_max_pooling ? OpId::kMaxPool2dForward : OpId::kAvgPool2dForward);
   return a.y;
 }
 
@@ -67,7 +67,8 @@ Tensor Pool2dBackward(const Tensor& dy_in, const Tensor& x_in, const Tensor& y_i
                 Tensor(x_in.shape(), x_in.device(), x_in.data_type()), h};
   if (a.dx.Size() == 0) return a.dx;
   LaunchKernel(Pool2dBackwardKernel(), a, a.x.device(), {a.dy.block(), a.x.block()},
-               {a.dx.block()}, h.is_max_pooling ? "MaxPool2dBackward" : "AvgPool2dBackward");
+               {a.dx.block()},
+               h.is_max_pooling ? OpId::kMaxPool2dBackward : OpId::kAvgPool2dBackward);
   return a.dx;
 }
 

@@ -27,16 +27,16 @@ void CheckOut(const char* op, const Tensor* out) {
                                              << ") is a non-contiguous view");
 }
 
-void Submit(const char* op, const KernelSlot<RandomFillFn>& slot, float a, float b, Tensor* out) {
+void Submit(OpId id, const KernelSlot<RandomFillFn>& slot, float a, float b, Tensor* out) {
+  const char* op = OpName(id);
   CheckOut(op, out);
   if (out->Size() == 0) return;
   RandomFillFn* k = slot.For(*out->device());
   const Tensor t = *out;
-  t.device()->Exec(
-      [k, t, a, b](Context* ctx) {
-        k(a, b, static_cast<float*>(t.block()->mutable_data()), t.Size(), ctx);
-      },
-      {}, {t.block()}, op, /*use_rand_generator=*/true);
+  t.device()->Exec({.id = id, .writes = {t.block()}, .use_rand_generator = true},
+                   [k, t, a, b](Context* ctx) {
+                     k(a, b, static_cast<float*>(t.block()->mutable_data()), t.Size(), ctx);
+                   });
 }
 
 }  // namespace
@@ -45,20 +45,20 @@ void Uniform(float low, float high, Tensor* out) {
   SINGA_CHECK_VALUE(std::isfinite(low) && std::isfinite(high) && low <= high,
                     "Uniform: expects finite low <= high, got low " << low << " and high "
                                                                     << high);
-  Submit("Uniform", UniformFillKernel(), low, high, out);
+  Submit(OpId::kUniform, UniformFillKernel(), low, high, out);
 }
 
 void Gaussian(float mean, float std, Tensor* out) {
   SINGA_CHECK_VALUE(std::isfinite(mean) && std::isfinite(std) && std >= 0.f,
                     "Gaussian: expects a finite mean and a finite std >= 0, got mean "
                         << mean << " and std " << std);
-  Submit("Gaussian", GaussianFillKernel(), mean, std, out);
+  Submit(OpId::kGaussian, GaussianFillKernel(), mean, std, out);
 }
 
 void Bernoulli(float p, Tensor* out) {
   SINGA_CHECK_VALUE(p >= 0.f && p <= 1.f,
                     "Bernoulli: expects a probability p in [0, 1], got " << p);
-  Submit("Bernoulli", BernoulliFillKernel(), p, 0.f, out);
+  Submit(OpId::kBernoulli, BernoulliFillKernel(), p, 0.f, out);
 }
 
 }  // namespace singa

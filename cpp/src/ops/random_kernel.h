@@ -1,7 +1,8 @@
 // Private: the kernel slots of the random fills (front: ops/random.cc, CPU: ops/cpu/random.cc).
 //
 //   auto* k = UniformFillKernel().For(*dev);
-//   dev->Exec([k, t](Context* ctx) { k(0.f, 1.f, ptr, n, ctx); }, {}, {t.block()}, "Uniform", true);
+//   dev->Exec({.id = OpId::kUniform, .writes = {t.block()}, .use_rand_generator = true},
+//             [k, t](Context* ctx) { k(0.f, 1.f, ptr, n, ctx); });
 //
 // Every kernel draws from ctx->random_generator, in element order, serially: a seed gives the same
 // tensor whatever the thread count. (a, b) are (low, high), (mean, std) or (p, unused).

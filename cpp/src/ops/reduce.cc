@@ -117,8 +117,9 @@ bool HalfMath(const Tensor& t) {
 
 enum class Kind { kSum, kMean, kMax, kMin, kArgmax, kArgmin };
 
-Tensor Reduce(const char* name, Kind kind, const Tensor& in_raw, const std::vector<int>& axes,
+Tensor Reduce(OpId id, Kind kind, const Tensor& in_raw, const std::vector<int>& axes,
               bool keepdims) {
+  const char* name = OpName(id);
   CheckInput(name, in_raw);
   // numpy's mean of integers is a float: convert first so that the division is exact.
   const Tensor in = kind == Kind::kMean && in_raw.data_type() == kInt ? in_raw.AsType(kFloat32)
@@ -145,8 +146,8 @@ Tensor Reduce(const char* name, Kind kind, const Tensor& in_raw, const std::vect
   const Tensor src = p.src;
   Tensor out(p.out_shape, src.device(), arg ? kInt : src.data_type());
   const Dims3 d{p.outer, p.red, p.inner};
-  src.device()->Exec([k, src, out, d](Context* ctx) { k(src, d, out, ctx); }, {src.block()},
-                     {out.block()}, name);
+  src.device()->Exec({.id = id, .reads = {src.block()}, .writes = {out.block()}},
+                     [k, src, out, d](Context* ctx) { k(src, d, out, ctx); });
   return out;
 }
 
@@ -169,46 +170,47 @@ void SoftLayout(const char* op, const Tensor& in, int axis, size_t* outer, size_
   *inner = Product(in.shape(), a + 1);
 }
 
-Tensor RunSoftMax(const char* name, ReduceKernelFn* k, const Tensor& in_raw, int axis) {
+Tensor RunSoftMax(OpId id, ReduceKernelFn* k, const Tensor& in_raw, int axis) {
+  const char* name = OpName(id);
   size_t outer, dim, inner;
   SoftLayout(name, in_raw, axis, &outer, &dim, &inner);
   const Tensor in = in_raw.Contiguous();
   Tensor out(in.shape(), in.device(), in.data_type());
   if (in.Size() == 0) return out;
   const Dims3 d{outer, dim, inner};
-  in.device()->Exec([k, in, out, d](Context* ctx) { k(in, d, out, ctx); }, {in.block()},
-                    {out.block()}, name);
+  in.device()->Exec({.id = id, .reads = {in.block()}, .writes = {out.block()}},
+                    [k, in, out, d](Context* ctx) { k(in, d, out, ctx); });
   return out;
 }
 
 }  // namespace
 
 Tensor ReduceSum(const Tensor& in, const std::vector<int>& axes, bool keepdims) {
-  return Reduce("ReduceSum", Kind::kSum, in, axes, keepdims);
+  return Reduce(OpId::kReduceSum, Kind::kSum, in, axes, keepdims);
 }
 Tensor ReduceMean(const Tensor& in, const std::vector<int>& axes, bool keepdims) {
-  return Reduce("ReduceMean", Kind::kMean, in, axes, keepdims);
+  return Reduce(OpId::kReduceMean, Kind::kMean, in, axes, keepdims);
 }
 Tensor ReduceMax(const Tensor& in, const std::vector<int>& axes, bool keepdims) {
-  return Reduce("ReduceMax", Kind::kMax, in, axes, keepdims);
+  return Reduce(OpId::kReduceMax, Kind::kMax, in, axes, keepdims);
 }
 Tensor ReduceMin(const Tensor& in, const std::vector<int>& axes, bool keepdims) {
-  return Reduce("ReduceMin", Kind::kMin, in, axes, keepdims);
+  return Reduce(OpId::kReduceMin, Kind::kMin, in, axes, keepdims);
 }
 Tensor Argmax(const Tensor& in, int axis, bool keepdims) {
-  return Reduce("Argmax", Kind::kArgmax, in, {axis}, keepdims);
+  return Reduce(OpId::kArgmax, Kind::kArgmax, in, {axis}, keepdims);
 }
 Tensor Argmin(const Tensor& in, int axis, bool keepdims) {
-  return Reduce("Argmin", Kind::kArgmin, in, {axis}, keepdims);
+  return Reduce(OpId::kArgmin, Kind::kArgmin, in, {axis}, keepdims);
 }
 
-Tensor Sum(const Tensor& in, int axis) { return Reduce("Sum", Kind::kSum, in, {axis}, false); }
+Tensor Sum(const Tensor& in, int axis) { return Reduce(OpId::kSum, Kind::kSum, in, {axis}, false); }
 Tensor Average(const Tensor& in, int axis) {
-  return Reduce("Average", Kind::kMean, in, {axis}, false);
+  return Reduce(OpId::kAverage, Kind::kMean, in, {axis}, false);
 }
 
 float SumAll(const Tensor& in) {
-  Tensor s = Reduce("SumAll", Kind::kSum, in, {}, false);
+  Tensor s = Reduce(OpId::kSumAll, Kind::kSum, in, {}, false);
   // The reduction accumulated in double (int64 for int32), so only the final cast rounds.
   if (s.data_type() == kInt) return static_cast<float>(s.ToVector<int32_t>()[0]);
   return s.ToVector<float>()[0];
@@ -216,26 +218,27 @@ float SumAll(const Tensor& in) {
 
 Tensor SumRows(const Tensor& M) {
   CheckMatrix("SumRows", M);
-  return Reduce("SumRows", Kind::kSum, M, {0}, false);
+  return Reduce(OpId::kSumRows, Kind::kSum, M, {0}, false);
 }
 Tensor SumColumns(const Tensor& M) {
   CheckMatrix("SumColumns", M);
-  return Reduce("SumColumns", Kind::kSum, M, {1}, false);
+  return Reduce(OpId::kSumColumns, Kind::kSum, M, {1}, false);
 }
 Tensor RowMax(const Tensor& M) {
   CheckMatrix("RowMax", M);
-  return Reduce("RowMax", Kind::kMax, M, {1}, false);
+  return Reduce(OpId::kRowMax, Kind::kMax, M, {1}, false);
 }
 
 Tensor SoftMax(const Tensor& in, int axis) {
-  return RunSoftMax("SoftMax", SoftMaxKernel().For(*in.device()), in, axis);
+  return RunSoftMax(OpId::kSoftMax, SoftMaxKernel().For(*in.device()), in, axis);
 }
 Tensor LogSoftMax(const Tensor& in, int axis) {
-  return RunSoftMax("LogSoftMax", LogSoftMaxKernel().For(*in.device()), in, axis);
+  return RunSoftMax(OpId::kLogSoftMax, LogSoftMaxKernel().For(*in.device()), in, axis);
 }
 
 Tensor SoftMaxBackward(const Tensor& dy_raw, const Tensor& y_raw, int axis) {
-  const char* name = "SoftMaxBackward";
+  const OpId id = OpId::kSoftMaxBackward;
+  const char* name = OpName(id);
   CheckInput(name, dy_raw);
   CheckInput(name, y_raw);
   CheckSameDevice(name, {&dy_raw, &y_raw});
@@ -252,8 +255,8 @@ Tensor SoftMaxBackward(const Tensor& dy_raw, const Tensor& y_raw, int axis) {
   if (y.Size() == 0) return dx;
   auto* k = SoftMaxBackwardKernel().For(*y.device());
   const Dims3 d{outer, dim, inner};
-  y.device()->Exec([k, dy, y, dx, d](Context* ctx) { k(dy, y, d, dx, ctx); },
-                   {dy.block(), y.block()}, {dx.block()}, name);
+  y.device()->Exec({.id = id, .reads = {dy.block(), y.block()}, .writes = {dx.block()}},
+                   [k, dy, y, dx, d](Context* ctx) { k(dy, y, d, dx, ctx); });
   return dx;
 }
 

@@ -37,7 +37,8 @@ void CheckStorageType(const char* op, DataType dt) {
                        << " is not supported (expected float32, int32 or float16)");
 }
 
-Tensor Concat(const char* op, const std::vector<Tensor>& in, int axis) {
+Tensor Concat(OpId id, const std::vector<Tensor>& in, int axis) {
+  const char* op = OpName(id);
   SINGA_CHECK_VALUE(!in.empty(), op << ": needs at least one tensor to concatenate");
   const Tensor& first = in[0];
   for (size_t k = 0; k < in.size(); ++k) CheckHasData(op, in[k], k == 0 ? "first" : "an input");
@@ -74,12 +75,13 @@ Tensor Concat(const char* op, const std::vector<Tensor>& in, int axis) {
   for (const Tensor& t : srcs)  // each block once, even when a tensor is passed twice
     if (std::find(reads.begin(), reads.end(), t.block()) == reads.end()) reads.push_back(t.block());
   auto* k = ConcatKernel().For(*first.device());
-  first.device()->Exec([k, srcs, out, a](Context* ctx) { k(srcs, a, out, ctx); }, reads,
-                       {out.block()}, op);
+  first.device()->Exec({.id = id, .reads = reads, .writes = {out.block()}},
+                       [k, srcs, out, a](Context* ctx) { k(srcs, a, out, ctx); });
   return out;
 }
 
-Tensor Slice(const char* op, const Tensor& in, size_t start, size_t end, int axis) {
+Tensor Slice(OpId id, const Tensor& in, size_t start, size_t end, int axis) {
+  const char* op = OpName(id);
   CheckHasData(op, in, "input");
   CheckStorageType(op, in.data_type());
   const size_t a = NormalizeAxis(axis, in.nDim(), op);
@@ -94,8 +96,8 @@ Tensor Slice(const char* op, const Tensor& in, size_t start, size_t end, int axi
   if (out.Size() == 0) return out;
   const std::ptrdiff_t offset = static_cast<std::ptrdiff_t>(start) * in.stride()[a];
   auto* k = SliceKernel().For(*in.device());
-  in.device()->Exec([k, in, offset, out](Context* ctx) { k(in, offset, out, ctx); },
-                    {in.block()}, {out.block()}, op);
+  in.device()->Exec({.id = id, .reads = {in.block()}, .writes = {out.block()}},
+                    [k, in, offset, out](Context* ctx) { k(in, offset, out, ctx); });
   return out;
 }
 
@@ -107,41 +109,44 @@ void CheckRank(const char* op, const Tensor& t, size_t min_rank, size_t max_rank
 
 }  // namespace
 
-Tensor ConcatOn(const std::vector<Tensor>& in, int axis) { return Concat("ConcatOn", in, axis); }
+Tensor ConcatOn(const std::vector<Tensor>& in, int axis) {
+  return Concat(OpId::kConcatOn, in, axis);
+}
 
 Tensor ConcatenateRows(const std::vector<Tensor>& in) {
   for (const Tensor& t : in) CheckRank("ConcatenateRows", t, 1, SIZE_MAX);
-  return Concat("ConcatenateRows", in, 0);
+  return Concat(OpId::kConcatenateRows, in, 0);
 }
 
 Tensor ConcatenateColumns(const std::vector<Tensor>& in) {
   for (const Tensor& t : in) CheckRank("ConcatenateColumns", t, 2, 2);
-  return Concat("ConcatenateColumns", in, 1);
+  return Concat(OpId::kConcatenateColumns, in, 1);
 }
 
 Tensor SliceOn(const Tensor& in, size_t start, size_t end, int axis) {
-  return Slice("SliceOn", in, start, end, axis);
+  return Slice(OpId::kSliceOn, in, start, end, axis);
 }
 Tensor SliceRows(const Tensor& in, size_t start, size_t end) {
   CheckRank("SliceRows", in, 1, SIZE_MAX);
-  return Slice("SliceRows", in, start, end, 0);
+  return Slice(OpId::kSliceRows, in, start, end, 0);
 }
 Tensor SliceColumns(const Tensor& in, size_t start, size_t end) {
   CheckRank("SliceColumns", in, 2, 2);
-  return Slice("SliceColumns", in, start, end, 1);
+  return Slice(OpId::kSliceColumns, in, start, end, 1);
 }
 Tensor CopyRows(const Tensor& in, size_t start, size_t end) {
   CheckRank("CopyRows", in, 1, SIZE_MAX);
-  return Slice("CopyRows", in, start, end, 0);
+  return Slice(OpId::kCopyRows, in, start, end, 0);
 }
 Tensor CopyColumns(const Tensor& in, size_t start, size_t end) {
   CheckRank("CopyColumns", in, 2, 2);
-  return Slice("CopyColumns", in, start, end, 1);
+  return Slice(OpId::kCopyColumns, in, start, end, 1);
 }
 
 void CopyDataToFrom(Tensor* dst, const Tensor& src, size_t num, size_t dst_offset,
                     size_t src_offset) {
-  const char* op = "CopyDataToFrom";
+  const OpId id = OpId::kCopyDataToFrom;
+  const char* op = OpName(id);
   SINGA_CHECK_VALUE(dst != nullptr, op << ": the destination is null");
   CheckHasData(op, *dst, "destination");
   CheckHasData(op, src, "source");
@@ -172,15 +177,15 @@ void CopyDataToFrom(Tensor* dst, const Tensor& src, size_t num, size_t dst_offse
   // Block pointers, and `from` may be a temporary copy that a replayed graph would outlive).
   const Tensor to = *dst;
   auto* k = CopyBytesKernel().For(*dst->device());
-  dst->device()->Exec(
-      [k, from, to, num, es, dst_offset, src_offset](Context* ctx) {
-        k(from, src_offset * es, to, dst_offset * es, num * es, ctx);
-      },
-      {from.block()}, {to.block()}, op);
+  dst->device()->Exec({.id = id, .reads = {from.block()}, .writes = {to.block()}},
+                      [k, from, to, num, es, dst_offset, src_offset](Context* ctx) {
+                        k(from, src_offset * es, to, dst_offset * es, num * es, ctx);
+                      });
 }
 
 Tensor Tensor::Repeat(const std::vector<size_t>& repeats, int axis) const {
-  const char* op = "Repeat";
+  const OpId id = OpId::kRepeat;
+  const char* op = OpName(id);
   CheckHasData(op, *this, "input");
   CheckStorageType(op, dtype_);
   // axis == kNoAxis: numpy's axis=None, the flattened tensor. Other axes may be negative.
@@ -205,9 +210,10 @@ Tensor Tensor::Repeat(const std::vector<size_t>& repeats, int axis) const {
   if (out.Size() == 0) return out;
   const size_t outer = Product(in.shape(), 0, a), inner = Product(in.shape(), a + 1);
   auto* k = RepeatKernel().For(*device_);
-  device_->Exec(
-      [k, in, reps, outer, inner, out](Context* ctx) { k(in, reps, outer, inner, out, ctx); },
-      {in.block()}, {out.block()}, op);
+  device_->Exec({.id = id, .reads = {in.block()}, .writes = {out.block()}},
+                [k, in, reps, outer, inner, out](Context* ctx) {
+                  k(in, reps, outer, inner, out, ctx);
+                });
   return out;
 }
 

@@ -2,7 +2,7 @@
 // fronts (layer_norm.cc, cumsum.cc, gather.cc) and the kernels (cpu/, dnnl/, cuda/).
 //
 //   SINGA_REGISTER_KERNEL(LayerNormForward, kCpuRef, &PrepareForward);   // cpu/layer_norm.cc
-//   LaunchKernel(LayerNormForwardKernel(), args, dev, reads, writes, "LayerNormForward");
+//   LaunchKernel(LayerNormForwardKernel(), args, dev, reads, writes, OpId::kLayerNormForward);
 //
 // Layer norm uses nn_kernels.h's prepare + run form (a oneDNN primitive is made once per shape);
 // the scan and the gathers are plain kernels, like IndexSelect.

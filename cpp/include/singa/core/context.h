@@ -1,9 +1,10 @@
 // singa/core/context.h: per-device state that kernels need when they run.
 //
-//   dev->Exec([=](singa::Context* ctx) {
-//     std::normal_distribution<float> d(0.f, 1.f);
-//     float v = d(ctx->random_generator);
-//   }, {}, {out.block()}, "Gaussian");
+//   dev->Exec({.id = singa::OpId::kGaussian, .writes = {out.block()}, .use_rand_generator = true},
+//             [=](singa::Context* ctx) {
+//               std::normal_distribution<float> d(0.f, 1.f);
+//               float v = d(ctx->random_generator);
+//             });
 //
 // A Context belongs to one Device and is passed to every operation it executes, so kernels reach
 // the random generator (seedable through Device::SetRandSeed) and, on CUDA builds, the cuBLAS /

@@ -2,15 +2,19 @@
 //
 //   std::shared_ptr<singa::Device> cpu = singa::defaultDevice();   // or std::make_shared<CppCPU>()
 //   cpu->SetRandSeed(42);
-//   cpu->Exec([=](singa::Context* ctx) { /* kernel: reads a, writes c */ },
-//             {a.block()}, {c.block()}, "MyOp");
+//   cpu->Exec({.id = singa::OpId::kAdd, .reads = {a.block(), b.block()}, .writes = {c.block()}},
+//             [=](singa::Context* ctx) { /* kernel: reads a and b, writes c */ });
+//   cpu->Exec({.reads = {a.block()}, .writes = {c.block()}, .label = "MyOp"},  // OpId::kCustom
+//             [=](singa::Context* ctx) { /* ... */ });
 //   singa::PoolStats s = cpu->mem_stats();    // bytes in use, peak, reserved
 //
-// Every operation of the library goes through Exec(fn, read_blocks, write_blocks, name). Today Exec
-// runs fn at once; with the graph on it records (fn, reads, writes) instead, and the recorded
-// operations replay later. That is why an op must (1) declare every block it reads and writes,
-// (2) capture tensors by value so that what it touches outlives the call (Apache SINGA's replay
-// crashed on a captured reference to a temporary), and (3) fetch data pointers inside fn.
+// Every operation of the library goes through Exec(desc, fn): desc (OpDesc) says what the
+// operation is (its OpId, singa/core/op_ids.h), which blocks it reads and writes, and how a graph
+// may treat it; fn is the kernel call. Without a graph Exec runs fn at once; with the graph on
+// it records (desc, fn) instead, and the recorded operations replay later. That is why an op
+// must (1) declare every block it reads and writes, (2) capture tensors by value so that what it
+// touches outlives the call (Apache SINGA's replay crashed on a captured reference to a
+// temporary), and (3) fetch data pointers inside fn.
 // Reading values on the host (CopyDataToHostPtr) while buffering throws: nothing has run yet.
 // A graph holds the tensors its operations captured, and they hold the device: call ResetGraph()
 // before dropping a device that recorded a graph. Handles that own the device from outside C++
@@ -37,12 +41,39 @@
 #include "singa/core/common.h"
 #include "singa/core/context.h"
 #include "singa/core/kernel.h"
+#include "singa/core/op_ids.h"
 #include "singa/memory/pool.h"
 
 namespace singa {
 
 class Graph;
 using OpFunc = std::function<void(Context*)>;
+
+/// What Device::Exec is asked to run, besides the kernel call itself. Designated initialisers
+/// name the fields in this order; every one has a default.
+struct OpDesc {
+  OpId id = OpId::kCustom;
+  std::vector<Block*> reads{};   ///< every block the operation reads
+  std::vector<Block*> writes{};  ///< every block it writes ({} initialisers: may be left out)
+  /// The printed name of an OpId::kCustom operation (tests, user kernels); for a library op,
+  /// leave it null: OpName(id) is printed. Only read during the Exec call.
+  const char* label = nullptr;
+  /// The operation draws from the device's generator: a graph keeps such operations in
+  /// submission order and never recomputes them.
+  bool use_rand_generator = false;
+  /// The same operation with max(0, .) applied to writes[0] (a kernel post-op): a graph runs it
+  /// instead when that block's only reader is an OpId::kReLU (Graph: ReLU fusion).
+  OpFunc relu_fused = nullptr;
+  /// A cross-process collective (singa/dist): a graph keeps all of them in submission order, so
+  /// every rank runs its collectives in the same order.
+  bool collective = false;
+  /// false when the kernel is not a pure function of its reads in ways the graph cannot see
+  /// (hidden state): a graph under a memory budget then never reruns it (graph.h).
+  bool recomputable = true;
+
+  /// The name profiles, graph dumps and error messages print.
+  const char* name() const { return id == OpId::kCustom && label && *label ? label : OpName(id); }
+};
 
 class Device {
  public:
@@ -64,17 +95,9 @@ class Device {
   void set_backend(Backend b);
   virtual bool SupportsBackend(Backend b) const = 0;
 
-  /// Submits an operation. See the file comment for the contract. `relu_fused`, when given, is
-  /// the same operation with max(0, .) applied to its first written block (a kernel post-op);
-  /// a graph runs it instead when that block's only reader is a ReLU (Graph: ReLU fusion).
-  /// `collective`: a cross-process collective (singa/dist): a graph keeps all of them in
-  /// submission order, so every rank runs its collectives in the same order.
-  /// `recomputable`: false when fn is not a pure function of its reads in ways the graph cannot
-  /// see (hidden state); a graph under a memory budget then never reruns it (graph.h).
-  void Exec(OpFunc fn, const std::vector<Block*>& read_blocks,
-            const std::vector<Block*>& write_blocks, const std::string& op_name = "",
-            bool use_rand_generator = false, OpFunc relu_fused = nullptr,
-            bool collective = false, bool recomputable = true);
+  /// Submits an operation: runs fn now, or records (desc, fn) while a graph buffers. See the
+  /// file comment for the contract and OpDesc for the fields.
+  void Exec(OpDesc desc, OpFunc fn);
 
   /// A block of `size` bytes with no memory yet.
   std::shared_ptr<Block> NewBlock(size_t size);

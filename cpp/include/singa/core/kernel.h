@@ -9,7 +9,8 @@
 //   // The front validates, makes the outputs, then picks the kernel once, at the call, and
 //   // captures the plain function pointer (a graph replay does no lookup):
 //   auto* k = Conv2dForwardKernel().For(*x.device());
-//   x.device()->Exec([k, args](Context* ctx) { k(args, ctx); }, reads, writes, "Conv2dForward");
+//   x.device()->Exec({.id = OpId::kConv2dForward, .reads = reads, .writes = writes},
+//                    [k, args](Context* ctx) { k(args, ctx); });
 //
 // A device computes with one backend at a time (Device::backend(); CppCPU: kCpuDnnl when built
 // with oneDNN, else kCpuRef; Device::set_backend switches, e.g. to compare with the reference).

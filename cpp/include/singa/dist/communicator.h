@@ -106,9 +106,9 @@ class Communicator {
   struct Mpi;    // the entry points of libsinga_mpi.so (src/dist/mpi_table.h)
 
  private:
-  void Submit(std::vector<Tensor>& ts, const char* op, int mode, float scale, float spars,
-              bool topK, Tensor* acc);
-  void SubmitMpi(std::vector<Tensor>& ts, const char* op, int mode, float scale, float spars,
+  void Submit(std::vector<Tensor>& ts, OpId id, int mode, float scale, float spars, bool topK,
+              Tensor* acc);
+  void SubmitMpi(std::vector<Tensor>& ts, OpId id, int mode, float scale, float spars,
                  bool topK, Tensor* acc);
   int StartBucketMpi(std::vector<Tensor>& ts, bool half);
   void WaitBucketMpi(int handle, float scale);

@@ -34,9 +34,9 @@
 //
 // ReLU fusion (planned memory only; SetFusion(false) turns it off): an operation submitted with a
 // fused variant (convolution and batch-norm forwards: the ReLU as a kernel post-op) whose first
-// written block y is read by exactly one operation, a "ReLU" y -> z, with neither y nor z held by
-// a user handle and each written once, runs its variant; the ReLU becomes a no-op and z is an
-// alias of y: one offset, y's lifetime extended to z's. The values are the same as unfused.
+// written block y is read by exactly one operation, an OpId::kReLU y -> z, with neither y nor z
+// held by a user handle and each written once, runs its variant; the ReLU becomes a no-op and z
+// is an alias of y: one offset, y's lifetime extended to z's. The values are the same as unfused.
 //
 // Memory budget (planned memory only; SetMemoryBudget): when the unconstrained plan (persistent
 // blocks + arena) exceeds the budget, activations are dropped after a use and recomputed before
@@ -87,7 +87,8 @@ class Graph {
   struct Node {
     OpFunc fn;
     std::vector<Block*> reads, writes;
-    std::string name;
+    OpId id = OpId::kCustom;   ///< what the graph's rewrites key on (never the printed name)
+    std::string name;          ///< the printed name (OpDesc::name())
     bool use_rand = false;
     bool collective = false;   ///< an MPI/NCCL collective: chained in submission order
     OpFunc relu_fused;         ///< the operation with a ReLU post-op on writes[0], if it has one
@@ -114,10 +115,7 @@ class Graph {
   ~Graph();
 
   /// Records one operation (called by Device::Exec while buffering).
-  void AddOperation(OpFunc fn, const std::vector<Block*>& reads,
-                    const std::vector<Block*>& writes, const std::string& name, bool use_rand,
-                    OpFunc relu_fused = nullptr, bool collective = false,
-                    bool recomputable = true);
+  void AddOperation(OpDesc desc, OpFunc fn);
   /// Runs every recorded operation; builds the graph first if it changed.
   void Run(bool sequential);
   /// Drops every recorded operation and releases planned memory.
