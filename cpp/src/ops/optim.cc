@@ -118,8 +118,10 @@ void AdamUpdate(Tensor* param, const Tensor& grad, Tensor* m, Tensor* v, const T
                             beta_2.block(),  epsilon.block(), weight_decay.block(),
                             step.block()};
   auto* k = AdamUpdateKernel().For(*param->device());
-  param->device()->Exec([k, a](Context* ctx) { k(a, ctx); }, std::move(reads),
-                        {a.param.block(), a.m.block(), a.v.block()}, "AdamUpdate");
+  param->device()->Exec({.id = OpId::kAdamUpdate,
+                         .reads = std::move(reads),
+                         .writes = {a.param.block(), a.m.block(), a.v.block()}},
+                        [k, a](Context* ctx) { k(a, ctx); });
 }
 
 }  // namespace singa
