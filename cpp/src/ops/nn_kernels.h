@@ -95,10 +95,10 @@ SINGA_KERNEL_SLOT_DECL(BatchNormForwardTraining, PrepareFn<BnTrainArgs>);
 SINGA_KERNEL_SLOT_DECL(BatchNormForwardInference, PrepareFn<BnInferArgs>);
 SINGA_KERNEL_SLOT_DECL(BatchNormBackward, PrepareFn<BnBwdArgs>);
 
-/// float32, or float16 on a device that computes with CUDA (half conv / pooling there; the CPU
-/// keeps float16 as storage only).
+/// float32, bfloat16 (bf16.h says where it runs natively), or float16 on a device that computes
+/// with CUDA (half conv / pooling there; the CPU keeps float16 as storage only).
 inline bool IsNnFloat(const Tensor& t) {
-  return t.data_type() == kFloat32 ||
+  return t.data_type() == kFloat32 || t.data_type() == kBFloat16 ||
          (t.data_type() == kFloat16 && t.device() && t.device()->backend() == Backend::kCuda);
 }
 
@@ -113,7 +113,7 @@ inline void CheckSameDtype(const char* op, std::initializer_list<const Tensor*> 
 /// A non-empty float tensor (IsNnFloat): the `what` operand of `op`.
 inline void CheckNnFloat(const char* op, const char* what, const Tensor& t) {
   SINGA_CHECK(t.block() != nullptr, ValueError, op << ": the " << what << " tensor is empty");
-  SINGA_CHECK_DTYPE(IsNnFloat(t), op << ": expects a float32 " << what
+  SINGA_CHECK_DTYPE(IsNnFloat(t), op << ": expects a float32 or bfloat16 " << what
                                     << " (or float16 on a CUDA device), got " << t.data_type());
 }
 
