@@ -15,6 +15,10 @@ Speed covers --iters steps after --warmup ones (the graph's first step records i
 torch.compile's compiles). For graph mode Plan(MB) is what singa's planner reserves
 (parameters, optimizer state and inputs + the arena) and LB(MB) the liveness lower bound.
 --profile adds singa's per-operation profile of one graph step (where the time goes).
+"OpenBLAS sgemm" runs the matrix products through OpenBLAS (device.set_gemm_backend), as all
+products ran before oneDNN's sgemm was chosen where OpenBLAS' kernels are older than the CPU;
+"unfused Adam" updates with the ~10 core ops per parameter that opt.Adam ran before its fused
+step (opt.Adam.fused = False); "before" is both.
 The workers run in the machine's default environment.
 """
 import argparse
@@ -29,6 +33,9 @@ sys.path.insert(0, HERE)
 from bench_train import reset_peak, rss_kb, run_one  # noqa: E402
 
 MODES = [("graph", "singa graph, bfs"), ("graph-serial", "singa graph, serial"),
+         ("graph-openblas", "singa graph, bfs, OpenBLAS sgemm"),
+         ("graph-unfused", "singa graph, bfs, unfused Adam"),
+         ("graph-before", "singa graph, bfs, OpenBLAS sgemm + unfused Adam"),
          ("eager", "singa eager"), ("torch", "pytorch eager"),
          ("torch-compile", "pytorch torch.compile")]
 
@@ -90,10 +97,14 @@ def worker(cfg):
         from singa import device, opt, tensor
         dev = device.get_default_device()
         dev.SetRandSeed(0)
+        if mode.endswith(("-openblas", "-before")):  # the products' library before oneDNN's
+            device.set_gemm_backend("openblas")
+        adam = opt.Adam(lr=1e-3)
+        adam.fused = not mode.endswith(("-unfused", "-before"))  # Adam as ~10 ops per tensor
         reset_peak()
         base = rss_kb("VmRSS")
         net = gpt.GPT(cfg["vocab"], cfg["seq"], cfg["d_model"], cfg["heads"], cfg["layers"])
-        net.set_optimizer(opt.Adam(lr=1e-3))
+        net.set_optimizer(adam)
         tx, ty = tensor.from_numpy(x, dev), tensor.from_numpy(y, dev)
         net.compile([tx], is_train=True, use_graph=mode.startswith("graph"),
                     sequential=mode == "graph-serial")

@@ -24,6 +24,8 @@ The "reference kernels" rows run singa's own CPU kernels (im2col + OpenBLAS) ins
 The "inference" rows time the forward alone in evaluation mode (their Speedup and Speed / PyTorch
 are relative to the eager inference rows): singa's graph rows record net.forward once on the
 device and replay it (where batch norms fold into the convolutions: graph.h, epilogue fusion).
+The "OpenBLAS sgemm" rows keep oneDNN but run the matrix products through OpenBLAS
+(device.set_gemm_backend("openblas")), what the default was before oneDNN's sgemm was chosen.
 """
 import argparse
 import json
@@ -43,6 +45,7 @@ MODES = [("layer", "layer"), ("eager", "model: disable graph"),
          ("bfs-noplan", "model: enable graph, bfs, planner off"),
          ("serial-noplan", "model: enable graph, serial, planner off"),
          ("bfs-ref", "model: enable graph, bfs, reference kernels"),
+         ("bfs-openblas", "model: enable graph, bfs, OpenBLAS sgemm"),
          ("bfs-nofuse", "model: enable graph, bfs, epilogue fusion off"),
          ("bfs-nocap", "model: enable graph, bfs, CUDA Graph capture off"),
          ("torch", "pytorch eager"),
@@ -110,6 +113,8 @@ def worker(cfg):
         dev.SetRandSeed(0)
         if mode.endswith("-ref"):
             dev.set_backend("cpu")
+        if mode.endswith("-openblas"):  # the products' library before oneDNN's was chosen
+            device.set_gemm_backend("openblas")
         reset_peak()
         base = rss_kb("VmRSS")
         net = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": models.resnet18,
@@ -255,7 +260,7 @@ def main():
         rows = {}
         modes = [(m, l) for m, l in MODES
                  if m in args.modes and (not m.startswith("torch") or have_torch)
-                 and not (args.device == "gpu" and m.endswith("-ref"))
+                 and not (args.device == "gpu" and m.endswith(("-ref", "-openblas")))
                  and not (args.device == "cpu" and m in GPU_ONLY)]
         for _ in range(args.rounds):  # interleaved, so that a slow spell hits every mode
             for mode, _label in modes:

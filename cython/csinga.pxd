@@ -243,3 +243,7 @@ cdef extern from "singa/ops/optim.h" namespace "singa" nogil:
     void c_SGDUpdate "singa::SGDUpdate"(CTensor*, const CTensor&, CTensor*, const CTensor&,
                                         const CTensor&, const CTensor&, const CTensor&,
                                         bool) except +raise_py_error
+    void c_AdamUpdate "singa::AdamUpdate"(CTensor*, const CTensor&, CTensor*, CTensor*,
+                                          const CTensor&, const CTensor&, const CTensor&,
+                                          const CTensor&, const CTensor&, const CTensor&,
+                                          bool) except +raise_py_error

@@ -33,3 +33,32 @@ def kernel_table():
     is 'kernel' (the backend has its own), 'fallback -> X' (it states that backend X's kernel
     runs) or 'missing'. Backends are named 'cpu' (reference), 'dnnl' (oneDNN) and 'cuda'."""
     return [tuple(line.decode().split("\t")) for line in singa_kernel_table_lines()]
+
+
+# Which library runs the CPU's float32 products (singa/ops/gemm_backend.h); singa.device wraps
+# these as gemm_backend(), set_gemm_backend(), last_gemm_backend().
+cdef extern from "singa/ops/gemm_backend.h" namespace "singa":
+    string GemmBackendName() except +raise_py_error
+    string GemmBackendReason() except +raise_py_error
+    void SetGemmBackend(const string& mode) except +raise_py_error
+    string LastGemmBackend() except +raise_py_error
+
+
+def gemm_backend():
+    """'dnnl' or 'openblas': the library the CPU's float32 products use in this process."""
+    return GemmBackendName().decode()
+
+
+def gemm_backend_reason():
+    """Why gemm_backend() is what it is (SINGA_GEMM, or the auto rule's comparison)."""
+    return GemmBackendReason().decode()
+
+
+def set_gemm_backend(mode):
+    """Re-decide with mode ('auto', 'openblas' or 'dnnl') in place of SINGA_GEMM."""
+    SetGemmBackend(mode.encode())
+
+
+def last_gemm_backend():
+    """'dnnl' or 'openblas': the library that ran the most recent CPU product ('none' before)."""
+    return LastGemmBackend().decode()

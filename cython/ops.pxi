@@ -347,3 +347,14 @@ def SGDUpdate(Tensor param not None, Tensor grad not None, Tensor buf, Tensor lr
         b = &buf.c
     with nogil:
         c_SGDUpdate(&param.c, grad.c, b, lr.c, momentum.c, dampening.c, weight_decay.c, nesterov)
+
+
+def AdamUpdate(Tensor param not None, Tensor grad not None, Tensor m not None,
+               Tensor v not None, Tensor lr not None, Tensor beta_1 not None,
+               Tensor beta_2 not None, Tensor epsilon not None, Tensor weight_decay not None,
+               Tensor step not None, bool decay=False):
+    """One fused Adam step in place on param, m and v (singa/ops/optim.h); step is the
+    optimizer's step counter (t = step + 1); decay applies weight_decay."""
+    with nogil:
+        c_AdamUpdate(&param.c, grad.c, &m.c, &v.c, lr.c, beta_1.c, beta_2.c, epsilon.c,
+                     weight_decay.c, step.c, decay)

@@ -16,6 +16,12 @@ graph replay) check its float outputs; the first one that produces NaN or Inf ra
 ``NonFiniteError`` (a ``FloatingPointError``) naming the operation, the output shape and the
 counts. ``Model.compile(..., check_finite=True)`` sets it on the model's device.
 
+Matrix products on the CPU run oneDNN's or OpenBLAS' sgemm, chosen once per process
+(``gemm_backend()``, with the reason): oneDNN where OpenBLAS' kernels are older than the CPU
+(Debian's OpenBLAS runs SSE3 kernels on recent Xeons). ``SINGA_GEMM=auto|openblas|dnnl`` in the
+environment or ``set_gemm_backend(...)`` overrides the choice; ``last_gemm_backend()`` names the
+library that ran the latest product.
+
 This build may lack CUDA (``singa_wrap.USE_CUDA`` is False), or a CUDA build may run where no GPU
 is usable. Then the GPU functions that report (``get_num_gpus``, ``get_gpu_ids``) answer "no GPU",
 and those that would create or query a GPU raise ``DeviceUnavailableError``, which is a RuntimeError (and, for code written against Apache
@@ -32,7 +38,8 @@ __all__ = [
     "get_num_gpus", "get_gpu_ids", "get_gpu_mem_size", "device_query", "create_opencl_device",
     "get_num_opencl_platforms", "get_num_opencl_devices", "enable_lazy_alloc",
     "is_lazy_alloc_enabled", "get_memory_stats", "get_memory_in_use", "get_peak_memory",
-    "reset_peak_memory", "default_device", "cpu_features",
+    "reset_peak_memory", "default_device", "cpu_features", "gemm_backend", "set_gemm_backend",
+    "last_gemm_backend",
 ]
 
 
@@ -232,3 +239,25 @@ def get_peak_memory(dev=None):
 def reset_peak_memory(dev=None):
     """Restarts peak tracking of ``dev`` from the current use."""
     _dev(dev, "reset_peak_memory").ResetPeak()
+
+
+def gemm_backend(reason=False):
+    """'dnnl' or 'openblas': the library of this process's CPU float32 products; with
+    reason=True a pair (name, why), e.g. ('dnnl', 'auto: OpenBLAS runs its Prescott (sse)
+    kernels on a CPU with avx512')."""
+    name = singa.gemm_backend()
+    return (name, singa.gemm_backend_reason()) if reason else name
+
+
+def set_gemm_backend(mode):
+    """Chooses the CPU products' library as SINGA_GEMM would: 'auto', 'openblas' or 'dnnl'
+    ('dnnl' in a build without oneDNN keeps OpenBLAS). Graphs recorded before follow it."""
+    if not isinstance(mode, str):
+        raise TypeError("set_gemm_backend: expected 'auto', 'openblas' or 'dnnl', got %r"
+                        % (mode,))
+    singa.set_gemm_backend(mode)
+
+
+def last_gemm_backend():
+    """'dnnl' or 'openblas': the library that ran the latest CPU product ('none' before any)."""
+    return singa.last_gemm_backend()

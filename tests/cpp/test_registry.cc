@@ -78,7 +78,7 @@ TEST(Registry, EveryElementwiseTableLineAndCoreOpHasItsSlot) {
       "LogSoftMax", "SoftMaxBackward", "Gemm", "BatchedGemm", "Axpy", "Dot", "Asum", "Nrm2",
       "Concat", "Slice", "Repeat", "IndexSelect", "IndexAdd", "SoftmaxCrossEntropyForward",
       "SoftmaxCrossEntropyBackward", "CrossEntropyFwd", "SoftmaxCrossEntropyBwd", "SGDUpdate",
-      "StridedCopy", "CopyBytes", "Fill", "AttentionForward", "AttentionBackward"};
+      "AdamUpdate", "StridedCopy", "CopyBytes", "Fill", "AttentionForward", "AttentionBackward"};
   const Rows rows = KernelTable();
   std::set<std::string> seen;
   for (const std::string& op : expected) {

@@ -472,6 +472,24 @@ def test_attention_dropout_on_gpu_backward_uses_the_forward_mask(gpu):
         autograd.training = was
 
 
+def test_fused_adam_on_gpu_equals_cpu(gpu):
+    """opt.Adam's fused AdamUpdate (cuda/optim.cu) against the CPU kernel: nvcc may contract
+    a * b + c into one FMA, so within a few ulps rather than bit for bit."""
+    rng = np.random.default_rng(5)
+    p0 = rng.standard_normal(50001).astype(np.float32)
+    grads = [rng.standard_normal(50001).astype(np.float32) for _ in range(3)]
+    out = []
+    for dev in (device.get_default_device(), gpu):
+        p = tensor.from_numpy(p0, dev)
+        adam = opt.Adam(lr=0.05, weight_decay=0.01)
+        for g in grads:
+            adam.apply("p", p, tensor.from_numpy(g, dev))
+            adam.step()
+        out.append([N(t) for t in (p, adam.m["p"], adam.v["p"])])
+    for name, a, b in zip(("param", "m", "v"), out[1], out[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
 # ---- bfloat16 (test_bfloat16.py holds the CPU's own checks) ------------------------------------
 BF16_STEP = dict(rtol=2 ** -7, atol=1e-6)  # one bf16 rounding step apart at most
 

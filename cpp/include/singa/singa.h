@@ -32,6 +32,7 @@
 #include "singa/ops/blas.h"
 #include "singa/ops/elementwise.h"
 #include "singa/ops/elementwise_functors.h"
+#include "singa/ops/gemm_backend.h"
 #include "singa/ops/nn.h"
 #include "singa/ops/optim.h"
 #include "singa/ops/random.h"

@@ -150,5 +150,12 @@ struct SGDArgs {
   bool has_buf = false, nesterov = false;
 };
 SINGA_KERNEL_SLOT_DECL(SGDUpdate, void(const SGDArgs& a, Context* ctx));
+/// One Adam step (adam_step.h): param, grad, m, v contiguous float32 of one size; lr, the betas,
+/// epsilon, weight_decay and step (the optimizer's step counter) (1,) float32 device tensors.
+struct AdamArgs {
+  Tensor param, grad, m, v, lr, beta1, beta2, epsilon, weight_decay, step;
+  bool decay = false;  // false: weight decay is off (g = grad, not grad + p * 0)
+};
+SINGA_KERNEL_SLOT_DECL(AdamUpdate, void(const AdamArgs& a, Context* ctx));
 
 }  // namespace singa

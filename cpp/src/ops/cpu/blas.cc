@@ -1,10 +1,13 @@
 // CPU reference kernels of the BLAS ops, through OpenBLAS' cblas interface (fronts: ../blas.cc).
+// The oneDNN backend's products (dnnl/gemm.cc) run these when OpenBLAS is the process's choice.
 #include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
 
+#include "../gemm_batch.h"
 #include "../kernel_slots.h"
+#include "singa/ops/gemm_backend.h"
 
 namespace singa {
 namespace cpu {
@@ -50,6 +53,7 @@ void SplitSgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float*
 
 void Gemm(const GemmArgs& g, Context*) {
   if (g.m == 0 || g.n == 0) return;
+  NoteGemmRan(GemmLib::kOpenBlas);
   SplitSgemm(g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha,
              static_cast<const float*>(g.a.block()->data()), g.lda,
              static_cast<const float*>(g.b.block()->data()), g.ldb, g.beta,
@@ -58,22 +62,13 @@ void Gemm(const GemmArgs& g, Context*) {
 
 void BatchedGemm(const BatchedGemmArgs& g, Context*) {
   if (g.m == 0 || g.n == 0) return;
-  const float* pa = static_cast<const float*>(g.a.block()->data());
-  const float* pb = static_cast<const float*>(g.b.block()->data());
-  float* pc = static_cast<float*>(g.c.block()->mutable_data());
-  const size_t nb = Product(g.batch), mn = size_t(g.m) * size_t(g.n);
-  for (size_t i = 0; i < nb; ++i) {
-    std::ptrdiff_t oa = 0, ob = 0, rem = static_cast<std::ptrdiff_t>(i);
-    for (size_t d = g.batch.size(); d-- > 0;) {
-      std::ptrdiff_t idx = rem % static_cast<std::ptrdiff_t>(g.batch[d]);
-      rem /= static_cast<std::ptrdiff_t>(g.batch[d]);
-      oa += idx * g.a.stride()[d];
-      ob += idx * g.b.stride()[d];
-    }
-    cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
-                g.trans_b ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.f, pa + oa, g.lda,
-                pb + ob, g.ldb, 0.f, pc + i * mn, g.n);
-  }
+  NoteGemmRan(GemmLib::kOpenBlas);
+  const CBLAS_TRANSPOSE TA = g.trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE TB = g.trans_b ? CblasTrans : CblasNoTrans;
+  ForEachProduct(g, [&](const float* a, const float* b, float* c) {
+    cblas_sgemm(CblasRowMajor, TA, TB, g.m, g.n, g.k, 1.f, a, g.lda, b, g.ldb, 0.f, c, g.n);
+    return 0;
+  });
 }
 
 void Axpy(float alpha, const Tensor& x, const Tensor& y, Context*) {
@@ -111,9 +106,10 @@ SINGA_REGISTER_KERNEL(Axpy, kCpuRef, &Axpy);
 SINGA_REGISTER_KERNEL(Dot, kCpuRef, &Dot);
 SINGA_REGISTER_KERNEL(Asum, kCpuRef, &Asum);
 SINGA_REGISTER_KERNEL(Nrm2, kCpuRef, &Nrm2);
-// oneDNN's matmul is not faster than OpenBLAS' sgemm here; the reference kernels run.
+#ifndef SINGA_USE_DNNL  // else dnnl/gemm.cc's kernels choose oneDNN or these per process
 SINGA_KERNEL_FALLBACK(Gemm, kCpuDnnl, kCpuRef);
 SINGA_KERNEL_FALLBACK(BatchedGemm, kCpuDnnl, kCpuRef);
+#endif
 SINGA_KERNEL_FALLBACK(Axpy, kCpuDnnl, kCpuRef);
 SINGA_KERNEL_FALLBACK(Dot, kCpuDnnl, kCpuRef);
 SINGA_KERNEL_FALLBACK(Asum, kCpuDnnl, kCpuRef);

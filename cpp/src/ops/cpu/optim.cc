@@ -2,6 +2,7 @@
 // and the other hyper-parameters are read here, from their device tensors, at every run.
 #include <cstddef>
 
+#include "../adam_step.h"
 #include "../kernel_slots.h"
 #include "../strided.h"
 
@@ -39,8 +40,24 @@ void SGDUpdate(const SGDArgs& a, Context*) {
   }
 }
 
+void AdamUpdate(const AdamArgs& a, Context*) {
+  auto value = [](const Tensor& t) { return *static_cast<const float*>(t.block()->data()); };
+  const AdamScalars s = AdamScalarsOf(value(a.lr), value(a.beta1), value(a.beta2),
+                                      value(a.epsilon), value(a.weight_decay), value(a.step),
+                                      a.decay);
+  float* __restrict pp = static_cast<float*>(a.param.block()->mutable_data());
+  const float* __restrict gp = static_cast<const float*>(a.grad.block()->data());
+  float* __restrict mp = static_cast<float*>(a.m.block()->mutable_data());
+  float* __restrict vp = static_cast<float*>(a.v.block()->mutable_data());
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(a.param.Size());
+#pragma omp parallel for simd schedule(static) if (n >= std::ptrdiff_t(kParallelGrain))
+  for (std::ptrdiff_t i = 0; i < n; ++i) AdamElement(pp[i], gp[i], mp[i], vp[i], s);
+}
+
 }  // namespace
 
+SINGA_REGISTER_KERNEL(AdamUpdate, kCpuRef, &AdamUpdate);
+SINGA_KERNEL_FALLBACK(AdamUpdate, kCpuDnnl, kCpuRef);
 SINGA_REGISTER_KERNEL(SGDUpdate, kCpuRef, &SGDUpdate);
 SINGA_KERNEL_FALLBACK(SGDUpdate, kCpuDnnl, kCpuRef);  // a vector loop: nothing for oneDNN to do
 
