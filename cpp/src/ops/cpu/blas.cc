@@ -112,12 +112,6 @@ SINGA_REGISTER_KERNEL(Dot, kCpuRef, &Dot);
 SINGA_REGISTER_KERNEL(Asum, kCpuRef, &Asum);
 SINGA_REGISTER_KERNEL(Nrm2, kCpuRef, &Nrm2);
 // oneDNN's matmul is not faster than OpenBLAS' sgemm here; the reference kernels run.
-SINGA_KERNEL_FALLBACK(Gemm, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(BatchedGemm, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Axpy, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Dot, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Asum, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Nrm2, kCpuDnnl, kCpuRef);
 
 }  // namespace cpu
 }  // namespace singa
