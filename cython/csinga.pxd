@@ -29,11 +29,15 @@ cdef extern from "singa/core/common.h" namespace "singa":
         kChar "singa::kChar"
         kDouble "singa::kDouble"
         kUChar "singa::kUChar"
+        kBFloat16 "singa::kBFloat16"
     ctypedef enum LangType "singa::LangType":
         kCpp "singa::kCpp"
         kCuda "singa::kCuda"
         kOpencl "singa::kOpencl"
     size_t SizeOf(DataType t) except +raise_py_error
+
+cdef extern from "singa/core/cpu_features.h" namespace "singa":
+    const vector[string]& CpuFeatures() except +raise_py_error
 
 cdef extern from "singa/memory/pool.h" namespace "singa":
     cdef cppclass PoolStats:

@@ -265,6 +265,14 @@ cdef Device wrap_device(shared_ptr[CDevice] d):
     return dev
 
 
+def cpu_features():
+    """The instruction sets of this CPU (cpuid, and the OS's xgetbv for AVX/AMX state) as a
+    frozenset of names spelt as /proc/cpuinfo does: 'avx2', 'avx512f', 'avx512_bf16',
+    'amx_bf16', 'amx_tile'... Names listed in the environment variable SINGA_CPU_FEATURES_MASK
+    (comma-separated, read at the first call) are left out, to test what a smaller CPU does."""
+    return frozenset(s.decode() for s in CpuFeatures())
+
+
 def get_default_device():
     """The process-wide host device."""
     return wrap_device(defaultDevice())

@@ -32,6 +32,7 @@ cnp.import_array()
 # (The C enums of the same names are cimported, so the Python attributes go through globals().)
 for _name, _value in (("kFloat32", <int>kFloat32), ("kFloat16", <int>kFloat16), ("kInt", <int>kInt),
                       ("kChar", <int>kChar), ("kDouble", <int>kDouble), ("kUChar", <int>kUChar),
+                      ("kBFloat16", <int>kBFloat16),
                       ("kCpp", <int>kCpp), ("kCuda", <int>kCuda), ("kOpencl", <int>kOpencl)):
     globals()[_name] = _value
 

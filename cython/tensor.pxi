@@ -3,6 +3,34 @@
 _NP_OF = {kFloat32: np.float32, kInt: np.int32, kFloat16: np.float16}
 _DT_OF = {np.dtype(np.float32): kFloat32, np.dtype(np.int32): kInt,
           np.dtype(np.float16): kFloat16}
+# bfloat16 in numpy: ml_dtypes.bfloat16 when that package imports, else its uint16 bit patterns.
+try:
+    import ml_dtypes as _ml_dtypes
+    BFLOAT16_NUMPY = np.dtype(_ml_dtypes.bfloat16)
+    _DT_OF[BFLOAT16_NUMPY] = kBFloat16
+except ImportError:
+    BFLOAT16_NUMPY = np.dtype(np.uint16)
+_NP_OF[kBFloat16] = BFLOAT16_NUMPY
+
+
+def bfloat16_bits(a):
+    """The bfloat16 bit patterns (uint16) of float values: round to nearest even, NaN kept NaN
+    (as the core's FloatToBFloat16)."""
+    f = np.ascontiguousarray(a, dtype=np.float32)
+    x = f.view(np.uint32).astype(np.uint64)
+    r = ((x + 0x7fff + ((x >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(f)
+    r[nan] = ((x[nan] >> 16) | 0x40).astype(np.uint16)
+    return r
+
+
+def _host_copy_source(a, int dt):
+    """The contiguous numpy array whose bytes are copied into a tensor of dtype dt."""
+    if dt != kBFloat16:
+        return np.ascontiguousarray(a, dtype=_NP_OF[dt])
+    if a.dtype == BFLOAT16_NUMPY and a.dtype != np.uint16:  # already bf16 (ml_dtypes)
+        return np.ascontiguousarray(a)
+    return bfloat16_bits(a)
 
 
 cdef vector[size_t] as_shape(str op, shape) except *:
@@ -33,12 +61,13 @@ cdef shared_ptr[CDevice] as_device(dev) except *:
 
 
 cdef DataType as_dtype(dtype) except *:
-    if isinstance(dtype, int) and dtype in (kFloat32, kFloat16, kInt):
+    if isinstance(dtype, int) and dtype in (kFloat32, kFloat16, kInt, kBFloat16):
         return <DataType>dtype
     try:
         return _DT_OF[np.dtype(dtype)]
     except (TypeError, KeyError):
-        raise TypeError("unsupported dtype %r (expected float32, float16 or int32)" % (dtype,))
+        raise TypeError("unsupported dtype %r (expected float32, float16, bfloat16 or int32)"
+                        % (dtype,))
 
 
 cdef class Tensor:
@@ -310,6 +339,8 @@ cdef class Tensor:
 
 
 cdef str _dtype_name(int dt):
+    if dt == kBFloat16:
+        return "bfloat16"
     return np.dtype(_NP_OF.get(dt, np.float32)).name
 
 
@@ -345,9 +376,9 @@ def copy_from_numpy(Tensor t not None, arr, size_t offset=0):
     if dt not in _NP_OF:
         raise TypeError("copy_from_numpy: unsupported tensor dtype %d" % dt)
     a = np.asarray(arr)
-    if a.dtype.kind not in "biuf":
+    if a.dtype.kind not in "biuf" and a.dtype != BFLOAT16_NUMPY:
         raise TypeError("copy_from_numpy: expected a numeric array, got dtype %s" % a.dtype)
-    cdef cnp.ndarray src = np.ascontiguousarray(a, dtype=_NP_OF[dt])
+    cdef cnp.ndarray src = _host_copy_source(a, dt)
     cdef size_t n = src.size
     if offset + n > t.c.Size():
         raise ValueError("copy_from_numpy: %d values at offset %d do not fit a tensor of shape %s"

@@ -27,9 +27,17 @@ float32 = getattr(singa, "kFloat32", 0)
 float16 = getattr(singa, "kFloat16", 1)
 int32 = getattr(singa, "kInt", 2)
 
+# bfloat16 is ours (code 6, past SINGA's last): SINGA 3.3 code never meets it unless it asks.
+# Its numpy face is ml_dtypes.bfloat16 when ml_dtypes imports, else uint16 bit patterns
+# (singa_wrap.BFLOAT16_NUMPY says which).
+bfloat16 = getattr(singa, "kBFloat16", 6)
+
 _NP_TYPE = {float32: np.float32, float16: np.float16, int32: np.int32}
 _NAMES = {float32: "float32", float16: "float16", int32: "int32"}
+_SINGA_NAMES = dict(_NAMES)  # Apache SINGA 3.3's Tensor.dtype_name
+_NAMES[bfloat16] = "bfloat16"
 _BY_NAME = {"float": float32, "float32": float32, "float16": float16, "half": float16,
+            "bfloat16": bfloat16, "bf16": bfloat16,
             "int": int32, "int32": int32}
 _NUMBER = (int, float, np.integer, np.floating, bool, np.bool_)
 
@@ -39,7 +47,7 @@ def _dtype(dtype, op="dtype"):
     """The singa dtype code of ``dtype``: a code, 'int'/'float'/'float16'..., int/float, or a
     numpy dtype among float32, float16 and int32."""
     if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, (bool, np.bool_)):
-        if int(dtype) in _NP_TYPE:
+        if int(dtype) in _NAMES:
             return int(dtype)
     elif isinstance(dtype, str):
         if dtype.lower() in _BY_NAME:
@@ -56,7 +64,10 @@ def _dtype(dtype, op="dtype"):
         for code, t in _NP_TYPE.items():
             if nd == np.dtype(t):
                 return code
-    raise singa.DTypeError("%s: unsupported dtype %r (expected tensor.float32, tensor.float16 or "
+        if nd is not None and nd == singa.BFLOAT16_NUMPY and nd != np.uint16:
+            return bfloat16
+    raise singa.DTypeError("%s: unsupported dtype %r (expected tensor.float32, tensor.float16, "
+                           "tensor.bfloat16 or "
                            "tensor.int32)" % (op, dtype))
 
 
@@ -97,7 +108,7 @@ def _operand(x, like, op):
 
 def _np_input(arr, op):
     a = np.asarray(arr)
-    if a.dtype.kind not in "biuf":
+    if a.dtype.kind not in "biuf" and a.dtype != singa.BFLOAT16_NUMPY:
         raise TypeError("%s: expected numeric data, got a numpy array of dtype %s" % (op, a.dtype))
     return a
 
@@ -145,7 +156,7 @@ class Tensor(object):
     ``dtype`` converts and ``device`` moves the data.
     """
     tensor_count = 0
-    dtype_name = dict(_NAMES)  # Apache SINGA 3.3's class attribute: {dtype code: name}
+    dtype_name = dict(_SINGA_NAMES)  # Apache SINGA 3.3's class attribute: {dtype code: name}
     __array_ufunc__ = None  # numpy defers to our reflected operators (np_array + t -> Tensor)
 
     def __init__(self, shape=(), device=None, dtype=float32, data=None, requires_grad=True,

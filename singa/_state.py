@@ -11,3 +11,6 @@ autograd (which imports the tensor module).
 """
 training = False
 leaf_creator = None
+# autograd.amp.autocast: the hook that casts an operator's inputs by its policy, and the low dtype
+autocast = None
+autocast_dtype = None

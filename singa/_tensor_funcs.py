@@ -20,7 +20,7 @@ import numpy as np
 
 from . import singa_wrap as singa
 from ._core import (Tensor, _NAMES, _wrap, _ct, _operand, _dev, _dtype, _np_input, product,
-                    float16, float32, int32)
+                    bfloat16, float16, float32, int32)
 from .errors import CheckShapeError
 
 # ---- the types of the annotations ------------------------------------------------------------
@@ -85,7 +85,7 @@ def dtype_name(t: Union[TensorLike, DType]) -> str:
 
 def sizeof(dtype: DType) -> int:
     """Bytes per element of a singa dtype."""
-    return {float32: 4, float16: 2, int32: 4}[_dtype(dtype, "sizeof")]
+    return {float32: 4, float16: 2, int32: 4, bfloat16: 2}[_dtype(dtype, "sizeof")]
 
 
 def from_numpy(np_array: np.ndarray, dev: Optional[singa.Device] = None) -> Tensor:

@@ -32,7 +32,7 @@ __all__ = [
     "get_num_gpus", "get_gpu_ids", "get_gpu_mem_size", "device_query", "create_opencl_device",
     "get_num_opencl_platforms", "get_num_opencl_devices", "enable_lazy_alloc",
     "is_lazy_alloc_enabled", "get_memory_stats", "get_memory_in_use", "get_peak_memory",
-    "reset_peak_memory", "default_device",
+    "reset_peak_memory", "default_device", "cpu_features",
 ]
 
 
@@ -74,6 +74,15 @@ def set_default_device(dev):
         raise TypeError("set_default_device: expected a singa_wrap.Device, got %s"
                         % type(dev).__name__)
     _default = dev
+
+
+def cpu_features():
+    """The instruction sets this CPU has, as a frozenset of /proc/cpuinfo's names ('avx2',
+    'avx512f', 'avx512_bf16', 'amx_bf16', 'amx_tile'...), from cpuid in libsinga. bfloat16
+    matmul and convolution need 'avx512_bf16' and refuse without it (NotImplementedError naming
+    it). The environment variable SINGA_CPU_FEATURES_MASK="avx512_bf16,amx_bf16" pretends
+    features are absent (read once, at the first query)."""
+    return singa.cpu_features()
 
 
 def create_cpu_device(id=None):

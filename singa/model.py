@@ -205,7 +205,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
 
     # ---- setup -------------------------------------------------------------------------------
     def compile(self, inputs, is_train=True, use_graph=False, sequential=False,
-                check_finite=None, memory_budget=None):
+                check_finite=None, memory_budget=None, precision="float32"):
         """Creates every parameter by a dry forward on ``inputs`` (placeholder Tensors whose
         values are not read: the forward is recorded, not run, and the record dropped), then
         sets the training and graph modes. ``check_finite=True`` turns on the inputs' device's
@@ -216,12 +216,17 @@ class Model(layer.Layer, metaclass=ModelMeta):
         memory must fit, met by recomputing activations (``Device.SetMemoryBudget``; the
         results are bit-identical); a budget too small raises ``singa.OutOfMemoryError`` at the
         first step, stating the least that works; None (default) leaves the device's setting
-        alone (no budget unless one was set)."""
+        alone (no budget unless one was set). ``precision="bfloat16"``: automatic mixed
+        precision (autograd/amp.py states the policy): convolutions and matrix products in
+        bf16, softmax, losses and reductions in float32, float32 master weights and optimizer
+        state; refused (NotImplementedError) on a CPU without avx512_bf16."""
         if not isinstance(inputs, (list, tuple)) or not inputs or not all(
                 isinstance(x, Tensor) for x in inputs):
             raise CheckTypeError("compile: expected a non-empty list of Tensors (placeholders), "
                                  "got %r" % (inputs,))
         dev = inputs[0].device
+        autograd.amp.check_precision(precision, dev)
+        self.__dict__["_precision"] = precision
         if check_finite is not None:
             dev.SetCheckFinite(bool(check_finite))
         if memory_budget is not None:
@@ -232,7 +237,8 @@ class Model(layer.Layer, metaclass=ModelMeta):
         _layer_base._active_models.append(self)
         dev.EnableGraph(True)
         try:
-            self.forward(*inputs)
+            with autograd.amp.autocast(precision, dev):
+                self.forward(*inputs)
         finally:
             dev.EnableGraph(was)
             dev.ResetGraph()
@@ -286,6 +292,13 @@ class Model(layer.Layer, metaclass=ModelMeta):
         """train_one_batch(*input) in training mode (train(), compile(is_train=True), the
         default), forward(*input) in evaluation mode (eval()). Arguments that do not fit the
         method of the current mode raise ModelCallError, saying what to call instead."""
+        precision = self.__dict__.get("_precision", "float32")
+        if precision != "float32":
+            with autograd.amp.autocast(precision, check=False):
+                return self._call(input, kwargs)
+        return self._call(input, kwargs)
+
+    def _call(self, input, kwargs):
         if self.training:
             self._check_call("train_one_batch", input, kwargs)
             return self.train_one_batch(*input, **kwargs)

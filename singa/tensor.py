@@ -24,6 +24,14 @@ float16 tensors are storage only (create, ``as_type``/``to_type``, copy, read; m
 DTypeError): convert with ``as_type(float32)`` first. numpy float64 data becomes float32 and int64
 becomes int32, as in SINGA.
 
+``bfloat16`` (ours, not SINGA 3.3's) is a compute dtype on every device: elementwise ops and
+reductions compute in float32 and round once; matmul and convolution run natively in bf16
+through oneDNN on a CPU with AVX512_BF16 (float32 accumulation; a CPU without it raises
+NotImplementedError naming the instruction set; see ``device.cpu_features()``); pooling, batch
+norm and softmax go through float32. Mixed with float32 it promotes to float32. ``to_numpy``
+gives ``ml_dtypes.bfloat16`` values when ml_dtypes is installed, else the uint16 bit patterns
+(``singa_wrap.BFLOAT16_NUMPY`` says which); ``copy_from_numpy`` rounds floats to nearest even.
+
 Semantics worth knowing:
   * operators broadcast like numpy; mixing int32 and float32 gives float32; ``/`` gives float32.
   * views: ``T()``, ``transpose()``, ``reshape()`` (of a contiguous tensor) and ``copy()`` share
@@ -44,7 +52,7 @@ import numpy as np  # noqa: F401
 
 from . import singa_wrap as singa  # noqa: F401
 from ._core import (CTensor, Tensor, PlaceHolder, float32, float16, int32, product,  # noqa: F401
-                    get_default_device)
+                    get_default_device, bfloat16)
 from ._tensor_funcs import *  # noqa: F401,F403  (the module functions, see its __all__)
 from .errors import CheckShapeError, CheckTypeError, CheckValueError  # noqa: F401
 

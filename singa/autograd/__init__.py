@@ -52,6 +52,7 @@ from .transformer import (LayerNorm, layer_norm, CumSum, cumsum, GatherElements,
                           gather_elements, GatherND, gather_nd, MaskedFill, masked_fill)
 from .rnn import _RNN, RNNHandle  # noqa: F401  (cuDNN's fused RNN, on every device)
 from .attention import ScaledDotProductAttention, scaled_dot_product_attention  # noqa: F401
+from . import amp  # noqa: F401  (mixed precision: Model.compile(precision="bfloat16"))
 
 # Apache SINGA's autograd re-exported these layer classes (defined in singa.layer, which imports
 # this package: looked up on first use, PEP 562).

@@ -56,9 +56,20 @@ def fill(shape, value, like, dtype=None):
 
 
 def float_dtype(like):
-    """The float dtype of helper tensors (seeds, masks) combined with ``like``: float16 when
-    ``like`` is float16 (GPU float16 training keeps one dtype throughout), else float32."""
-    return singa.kFloat16 if like.data_type() == singa.kFloat16 else singa.kFloat32
+    """The float dtype of helper tensors (seeds, masks) combined with ``like``: float16 or
+    bfloat16 when ``like`` is (low-precision training keeps one dtype throughout), else
+    float32."""
+    dt = like.data_type()
+    return dt if dt in (singa.kFloat16, singa.kBFloat16) else singa.kFloat32
+
+
+def _as_output_dtype(dy, dtype):
+    """A gradient in its output's float dtype: under mixed precision a float32 gradient can
+    reach a bfloat16 output (and back), as in torch's autocast."""
+    floats = (singa.kFloat32, singa.kBFloat16)
+    if dy.data_type() != dtype and dy.data_type() in floats and dtype in floats:
+        return dy.AsType(dtype)
+    return dy
 
 
 def zeros_like(ct):
@@ -150,6 +161,8 @@ class Operator(object):
             if not isinstance(x, Tensor):
                 raise TypeError("%s: input %d must be a singa Tensor, got %s"
                                 % (type(self).__name__, i, type(x).__name__))
+        if _state.autocast is not None:  # mixed precision (autograd/amp.py)
+            xs = _state.autocast(self, xs)
         grads = _state.training and any(x.requires_grad for x in xs)
         # A non-differentiable operator (comparisons, shape queries...) is still its outputs'
         # creator, as in SINGA, but its outputs carry no gradient and it records no inputs.
@@ -200,6 +213,8 @@ class Operator(object):
                 like = dy
         dys = tuple(dy if dy is not None else fill(shape, 0, like, dtype)
                     for dy, (shape, dtype) in zip(dys, self._y_meta))
+        if _state.autocast_dtype is not None or any(m[1] == singa.kBFloat16 for m in self._y_meta):
+            dys = tuple(_as_output_dtype(dy, m[1]) for dy, m in zip(dys, self._y_meta))
         self._pruning = prune
         try:
             dxs = self.backward(*dys)

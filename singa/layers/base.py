@@ -36,6 +36,7 @@ from functools import wraps
 
 import numpy as np
 
+from .. import _state
 from .. import singa_wrap as singa
 from ..tensor import Tensor
 from . import _util
@@ -420,8 +421,11 @@ class Layer(object, metaclass=LayerMeta):
                     t.to_device(dev)
 
     def dtype_check(self, *inputs):
-        """Converts every tensor in ``inputs`` to the dtype of the first one."""
+        """Converts every tensor in ``inputs`` to the dtype of the first one (not under mixed
+        precision, autograd/amp.py: the parameters stay float32 master weights there)."""
         dtype = inputs[0].dtype
+        if _state.autocast is not None:
+            return
         with graph_paused(inputs[0].device):
             for t in inputs[1:]:
                 if t is not None and t.dtype != dtype:

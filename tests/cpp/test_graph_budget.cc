@@ -56,6 +56,50 @@ struct RandomStep {
               make(relu));
   }
 
+  // A batch norm in training, in miniature: y = (x - m) * 0.5 (+ ReLU) with m = mean(x) saved in
+  // `stat` (read by the backward) and `running` += m in place, so the operation itself is not
+  // recomputable; its rerun form reads x and the saved m and writes y alone, through the same
+  // code, leaving `running` alone. `also`: a scratch block both forms write.
+  void Norm(Block* x, Block* y, Block* stat, Block* running, bool with_fused, Block* also) {
+    auto normalise = [x, y, stat](bool r) {
+      const float* a = static_cast<const float*>(x->data());
+      const float m = static_cast<const float*>(stat->data())[0];
+      float* o = static_cast<float*>(y->mutable_data());
+      for (size_t j = 0; j < N(y); ++j) {
+        const float v = (a[j % N(x)] - m) * 0.5f;
+        o[j] = r ? (v > 0 ? v : 0.f) : v;
+      }
+    };
+    auto run = [=](bool r) {
+      return [=](Context*) {
+        const float* a = static_cast<const float*>(x->data());
+        float m = 0;
+        for (size_t j = 0; j < N(x); ++j) m += a[j];
+        static_cast<float*>(stat->mutable_data())[0] = m / N(x);
+        static_cast<float*>(running->mutable_data())[0] += m / N(x);
+        normalise(r);
+        if (also) static_cast<float*>(also->mutable_data())[0] = 1;
+      };
+    };
+    auto rerun = [=](bool r) {
+      return [=](Context*) {
+        normalise(r);
+        if (also) static_cast<float*>(also->mutable_data())[0] = 2;
+      };
+    };
+    std::vector<Block*> writes{y, stat, running};
+    if (also) writes.push_back(also);
+    dev->Exec({.reads = {x, running},
+               .writes = writes,
+               .label = "Norm",
+               .relu_fused = with_fused ? OpFunc(run(true)) : nullptr},
+              run(false));
+    std::vector<Block*> rerun_writes{y};
+    if (also) rerun_writes.push_back(also);
+    dev->SetRerun(rerun(false), with_fused ? OpFunc(rerun(true)) : nullptr, {x, stat},
+                  rerun_writes);
+  }
+
   explicit RandomStep(unsigned seed) {
     std::mt19937 rng(seed);
     auto size = [&] { return static_cast<size_t>(16 + rng() % 400); };
@@ -66,10 +110,13 @@ struct RandomStep {
     dev->CopyDataFromHostPtr(x, host.data(), x->size());
     std::vector<float> wh(64, 0.25f);
     dev->CopyDataFromHostPtr(w, wh.data(), w->size());
+    Block* running = NewFloats(1);
     x->AddExternalRef();
     w->AddExternalRef();
+    running->AddExternalRef();
     dev->EnableGraph(true);
     std::vector<Block*> fwd{x};
+    std::vector<Block*> stats;  // read by the backward, as batch norm's saved statistics are
     const int layers = 4 + rng() % 12;
     for (int l = 0; l < layers; ++l) {
       std::vector<Block*> in{fwd.back(), w};
@@ -77,7 +124,12 @@ struct RandomStep {
       Block* y = NewFloats(size());
       const bool fuse = rng() % 3 == 0;
       Block* ws = rng() % 4 == 0 ? NewFloats(8) : nullptr;
-      Combine(in, y, 0.01f * l, false, fuse ? "Conv" : "Linear", fuse, ws);
+      if (rng() % 3 == 0) {
+        stats.push_back(NewFloats(1));
+        Norm(fwd.back(), y, stats.back(), running, fuse, ws);
+      } else {
+        Combine(in, y, 0.01f * l, false, fuse ? "Conv" : "Linear", fuse, ws);
+      }
       if (fuse) {  // the ReLU that fusion folds into its producer
         Block* z = NewFloats(N(y));
         dev->Exec({.id = OpId::kReLU, .reads = {y}, .writes = {z}},
@@ -96,7 +148,9 @@ struct RandomStep {
     Combine({g}, acc, 0.f, false, "AccInit");
     for (int l = layers; l >= 1; --l) {
       Block* g2 = NewFloats(size());
-      Combine({g, fwd[l], fwd[l - 1]}, g2, -0.02f * l, rng() % 2 == 0, "Backward");
+      std::vector<Block*> in{g, fwd[l], fwd[l - 1]};
+      if (!stats.empty() && l % 2 == 0) in.push_back(stats[l % stats.size()]);
+      Combine(in, g2, -0.02f * l, rng() % 2 == 0, "Backward");
       g = g2;
       if (rng() % 3 == 0)  // an in-place accumulation: read and written, never recomputed
         dev->Exec({.reads = {acc, g}, .writes = {acc}, .label = "Accumulate"},
@@ -124,13 +178,17 @@ struct RandomStep {
   }
   ~RandomStep() { dev->ResetGraph(); }
 
+  // The result, then the running statistic (a rerun that updated it would show there).
   std::vector<float> Run() {
-    // The update changes w; put it back so that every run computes the same.
+    // The update changes w, a Norm `running`: put them back so that every run computes the same.
     std::vector<float> wh(64, 0.25f);
     dev->CopyDataFromHostPtr(keep[1].get(), wh.data(), keep[1]->size());
+    const float zero = 0;
+    dev->CopyDataFromHostPtr(keep[2].get(), &zero, sizeof(float));
     dev->RunGraph(false);
-    std::vector<float> o(N(out));
+    std::vector<float> o(N(out) + 1);
     dev->CopyDataToHostPtr(out, o.data(), out->size());
+    dev->CopyDataToHostPtr(keep[2].get(), &o.back(), sizeof(float));
     return o;
   }
 };
@@ -156,7 +214,7 @@ size_t Total(Graph* g) { return g->memory_plan().persistent_bytes + g->memory_pl
 }  // namespace
 
 TEST(GraphBudget, RandomGraphsBitIdenticalWithinBudgetAndMonotone) {
-  int recomputed_somewhere = 0, fused_somewhere = 0;
+  int recomputed_somewhere = 0, fused_somewhere = 0, norm_rerun_somewhere = 0;
   for (unsigned seed = 1; seed <= 30; ++seed) {
     RandomStep step(seed);
     Graph* g = step.dev->graph();
@@ -203,11 +261,33 @@ TEST(GraphBudget, RandomGraphsBitIdenticalWithinBudgetAndMonotone) {
       EXPECT_LE(g->memory_plan().arena_bytes, last_arena) << where;
       last_arena = g->memory_plan().arena_bytes;
       recomputed_somewhere += g->memory_plan().num_recomputed > 0;
+      for (size_t pos = 0; pos < g->order().size(); ++pos)
+        if (g->IsRecomputeAt(pos) && g->OpNameAt(pos) == "Norm") {
+          ++norm_rerun_somewhere;
+          break;
+        }
       ExpectNoOverlap(g, where);
     }
   }
   EXPECT_GT(recomputed_somewhere, 10);  // the property covers recomputed blocks
   EXPECT_GT(fused_somewhere, 10);       // and fused ReLUs
+  EXPECT_GT(norm_rerun_somewhere, 5);   // and operations recomputed through their rerun form
+}
+
+// A rerun form must write the operation's first output first, and only what the operation writes.
+TEST(GraphBudget, RerunFormIsChecked) {
+  auto dev = std::make_shared<CppCPU>();
+  auto a = dev->NewBlock(16), b = dev->NewBlock(16), c = dev->NewBlock(16);
+  dev->EnableGraph(true);
+  dev->Exec({.reads = {a.get()}, .writes = {b.get()}, .label = "Op"}, [](Context*) {});
+  auto nop = [](Context*) {};
+  EXPECT_THROW(dev->SetRerun(nop, nullptr, {a.get()}, {c.get()}), ValueError);
+  EXPECT_THROW(dev->SetRerun(nop, nullptr, {a.get()}, {b.get(), c.get()}), ValueError);
+  EXPECT_THROW(dev->SetRerun(nullptr, nullptr, {a.get()}, {b.get()}), ValueError);
+  EXPECT_NO_THROW(dev->SetRerun(nop, nullptr, {a.get()}, {b.get()}));
+  dev->EnableGraph(false);
+  EXPECT_NO_THROW(dev->SetRerun(nullptr, nullptr, {}, {}));  // not recording: nothing to attach
+  dev->ResetGraph();
 }
 
 TEST(GraphBudget, FractionAndChensBaseline) {

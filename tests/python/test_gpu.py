@@ -31,6 +31,7 @@ from singa import singa_wrap as sw
 
 import test_nan_propagation as nan_cases
 import datasets  # noqa: E402  (examples/)
+import digits_fit  # noqa: E402
 import models  # noqa: E402  (examples/)
 import train  # noqa: E402  (examples/)
 
@@ -407,11 +408,7 @@ def _train_mlp_on_digits(dev, init=None, epochs=3, bs=64):
         init = {k: N(v).copy() for k, v in net.get_states().items()}
     else:
         net.set_states({k: tensor.from_numpy(v, dev) for k, v in init.items()})
-    for epoch in range(epochs):
-        for xb, yb in datasets.batches(xtr, ytr, bs, seed=epoch):
-            tx.copy_from_numpy(xb)
-            ty.copy_from_numpy(yb)
-            net(tx, ty)
+    digits_fit.fit(net, tx, ty, xtr, ytr, epochs, bs)
     acc = train.accuracy(net, xte, yte, tx, bs)
     dev.ResetGraph()
     return acc, init
@@ -473,3 +470,55 @@ def test_attention_dropout_on_gpu_backward_uses_the_forward_mask(gpu):
         _check_against_recovered_mask(q, k, v, N(y), [N(g[t]) for t in ts], dy, 0.4)
     finally:
         autograd.training = was
+
+
+# ---- bfloat16 (test_bfloat16.py holds the CPU's own checks) ------------------------------------
+BF16_STEP = dict(rtol=2 ** -7, atol=1e-6)  # one bf16 rounding step apart at most
+
+
+def _bf16(a, dev):
+    return sw.from_numpy(np.asarray(a, np.float32), dev).AsType(sw.kBFloat16)
+
+
+def _f32(t):
+    return sw.to_numpy(t.AsType(sw.kFloat32))
+
+
+@pytest.mark.parametrize("name,arity,kinds", sw.ELEMENTWISE_OPS,
+                         ids=[r[0] for r in sw.ELEMENTWISE_OPS])
+def test_bf16_elementwise_on_gpu_equals_cpu(name, arity, kinds, gpu):
+    """Every .def row in bfloat16: the GPU computes in float and rounds once, as the CPU does."""
+    rng = np.random.RandomState(2)
+    host = device.get_default_device()
+    arrays = [_ew_operand(np.float32, (3, 4), rng, name)]
+    if arity == 2:
+        arrays.append(_ew_operand(np.float32, (4,), rng, name, second=True))
+    fn = getattr(sw, name)
+    want = fn(*[_bf16(a, host) for a in arrays])
+    got = fn(*[_bf16(a, gpu) for a in arrays])
+    assert got.data_type() == want.data_type() == sw.kBFloat16
+    np.testing.assert_allclose(_f32(got), _f32(want), err_msg=name, **BF16_STEP)
+
+
+def test_bf16_matmul_conv_pool_batchnorm_on_gpu_equal_cpu(gpu):
+    """cuBLAS bf16 GEMM (float accumulation); convolution, pooling and batch norm through
+    float32 on the GPU: each within a bf16 step or two of the CPU's bf16 result."""
+    rng = np.random.RandomState(3)
+    host = device.get_default_device()
+    a, b = rng.randn(3, 33, 20), rng.randn(20, 9)
+    x, w = rng.randn(2, 4, 7, 7), rng.randn(6, 4, 3, 3) * 0.3
+    scale, bias = rng.uniform(0.5, 1.5, 4), rng.randn(4)
+    out = {}
+    for key, dev in (("cpu", host), ("gpu", gpu)):
+        h = sw.ConvHandle((2, 4, 7, 7), [3, 3], [1, 1], [1, 1], 4, 6, False, 1, [1, 1])
+        ph = sw.PoolingHandle((2, 4, 7, 7), [2, 2], [2, 2], [0, 0], True, False)
+        f = lambda v: sw.from_numpy(np.asarray(v, np.float32), dev)  # noqa: E731
+        rm, rv = f(np.zeros(4)), f(np.ones(4))
+        y, _, _ = sw.BatchNormForwardTraining(_bf16(x, dev), f(scale), f(bias), rm, rv, 0.1,
+                                              1e-5)
+        out[key] = [_f32(sw.Mult(_bf16(a, dev), _bf16(b, dev))),
+                    _f32(sw.Conv2dForward(_bf16(x, dev), _bf16(w, dev), sw.Tensor(), h, False)),
+                    _f32(sw.Pool2dForward(_bf16(x, dev), ph)), _f32(y)]
+    for name, g, c in zip(("matmul", "conv", "pool", "batchnorm"), out["gpu"], out["cpu"]):
+        np.testing.assert_allclose(g, c, rtol=2 ** -6, atol=2 ** -6 * np.abs(c).max(),
+                                   err_msg=name)

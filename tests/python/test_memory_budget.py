@@ -81,9 +81,22 @@ class ResBlock(MLP):
         return self.out(self.flat(y))
 
 
+class DropMLP(MLP):
+    """Dropout after every hidden ReLU: masks drawn once per step, outputs recomputable."""
+
+    def __init__(self):
+        super().__init__(width=64, depth=4)
+        self.drop = layer.Dropout(ratio=0.4)
+
+    def forward(self, x):
+        for fc in self.fcs:
+            x = self.drop(self.relu(fc(x)))
+        return self.out(x)
+
+
 def _data(kind):
     rng = np.random.default_rng(0)
-    shape = (32, 20) if kind is MLP else (4, 3, 8, 8)
+    shape = (32, 20) if kind.__name__.endswith("MLP") else (4, 3, 8, 8)
     return (rng.standard_normal(shape).astype(np.float32),
             rng.integers(0, 5, shape[0]).astype(np.int32))
 
@@ -134,6 +147,30 @@ def test_budgeted_training_is_bit_identical_and_fits(kind):
     assert recomputed > 0
     with pytest.raises(singa_wrap.OutOfMemoryError, match="at least %d bytes" % least):
         train(kind, budget=least - 1, steps=1)
+
+
+def _at_least_budget(kind):
+    """Training at the least budget the planner reaches, and the names of what it recomputed."""
+    ref_losses, ref_params, free, _ = train(kind)
+    with pytest.raises(singa_wrap.OutOfMemoryError) as err:
+        train(kind, budget=free["persistent_bytes"] + 64, steps=1)
+    losses, params, plan, dev = train(kind, budget=_least(err.value))
+    np.testing.assert_array_equal(np.array(losses), np.array(ref_losses))
+    for k in ref_params:  # the running statistics included: a rerun never updates them
+        np.testing.assert_array_equal(params[k], ref_params[k], err_msg=k)
+    return [n[:-len(" (recomputed)")] for n in dev.graph_op_names() if n.endswith("(recomputed)")]
+
+
+def test_batch_norm_in_training_is_recomputed_from_its_saved_statistics():
+    names = _at_least_budget(ResBlock)
+    assert "BatchNormForwardTraining" in names
+
+
+def test_dropout_is_recomputed_with_the_mask_it_drew():
+    # The mask is a block the forward drew (Bernoulli, never rerun: the generator would move
+    # on); the multiply applying it is what reruns.
+    names = _at_least_budget(DropMLP)
+    assert "EltwiseMult" in names and "Bernoulli" not in names
 
 
 def test_fraction_budget_and_compile_argument():

@@ -16,6 +16,7 @@
 #include "singa/core/block.h"
 #include "singa/core/common.h"
 #include "singa/core/context.h"
+#include "singa/core/cpu_features.h"
 #include "singa/core/cuda_gpu.h"
 #include "singa/core/device.h"
 #include "singa/core/error.h"

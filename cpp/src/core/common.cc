@@ -15,6 +15,7 @@ size_t SizeOf(DataType t) {
     case kChar: return 1;
     case kDouble: return 8;
     case kUChar: return 1;
+    case kBFloat16: return 2;
   }
   SINGA_THROW(DTypeError, "unknown data type " << int(t));
 }
@@ -27,6 +28,7 @@ std::string DataTypeName(DataType t) {
     case kChar: return "int8";
     case kDouble: return "float64";
     case kUChar: return "uint8";
+    case kBFloat16: return "bfloat16";
   }
   return "dtype(" + std::to_string(int(t)) + ")";
 }

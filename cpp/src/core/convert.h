@@ -14,9 +14,13 @@ inline D ConvertElement(S x) {
   if constexpr (std::is_same_v<D, S>) {
     return x;
   } else if constexpr (std::is_same_v<S, Half>) {
-    return static_cast<D>(HalfToFloat(x));
+    return ConvertElement<D>(HalfToFloat(x));
+  } else if constexpr (std::is_same_v<S, BFloat16>) {
+    return ConvertElement<D>(BFloat16ToFloat(x));
   } else if constexpr (std::is_same_v<D, Half>) {
     return FloatToHalf(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<D, BFloat16>) {
+    return FloatToBFloat16(static_cast<float>(x));
   } else {
     return static_cast<D>(x);
   }

@@ -31,6 +31,14 @@ void Device::Exec(OpDesc desc, OpFunc fn) {
   }
 }
 
+void Device::SetRerun(OpFunc fn, OpFunc relu_fused, std::vector<Block*> reads,
+                      std::vector<Block*> writes) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (buffering_)
+    graph_->SetRerunOfLast({std::move(fn), std::move(relu_fused), std::move(reads),
+                            std::move(writes)});
+}
+
 namespace {
 
 struct NonFiniteCount {
@@ -47,11 +55,14 @@ NonFiniteCount CountNonFinite(const T* x, size_t n) {
   return c;
 }
 
-NonFiniteCount CountNonFiniteHalf(const uint16_t* x, size_t n) {
+// 16-bit floats by their bits: float16's exponent is 0x7C00, bfloat16's 0x7F80 (the mantissa
+// is the bits below the exponent).
+NonFiniteCount CountNonFinite16(const uint16_t* x, size_t n, uint16_t exponent) {
+  const uint16_t low = uint16_t((exponent & -exponent) - 1);  // the bits below the exponent
   NonFiniteCount c;
   for (size_t i = 0; i < n; ++i) {
-    const bool all_ones = (x[i] & 0x7C00u) == 0x7C00u;  // exponent all ones: Inf or NaN
-    const bool mantissa = (x[i] & 0x03FFu) != 0;
+    const bool all_ones = (x[i] & exponent) == exponent;  // exponent all ones: Inf or NaN
+    const bool mantissa = (x[i] & low) != 0;
     c.nan += all_ones && mantissa;
     c.inf += all_ones && !mantissa;
   }
@@ -62,7 +73,8 @@ NonFiniteCount CountNonFinite(const void* p, DataType t, size_t bytes) {
   switch (t) {
     case kFloat32: return CountNonFinite(static_cast<const float*>(p), bytes / sizeof(float));
     case kDouble: return CountNonFinite(static_cast<const double*>(p), bytes / sizeof(double));
-    case kFloat16: return CountNonFiniteHalf(static_cast<const uint16_t*>(p), bytes / 2);
+    case kFloat16: return CountNonFinite16(static_cast<const uint16_t*>(p), bytes / 2, 0x7C00u);
+    case kBFloat16: return CountNonFinite16(static_cast<const uint16_t*>(p), bytes / 2, 0x7F80u);
     default: return {};  // integers are always finite
   }
 }
@@ -78,7 +90,7 @@ void Device::CheckFinite(const std::vector<Block*>& blocks, const std::string& o
   for (Block* b : blocks) {
     if (b == nullptr || !b->has_layout() || !b->allocated() || b->size() == 0) continue;
     const DataType t = b->dtype();
-    if (t != kFloat32 && t != kFloat16 && t != kDouble) continue;
+    if (t != kFloat32 && t != kFloat16 && t != kBFloat16 && t != kDouble) continue;
     const void* p = b->data();
     if (!is_host()) {  // one copy to the host (synchronises with the operation)
       host.resize(b->size());

@@ -37,11 +37,12 @@
     SINGA_DTYPE_FAIL(dtype, op, "float32 or int32")     \
   }
 
-/// float32, int32 or float16 (storage types: copies and conversions).
+/// float32, int32, float16 or bfloat16 (storage types: copies and conversions).
 #define SINGA_DISPATCH_STORAGE(dtype, op, T, ...)                   \
   switch (dtype) {                                                  \
     SINGA_DTYPE_CASE(kFloat32, float, T, __VA_ARGS__)               \
     SINGA_DTYPE_CASE(kInt, int32_t, T, __VA_ARGS__)                 \
     SINGA_DTYPE_CASE(kFloat16, ::singa::Half, T, __VA_ARGS__)       \
-    SINGA_DTYPE_FAIL(dtype, op, "float32, int32 or float16")        \
+    SINGA_DTYPE_CASE(kBFloat16, ::singa::BFloat16, T, __VA_ARGS__)  \
+    SINGA_DTYPE_FAIL(dtype, op, "float32, int32, float16 or bfloat16") \
   }

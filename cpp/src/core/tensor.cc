@@ -18,9 +18,9 @@ SINGA_KERNEL_SLOT(Fill, void(const Tensor&, double, Context*));
 namespace {
 // The storage types the copy kernels handle; others throw here, naming the op.
 void CheckStorage(const char* op, DataType dt) {
-  SINGA_CHECK_DTYPE(dt == kFloat32 || dt == kInt || dt == kFloat16,
+  SINGA_CHECK_DTYPE(dt == kFloat32 || dt == kInt || dt == kFloat16 || dt == kBFloat16,
                     op << ": dtype " << DataTypeName(dt)
-                       << " is not supported (expected float32, int32 or float16)");
+                       << " is not supported (expected float32, int32, float16 or bfloat16)");
 }
 }  // namespace
 
@@ -286,6 +286,7 @@ void CheckSameDevice(const char* op, const std::vector<const Tensor*>& tensors) 
 SINGA_INSTANTIATE(float)
 SINGA_INSTANTIATE(int32_t)
 SINGA_INSTANTIATE(Half)
+SINGA_INSTANTIATE(BFloat16)
 #undef SINGA_INSTANTIATE
 template void Tensor::SetValue<float>(float);
 template void Tensor::SetValue<int32_t>(int32_t);

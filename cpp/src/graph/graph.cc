@@ -51,6 +51,20 @@ void Graph::AddOperation(OpDesc desc, OpFunc fn) {
   built_ = false;
 }
 
+void Graph::SetRerunOfLast(OpRerun rerun) {
+  SINGA_CHECK(!nodes_.empty() && rerun.fn, ValueError,
+              "SetRerun: needs a recorded operation and a rerun function");
+  Node& n = nodes_.back();
+  SINGA_CHECK(!n.writes.empty() && !rerun.writes.empty() && rerun.writes[0] == n.writes[0],
+              ValueError, "SetRerun: the rerun of " << n.name
+                              << " must write the operation's first written block first");
+  for (Block* b : rerun.writes)
+    SINGA_CHECK(std::find(n.writes.begin(), n.writes.end(), b) != n.writes.end(), ValueError,
+                "SetRerun: the rerun of " << n.name << " writes a block the operation does not");
+  n.rerun = std::move(rerun);
+  built_ = false;
+}
+
 void Graph::Reset() {
   DropCapture();
   ReleaseArena();
@@ -307,6 +321,13 @@ remat::Problem Graph::MakeProblem(std::vector<Block*>* ids) const {
       for (Block* b : n.writes) add(st.writes, b);
     st.recomputable = n.recomputable && !n.skip && !n.use_rand && !n.collective;
     st.cost = EstimateCost(n, measured);
+    // A fused rerun needs its fused form; a skipped ReLU is never rerun.
+    if (n.rerun.fn && !n.skip && !n.collective && (!n.run_fused || n.rerun.relu_fused)) {
+      st.has_rerun = true;
+      for (Block* b : n.rerun.reads) add(st.rerun_reads, b);
+      for (Block* b : n.rerun.writes) add(st.rerun_writes, b);
+      st.rerun_cost = RerunCost(n, measured);
+    }
   }
   return p;
 }
@@ -329,6 +350,19 @@ double Graph::EstimateCost(const Node& n, bool measured) const {
     flops = 2 * elems(n.writes[0]) * elems(n.reads[1]) / co;
   }
   return bytes / 10.0 + flops / 100.0;
+}
+
+// A rerun's cost: the roofline guess over what it reads and writes (a normalisation reads x
+// once where the batch-norm forward also reduces it twice for the statistics); when the graph
+// was profiled, the operation's measured time scaled by the same ratio of guesses.
+double Graph::RerunCost(const Node& n, bool measured) const {
+  double bytes = 0;
+  for (Block* b : n.rerun.reads) bytes += static_cast<double>(b->size());
+  for (Block* b : n.rerun.writes) bytes += static_cast<double>(b->size());
+  const double guess = bytes / 10.0;
+  if (!measured) return guess;
+  const double ratio = std::min(1.0, guess / std::max(EstimateCost(n, false), 1e-9));
+  return EstimateCost(n, true) * ratio;
 }
 
 // Unconstrained: greedy by size over the blocks' lifetimes (remat::Place). With a budget below
@@ -433,7 +467,9 @@ void Graph::ReleaseArena() {
 void Graph::RunNode(size_t i, bool recompute) {
   Node& n = nodes_[i];
   if (n.skip) return;
-  OpFunc& fn = n.run_fused ? n.relu_fused : n.fn;
+  const bool rerun = recompute && n.rerun.fn;  // MakeProblem: a fused one has its fused form
+  OpFunc& fn = rerun ? (n.run_fused ? n.rerun.relu_fused : n.rerun.fn)
+                     : (n.run_fused ? n.relu_fused : n.fn);
   if (!profiling_) {
     fn(device_->context());
   } else {

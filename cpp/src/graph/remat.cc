@@ -25,6 +25,13 @@ bool WrittenBetween(const Analysis& a, int b, size_t lo, size_t hi) {
   return it != w.end() && *it < hi;
 }
 
+// What a recomputation of step s reads and writes, and what it costs.
+const std::vector<int>& RerunReads(const Step& s) { return s.has_rerun ? s.rerun_reads : s.reads; }
+const std::vector<int>& RerunWrites(const Step& s) {
+  return s.has_rerun ? s.rerun_writes : s.writes;
+}
+double RerunCost(const Step& s) { return s.has_rerun ? s.rerun_cost : s.cost; }
+
 }  // namespace
 
 Analysis Analyse(const Problem& p) {
@@ -53,13 +60,14 @@ Analysis Analyse(const Problem& p) {
   a.scratch_of.assign(ns, {});
   for (size_t s = 0; s < ns; ++s) {
     const Step& st = p.steps[s];
-    if (!st.recomputable) continue;
+    if (!st.recomputable && !st.has_rerun) continue;
     // The producer must own one output that is read later; the rest must be pure scratch.
     int out = -1;
     bool ok = true;
     std::vector<int> scratch;
-    for (int b : st.writes) {
-      if (!p.planned[b] || a.writes_at[b].size() != 1 || Contains(st.reads, b)) {
+    for (int b : RerunWrites(st)) {
+      if (!p.planned[b] || a.writes_at[b].size() != 1 || !Contains(st.writes, b) ||
+          Contains(RerunReads(st), b)) {
         ok = false;
         break;
       }
@@ -144,7 +152,7 @@ bool CollectReruns(const Problem& p, const Analysis& a, const std::vector<int>& 
     const size_t i = todo.top().second;
     todo.pop();
     const size_t producer = reruns[i].producer, t = reruns[i].at;
-    for (int r : p.steps[producer].reads) {
+    for (int r : RerunReads(p.steps[producer])) {
       if (WrittenBetween(a, r, producer, t)) return false;
       if (!p.planned[r]) continue;
       size_t serve = SIZE_MAX;
@@ -184,7 +192,7 @@ Plan Simulate(const Problem& p, const Analysis& a, const std::vector<int>& dropp
     for (size_t i : due[s]) {
       reruns[i].pos = reruns[i].end = plan.schedule.size();
       plan.schedule.push_back({reruns[i].producer, true});
-      plan.added_cost += p.steps[reruns[i].producer].cost;
+      plan.added_cost += RerunCost(p.steps[reruns[i].producer]);
     }
     pos_of_step[s] = plan.schedule.size();
     plan.schedule.push_back({s, false});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "bf16.h"
 #include "kernel_slots.h"
 
 #include "singa/ops/elementwise.h"
@@ -62,9 +63,11 @@ void CheckFloatOperands(const char* op, const Tensor& A, const Tensor& B,
               op << ": an operand has no data");
   const bool half = half_on_cuda && A.data_type() == kFloat16 && B.data_type() == kFloat16 &&
                     A.device()->backend() == Backend::kCuda;
-  SINGA_CHECK_DTYPE(half || (A.data_type() == kFloat32 && B.data_type() == kFloat32),
+  const bool bf16 = half_on_cuda && A.data_type() == kBFloat16 && B.data_type() == kBFloat16;
+  SINGA_CHECK_DTYPE(half || bf16 || (A.data_type() == kFloat32 && B.data_type() == kFloat32),
                     op << ": expects float32 operands"
-                       << (half_on_cuda ? " (or float16 ones on a CUDA device)" : "")
+                       << (half_on_cuda ? " (or two bfloat16 ones, or float16 ones on a CUDA "
+                                          "device)" : "")
                        << ", got " << A.data_type() << " and " << B.data_type());
   CheckSameDevice(op, {&A, &B});
 }
@@ -122,6 +125,13 @@ void Mult(float alpha, const Tensor& A, const Tensor& B, float beta, Tensor* C) 
   SINGA_CHECK_DTYPE(C->data_type() == A.data_type(),
                     "Mult: the output must be " << A.data_type() << " like the operands, got "
                                                 << C->data_type());
+  if (A.data_type() == kBFloat16) {  // the product rounded to bf16, then alpha and beta
+    Tensor r = Mult(A, B);
+    if (alpha != 1.f) r = EltwiseMult(r, alpha);
+    if (beta != 0.f) r = Add(r, EltwiseMult(*C, beta));
+    C->CopyData(r);
+    return;
+  }
   if (!C->IsContiguous()) {
     Tensor tmp = C->Clone();
     Gemm(alpha, A, B, beta, tmp);
@@ -137,6 +147,10 @@ Tensor Mult(const Tensor& A, const Tensor& B) {
                     "Mult: operands must have at least one dimension, got " << A.shape()
                                                                             << " and "
                                                                             << B.shape());
+  // bfloat16: the batched path (batch may be empty) with the GemmBf16 kernel (oneDNN, cuBLAS,
+  // or the reference one through float32); Bf16Native refuses a CPU without avx512_bf16.
+  const bool bf16 = A.data_type() == kBFloat16;
+  if (bf16) Bf16Native("Mult", *A.device());
   // numpy.matmul semantics: 1-d operands are promoted to matrices and the extra axis removed.
   Tensor a = A.nDim() == 1 ? Reshape(A, Shape{1, A.shape(0)}) : A;
   Tensor b = B.nDim() == 1 ? Reshape(B, Shape{B.shape(0), 1}) : B;
@@ -146,7 +160,7 @@ Tensor Mult(const Tensor& A, const Tensor& B) {
                                                                << " (" << k << " != " << k2
                                                                << ")");
   Shape out_shape;
-  if (a.nDim() == 2 && b.nDim() == 2) {
+  if (a.nDim() == 2 && b.nDim() == 2 && !bf16) {
     Tensor C(Shape{m, n}, A.device(), A.data_type());
     Gemm(1.f, a, b, 0.f, C);
     out_shape = {m, n};
@@ -177,7 +191,7 @@ Tensor Mult(const Tensor& A, const Tensor& B) {
   g.m = static_cast<int>(m);
   g.n = static_cast<int>(n);
   g.k = static_cast<int>(k);
-  auto* kern = BatchedGemmKernel().For(*C.device());
+  auto* kern = (bf16 ? GemmBf16Kernel() : BatchedGemmKernel()).For(*C.device());
   C.device()->Exec({.id = OpId::kMult, .reads = {ax.block(), bx.block()}, .writes = {C.block()}},
                    [kern, g](Context* ctx) { kern(g, ctx); });
   if (A.nDim() == 1) out_shape.erase(out_shape.end() - 2);

@@ -2,6 +2,7 @@
 // checks what a user can get wrong, makes the output, and launches the kernel of the device's
 // backend (nn_kernels.h): the reference kernels are in cpu/ (im2col + OpenBLAS, depthwise loops),
 // the oneDNN ones in dnnl/.
+#include "bf16.h"
 #include "nn_kernels.h"
 
 namespace singa {
@@ -83,6 +84,8 @@ Tensor Conv2dForward(const Tensor& x_in, const Tensor& W_in, const Tensor& b_in,
     CheckSameDevice(op, {&x_in, &W_in});
     CheckSameDtype(op, {&x_in, &W_in});
   }
+  if (x_in.data_type() == kBFloat16 && !Bf16Native(op, *x_in.device()))
+    return ToBFloat16(Conv2dForward(ToFloat32(x_in), ToFloat32(W_in), ToFloat32(b_in), h, relu));
   const size_t N = x_in.shape(0);
   ConvFwdArgs a{x_in.Contiguous(), W_in.Contiguous(), has_bias ? b_in.Contiguous() : Tensor(),
                 Tensor(h.OutputShape(N), x_in.device(), x_in.data_type()), h, relu};
@@ -101,6 +104,8 @@ Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle
   CheckWeight(op, W_in, h);
   CheckSameDevice(op, {&dy_in, &W_in});
   CheckSameDtype(op, {&dy_in, &W_in});
+  if (dy_in.data_type() == kBFloat16 && !Bf16Native(op, *dy_in.device()))
+    return ToBFloat16(Conv2dBackwardX(ToFloat32(dy_in), ToFloat32(W_in), h));
   const size_t N = dy_in.shape(0);
   ConvBwdXArgs a{dy_in.Contiguous(), W_in.Contiguous(),
                  Tensor(Shape{N, h.channels, h.height, h.width}, dy_in.device(),
@@ -123,6 +128,8 @@ Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle
                        << " have different batch sizes");
   CheckSameDevice(op, {&dy_in, &x_in});
   CheckSameDtype(op, {&dy_in, &x_in});
+  if (x_in.data_type() == kBFloat16 && (!Bf16Native(op, *x_in.device()) || x_in.shape(0) == 0))
+    return ToBFloat16(Conv2dBackwardW(ToFloat32(dy_in), ToFloat32(x_in), h));
   ConvBwdWArgs a{dy_in.Contiguous(), x_in.Contiguous(),
                  Tensor(h.WeightShape(), x_in.device(), x_in.data_type()), h};
   LaunchKernel(Conv2dBackwardWKernel(), a, a.x.device(), {a.dy.block(), a.x.block()},
@@ -134,6 +141,8 @@ Tensor Conv2dBackwardB(const Tensor& dy_in, const ConvHandle& h) {
   const char* op = "Conv2dBackwardB";
   CheckNnFloat(op, "gradient dy", dy_in);
   CheckImage(op, "gradient dy", dy_in, h.num_filters, h.conv_height, h.conv_width);
+  if (dy_in.data_type() == kBFloat16)  // one reduction: accumulated in float32, rounded once
+    return ToBFloat16(Conv2dBackwardB(ToFloat32(dy_in), h));
   ConvBwdBArgs a{dy_in.Contiguous(),
                  Tensor(Shape{h.num_filters}, dy_in.device(), dy_in.data_type()), h};
   LaunchKernel(Conv2dBackwardBKernel(), a, a.dy.device(), {a.dy.block()}, {a.db.block()},

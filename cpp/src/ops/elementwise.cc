@@ -18,7 +18,20 @@ constexpr bool kF = false, kFI = true;  // may the op run on int32?
 // Promotes int32 operands to float32 when mixed with float32. float16 computes only on CUDA
 // devices (their kernels compute in float and round once to half); on the CPU it is storage
 // only. Mixed with another dtype, float16 is promoted to float32 (as numpy does for float32).
+// bfloat16 computes on every backend (in float, rounded once per op); mixed with another dtype
+// it is promoted to float32, as torch does.
 DataType CommonType(const char* op, DataType a, DataType b, const Device& dev) {
+  if (a == kBFloat16 || b == kBFloat16) {
+    const auto ok = [](DataType t) {
+      return t == kBFloat16 || t == kFloat32 || t == kInt || t == kFloat16;
+    };
+    SINGA_CHECK_DTYPE(ok(a) && ok(b), op << ": unsupported dtype combination " << DataTypeName(a)
+                                         << " and " << DataTypeName(b)
+                                         << " (bfloat16 mixes with float32, float16, int32)");
+    if (a == b) return kBFloat16;
+    if (a == kFloat16 || b == kFloat16) return CommonType(op, kFloat32, kFloat16, dev);
+    return kFloat32;
+  }
   if (a == kFloat16 || b == kFloat16) {
     SINGA_CHECK_DTYPE(DeviceBackend(dev) == Backend::kCuda,
                       op << ": float16 tensors are storage only on this device; convert with "
@@ -110,6 +123,7 @@ Tensor ScalarLike(const Tensor& t, float x) {
   DataType dt = t.data_type() == kInt && integral ? kInt : kFloat32;
   // A float16 tensor keeps its dtype with a scalar (x rounded to half), as in numpy and torch.
   if (t.data_type() == kFloat16) dt = kFloat16;
+  if (t.data_type() == kBFloat16) dt = kBFloat16;
   Tensor s(Shape{}, t.device(), dt);
   if (dt == kInt) s.SetValue(static_cast<int32_t>(x));
   else s.SetValue(x);  // converted to the dtype (float16 included) by the Fill kernel
@@ -170,10 +184,10 @@ Tensor MaskedFill(const Tensor& x, const Tensor& mask_in, float value) {
               op << ": an input tensor is empty");
   CheckSameDevice(op, {&x, &mask_in});
   const DataType dt = x.data_type();
-  SINGA_CHECK_DTYPE(dt == kFloat32 || dt == kInt ||
+  SINGA_CHECK_DTYPE(dt == kFloat32 || dt == kInt || dt == kBFloat16 ||
                         (dt == kFloat16 && DeviceBackend(*x.device()) == Backend::kCuda),
                     op << ": dtype " << DataTypeName(dt)
-                       << " is not supported (float32, int32, float16 on CUDA devices)");
+                       << " is not supported (float32, int32, bfloat16, float16 on CUDA devices)");
   const bool int_value = std::fabs(value) < 2147483647.f && std::nearbyint(value) == value;
   SINGA_CHECK_VALUE(dt != kInt || int_value,
                     op << ": value " << value << " is not an int32 for an int32 tensor");

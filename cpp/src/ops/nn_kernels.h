@@ -26,6 +26,7 @@
 
 #include "singa/core/device.h"
 #include "singa/core/kernel.h"
+#include "singa/graph/graph.h"
 #include "singa/ops/nn.h"
 
 namespace singa {
@@ -36,6 +37,9 @@ template <typename Args>
 struct Prepared {
   size_t workspace = 0;
   std::function<void(const Args&, float* workspace)> run;
+  /// Batch norm in training only, optional: the rerun of a recomputation (RerunOf below), whose
+  /// y must be bit-identical to run's; empty: run into scratch statistics.
+  std::function<void(const Args&, float* workspace)> rerun;
 };
 template <typename Args>
 using PrepareFn = Prepared<Args>(const Args&);
@@ -95,10 +99,10 @@ SINGA_KERNEL_SLOT_DECL(BatchNormForwardTraining, PrepareFn<BnTrainArgs>);
 SINGA_KERNEL_SLOT_DECL(BatchNormForwardInference, PrepareFn<BnInferArgs>);
 SINGA_KERNEL_SLOT_DECL(BatchNormBackward, PrepareFn<BnBwdArgs>);
 
-/// float32, or float16 on a device that computes with CUDA (half conv / pooling there; the CPU
-/// keeps float16 as storage only).
+/// float32, bfloat16 (bf16.h says where it runs natively), or float16 on a device that computes
+/// with CUDA (half conv / pooling there; the CPU keeps float16 as storage only).
 inline bool IsNnFloat(const Tensor& t) {
-  return t.data_type() == kFloat32 ||
+  return t.data_type() == kFloat32 || t.data_type() == kBFloat16 ||
          (t.data_type() == kFloat16 && t.device() && t.device()->backend() == Backend::kCuda);
 }
 
@@ -113,7 +117,7 @@ inline void CheckSameDtype(const char* op, std::initializer_list<const Tensor*> 
 /// A non-empty float tensor (IsNnFloat): the `what` operand of `op`.
 inline void CheckNnFloat(const char* op, const char* what, const Tensor& t) {
   SINGA_CHECK(t.block() != nullptr, ValueError, op << ": the " << what << " tensor is empty");
-  SINGA_CHECK_DTYPE(IsNnFloat(t), op << ": expects a float32 " << what
+  SINGA_CHECK_DTYPE(IsNnFloat(t), op << ": expects a float32 or bfloat16 " << what
                                     << " (or float16 on a CUDA device), got " << t.data_type());
 }
 
@@ -181,6 +185,41 @@ struct HasReluPostOp : std::false_type {};
 template <typename Args>
 struct HasReluPostOp<Args, std::void_t<decltype(std::declval<Args&>().relu)>> : std::true_type {};
 
+/// The rerun form (Device::SetRerun) of a batch-norm training forward: y again from x without
+/// touching the running statistics. With the kernel's own rerun (the reference kernel: a
+/// normalisation with the saved batch mean and variance, from which its forward computes y too)
+/// it reads those; else it runs the training kernel again with the statistics written into two
+/// scratch tensors, listed among the operation's writes (`writes`): the same computation, so
+/// the same bits, on every deterministic backend.
+inline OpRerun RerunOf(const BnTrainArgs& a, const Prepared<BnTrainArgs>& p,
+                       const Prepared<BnTrainArgs>& fused, const Tensor& ws,
+                       std::vector<Block*>* writes) {
+  OpRerun r;
+  BnTrainArgs ra = a;
+  ra.running_mean = ra.running_var = Tensor();
+  r.reads = {a.x.block(), a.scale.block(), a.bias.block()};
+  r.writes = {a.y.block()};
+  if (p.rerun) {
+    r.reads.insert(r.reads.end(), {a.mean.block(), a.var.block()});
+  } else {
+    ra.mean = Tensor(a.mean.shape(), a.mean.device(), kFloat32);
+    ra.var = Tensor(a.var.shape(), a.var.device(), kFloat32);
+    writes->insert(writes->end(), {ra.mean.block(), ra.var.block()});
+    r.writes.insert(r.writes.end(), {ra.mean.block(), ra.var.block()});
+  }
+  if (!ws.empty()) r.writes.push_back(ws.block());
+  auto make = [&](const Prepared<BnTrainArgs>& q, bool relu) -> OpFunc {
+    auto f = q.rerun ? q.rerun : q.run;
+    if (!f || (p.rerun != nullptr) != (q.rerun != nullptr)) return nullptr;
+    BnTrainArgs qa = ra;
+    qa.relu = relu;
+    return [qa, ws, f](Context*) { f(qa, ws.empty() ? nullptr : OutPtr(ws)); };
+  };
+  r.fn = make(p, a.relu);
+  r.relu_fused = fused.run ? make(fused, true) : nullptr;
+  return r;
+}
+
 template <typename Args>
 void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
                   const std::shared_ptr<Device>& dev, std::vector<Block*> reads,
@@ -203,6 +242,10 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
     ws = Tensor(Shape{n * sizeof(float)}, dev, kChar);
     writes.push_back(ws.block());
   }
+  OpRerun rerun;
+  if constexpr (std::is_same_v<Args, BnTrainArgs>) {
+    if (dev->graph_enabled()) rerun = RerunOf(a, p, fused, ws, &writes);
+  }
   OpFunc relu_fused;
   if (fused.run)
     relu_fused = [fa, ws, run = std::move(fused.run)](Context*) {
@@ -215,6 +258,9 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
             [a, ws, run = std::move(p.run)](Context*) {
               run(a, ws.empty() ? nullptr : OutPtr(ws));
             });
+  if (rerun.fn)
+    dev->SetRerun(std::move(rerun.fn), std::move(rerun.relu_fused), std::move(rerun.reads),
+                  std::move(rerun.writes));
 }
 
 }  // namespace singa

@@ -1,5 +1,6 @@
 // 2-d max / average pooling (see singa/ops/nn.h): the handle and the device-independent fronts;
 // the kernels are in cpu/pooling.cc (reference) and dnnl/pooling.cc (oneDNN).
+#include "bf16.h"
 #include "nn_kernels.h"
 
 namespace singa {
@@ -40,6 +41,8 @@ Tensor Pool2dForward(const Tensor& x_in, const PoolingHandle& h) {
   const char* op = "Pool2d";
   CheckNnFloat(op, "input", x_in);
   CheckImage(op, "input", x_in, h.channels, h.height, h.width);
+  if (x_in.data_type() == kBFloat16)  // bf16 pooling: through float32 (bf16.h)
+    return ToBFloat16(Pool2dForward(ToFloat32(x_in), h));
   PoolFwdArgs a{x_in.Contiguous(),
                 Tensor(h.OutputShape(x_in.shape(0)), x_in.device(), x_in.data_type()), h};
   if (a.y.Size() == 0) return a.y;
@@ -63,6 +66,8 @@ Tensor Pool2dBackward(const Tensor& dy_in, const Tensor& x_in, const Tensor& y_i
                                                     << ", expected " << out_shape);
   CheckSameDevice(op, {&dy_in, &x_in});
   CheckSameDtype(op, {&dy_in, &x_in});
+  if (x_in.data_type() == kBFloat16)
+    return ToBFloat16(Pool2dBackward(ToFloat32(dy_in), ToFloat32(x_in), Tensor(), h));
   PoolBwdArgs a{dy_in.Contiguous(), x_in.Contiguous(),
                 Tensor(x_in.shape(), x_in.device(), x_in.data_type()), h};
   if (a.dx.Size() == 0) return a.dx;

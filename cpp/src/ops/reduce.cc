@@ -121,6 +121,10 @@ Tensor Reduce(OpId id, Kind kind, const Tensor& in_raw, const std::vector<int>& 
               bool keepdims) {
   const char* name = OpName(id);
   CheckInput(name, in_raw);
+  if (in_raw.data_type() == kBFloat16) {  // accumulated in float32 (double inside), rounded once
+    const Tensor r = Reduce(id, kind, in_raw.AsType(kFloat32), axes, keepdims);
+    return r.data_type() == kFloat32 ? r.AsType(kBFloat16) : r;
+  }
   // numpy's mean of integers is a float: convert first so that the division is exact.
   const Tensor in = kind == Kind::kMean && in_raw.data_type() == kInt ? in_raw.AsType(kFloat32)
                                                                       : in_raw;
@@ -171,6 +175,8 @@ void SoftLayout(const char* op, const Tensor& in, int axis, size_t* outer, size_
 }
 
 Tensor RunSoftMax(OpId id, ReduceKernelFn* k, const Tensor& in_raw, int axis) {
+  if (in_raw.data_type() == kBFloat16)  // softmax is a float32 op (the AMP policy's too)
+    return RunSoftMax(id, k, in_raw.AsType(kFloat32), axis).AsType(kBFloat16);
   const char* name = OpName(id);
   size_t outer, dim, inner;
   SoftLayout(name, in_raw, axis, &outer, &dim, &inner);
@@ -210,7 +216,8 @@ Tensor Average(const Tensor& in, int axis) {
 }
 
 float SumAll(const Tensor& in) {
-  Tensor s = Reduce(OpId::kSumAll, Kind::kSum, in, {}, false);
+  const bool bf16 = in.block() != nullptr && in.data_type() == kBFloat16;
+  Tensor s = Reduce(OpId::kSumAll, Kind::kSum, bf16 ? in.AsType(kFloat32) : in, {}, false);
   // The reduction accumulated in double (int64 for int32), so only the final cast rounds.
   if (s.data_type() == kInt) return static_cast<float>(s.ToVector<int32_t>()[0]);
   return s.ToVector<float>()[0];
@@ -248,6 +255,9 @@ Tensor SoftMaxBackward(const Tensor& dy_raw, const Tensor& y_raw, int axis) {
                                                           << " (they must be equal)");
   SINGA_CHECK_DTYPE(dy_raw.data_type() == y_raw.data_type(),
                     name << ": dy is " << dy_raw.data_type() << " but y is " << y_raw.data_type());
+  if (y_raw.data_type() == kBFloat16)
+    return SoftMaxBackward(dy_raw.AsType(kFloat32), y_raw.AsType(kFloat32), axis)
+        .AsType(kBFloat16);
   size_t outer, dim, inner;
   SoftLayout(name, y_raw, axis, &outer, &dim, &inner);
   const Tensor dy = dy_raw.Contiguous(), y = y_raw.Contiguous();

@@ -32,9 +32,9 @@ void CheckHasData(const char* op, const Tensor& t, const char* what) {
 
 // Rejects dtypes that the strided copies cannot handle, naming the op (instead of Clone's name).
 void CheckStorageType(const char* op, DataType dt) {
-  SINGA_CHECK_DTYPE(dt == kFloat32 || dt == kInt || dt == kFloat16,
+  SINGA_CHECK_DTYPE(dt == kFloat32 || dt == kInt || dt == kFloat16 || dt == kBFloat16,
                     op << ": dtype " << DataTypeName(dt)
-                       << " is not supported (expected float32, int32 or float16)");
+                       << " is not supported (expected float32, int32, float16 or bfloat16)");
 }
 
 Tensor Concat(OpId id, const std::vector<Tensor>& in, int axis) {

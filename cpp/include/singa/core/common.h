@@ -8,14 +8,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
 
 namespace singa {
 
-/// Element types. The numbers match Apache SINGA's core.proto so saved files and Python code agree.
-enum DataType { kFloat32 = 0, kFloat16 = 1, kInt = 2, kChar = 3, kDouble = 4, kUChar = 5 };
+/// Element types. The numbers match Apache SINGA's core.proto so saved files and Python code agree;
+/// kBFloat16 is ours (after SINGA's last code, 5), so SINGA code never meets it unless it asks.
+enum DataType {
+  kFloat32 = 0, kFloat16 = 1, kInt = 2, kChar = 3, kDouble = 4, kUChar = 5, kBFloat16 = 6
+};
 /// Where a device computes.
 enum LangType { kCpp = 0, kCuda = 1, kOpencl = 2 };
 /// Direction of a copy between host and device memory.
@@ -32,6 +36,27 @@ struct Half {
 float HalfToFloat(Half h);
 Half FloatToHalf(float f);
 
+/// bfloat16: the upper 16 bits of a float32 (8-bit exponent, 7-bit mantissa); storage only, math
+/// converts to float first. Inline: the CPU's fused bf16 loops call these per element.
+struct BFloat16 {
+  uint16_t bits = 0;
+};
+inline float BFloat16ToFloat(BFloat16 h) {
+  const uint32_t b = uint32_t(h.bits) << 16;
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+/// Round to nearest, ties to even; a NaN stays a NaN (quiet bit set: truncating a NaN whose
+/// payload lies in the low bits would otherwise give an Inf).
+inline BFloat16 FloatToBFloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return BFloat16{uint16_t((x >> 16) | 0x0040u)};
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return BFloat16{uint16_t(x >> 16)};
+}
+
 /// The DataType of a C++ element type: DataTypeOf<float>() == kFloat32.
 template <typename T>
 constexpr DataType DataTypeOf();
@@ -39,6 +64,8 @@ template <>
 constexpr DataType DataTypeOf<float>() { return kFloat32; }
 template <>
 constexpr DataType DataTypeOf<Half>() { return kFloat16; }
+template <>
+constexpr DataType DataTypeOf<BFloat16>() { return kBFloat16; }
 template <>
 constexpr DataType DataTypeOf<int32_t>() { return kInt; }
 template <>

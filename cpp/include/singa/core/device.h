@@ -99,6 +99,12 @@ class Device {
   /// file comment for the contract and OpDesc for the fields.
   void Exec(OpDesc desc, OpFunc fn);
 
+  /// Gives the operation the last Exec recorded a rerun form (singa/graph/graph.h: OpRerun):
+  /// how a graph under a memory budget recomputes it when not by running it again. Nothing
+  /// when not buffering (eager mode never recomputes).
+  void SetRerun(OpFunc fn, OpFunc relu_fused, std::vector<Block*> reads,
+                std::vector<Block*> writes);
+
   /// A block of `size` bytes with no memory yet.
   std::shared_ptr<Block> NewBlock(size_t size);
 

@@ -46,8 +46,10 @@
 // rebound to the range's offset when the range begins. An operation may be
 // recomputed when it is a pure function of its reads: submitted with recomputable = true (the
 // default), no random numbers (the generator would advance: dropout's mask draw is kept, the
-// multiply that applies it is recomputed), no collective, nothing both read and written (the
-// batch-norm training forward updates its running statistics in place, so its output is kept).
+// multiply that applies it is recomputed, reading the kept mask), no collective, nothing both
+// read and written. An operation that is none of these may still carry a rerun form
+// (Device::SetRerun): the batch-norm training forward updates its running statistics in place,
+// and is recomputed by a rerun that normalises x with the batch statistics it saved.
 // A budget no plan reaches throws OutOfMemoryError at build time stating the least budget that
 // works. Without a budget, or one at least the unconstrained plan, the plan is unchanged. What
 // the budget bounds is persistent_bytes + arena_bytes; the pool adds its rounding on top (each
@@ -65,6 +67,17 @@
 #include "singa/graph/remat.h"
 
 namespace singa {
+
+/// How an operation is recomputed when that is not by running it again (Device::SetRerun gives it):
+/// batch norm in training reruns as a normalisation with the batch statistics it saved, leaving
+/// the running statistics alone. A graph under a memory budget runs `fn` (`relu_fused` when the
+/// operation's ReLU was fused into it) to refill the operation's first written block; the rerun
+/// reads `reads` and writes `writes`: that block and scratch, all written by the operation too.
+/// Its output must be bit-identical to the operation's.
+struct OpRerun {
+  OpFunc fn, relu_fused;
+  std::vector<Block*> reads, writes;
+};
 
 /// What the planner decided, for tests, benchmarks and PrintTimeProfiling.
 struct GraphMemoryPlan {
@@ -95,6 +108,7 @@ class Graph {
     bool run_fused = false;    ///< runs relu_fused (its ReLU was fused into it)
     bool skip = false;         ///< a ReLU fused into its producer: nothing to run
     bool recomputable = true;  ///< its submitter says it is a pure function of its reads
+    OpRerun rerun;             ///< how it is recomputed, when not by fn (Device::SetRerun)
     std::vector<size_t> succ;  ///< nodes that depend on this one
     size_t num_pred = 0;
     double total_ms = 0;       ///< accumulated run time, when profiling
@@ -116,6 +130,8 @@ class Graph {
 
   /// Records one operation (called by Device::Exec while buffering).
   void AddOperation(OpDesc desc, OpFunc fn);
+  /// Gives the operation recorded last a rerun form (Device::SetRerun).
+  void SetRerunOfLast(OpRerun rerun);
   /// Runs every recorded operation; builds the graph first if it changed.
   void Run(bool sequential);
   /// Drops every recorded operation and releases planned memory.
@@ -178,6 +194,7 @@ class Graph {
   void PlanArena();
   remat::Problem MakeProblem(std::vector<Block*>* ids) const;
   double EstimateCost(const Node& n, bool measured) const;
+  double RerunCost(const Node& n, bool measured) const;
   void ApplyPlan(const remat::Plan& plan, const std::vector<Block*>& ids);
   void ReleaseArena();
   void RunNode(size_t i, bool recompute = false);

@@ -17,7 +17,9 @@
 //   - it is planned (recyclable) and written by exactly one operation p, which is recomputable
 //     (a pure function of its reads: no random numbers, no collective, no block both read and
 //     written, not marked otherwise by its submitter), and p's other writes are scratch
-//     (workspaces nobody reads);
+//     (workspaces nobody reads); or p has a rerun form (Step::has_rerun) that is such a function
+//     and writes b and scratch only (batch norm in training: b is its output y, recomputed from
+//     x and the saved batch statistics, which stay as the backward reads them anyway);
 //   - its uses leave a gap: b is dropped across the longest gap between two consecutive accesses
 //     (for an activation: from its last forward reader to its first backward reader).
 // Recomputing p needs p's reads alive with their original values. A read still in its range is
@@ -44,7 +46,9 @@
 //   - the sequence does not depend on the budget, so a smaller budget never gets a larger arena
 //     (the first prefix fitting B2 < B1 is the one for B1 or a later one, below B2);
 //   - a budget at or above the unconstrained arena drops nothing: the plan is the unbudgeted one;
-//   - recomputations replay the recorded kernels on identical inputs: results are bit-identical.
+//   - recomputations replay the recorded kernels on identical inputs: results are bit-identical
+//     (a rerun form is its submitter's promise of the same bits: batch norm's normalises through
+//     the code its forward uses, or reruns the forward's kernel into scratch statistics).
 // There is no approximation bound on the added time. kSqrtN is Chen et al. 2016's baseline for
 // comparison: drop every candidate except one in every ceil(sqrt(n)) in forward order, whatever
 // the budget (it fits or throws).
@@ -65,6 +69,13 @@ struct Step {
   std::vector<int> reads, writes;  ///< distinct ids; an aliased block is listed as its owner
   bool recomputable = false;
   double cost = 1;  ///< time of one run (any unit: only ratios matter)
+  /// A rerun that differs from the run (batch norm in training reruns as a normalisation with
+  /// its saved statistics, leaving the running ones alone): what a recomputation reads and
+  /// writes instead of reads/writes (its writes a subset of the run's), at rerun_cost. The step
+  /// is then recomputable through it, whatever `recomputable` says of the run.
+  bool has_rerun = false;
+  std::vector<int> rerun_reads, rerun_writes;
+  double rerun_cost = 1;
 };
 
 struct Problem {

@@ -67,8 +67,25 @@ void Affine(const Geometry& g, const float* x, const float* a, const float* b, b
   });
 }
 
+// y = x * k[c] + b[c] from the batch statistics as stored (float32): the training forward and
+// its rerun under a memory budget (nn_kernels.h: RerunOf) both normalise through this, so a
+// recomputed y has the forward's bits without recomputing the statistics.
+void NormaliseWithBatchStats(const BnTrainArgs& a, const float* mean, const float* var) {
+  const float *ps = InPtr(a.scale), *pb = InPtr(a.bias);
+  std::vector<float> k(a.C), b(a.C);
+  for (size_t c = 0; c < a.C; ++c) {
+    const double inv = 1.0 / std::sqrt(double(var[c]) + double(a.eps));
+    k[c] = float(ps[c] * inv);
+    b[c] = float(pb[c] - mean[c] * ps[c] * inv);
+  }
+  Affine(Geometry{a.N, a.C, a.S}, InPtr(a.x), k.data(), b.data(), a.relu, OutPtr(a.y));
+}
+
 Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs&) {
   Prepared<BnTrainArgs> r;
+  r.rerun = [](const BnTrainArgs& a, float*) {
+    NormaliseWithBatchStats(a, InPtr(a.mean), InPtr(a.var));
+  };
   r.run = [](const BnTrainArgs& a, float*) {
     const Geometry g{a.N, a.C, a.S};
     const float* px = InPtr(a.x);
@@ -80,17 +97,11 @@ Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs&) {
     const float* pmu = mu.data();
     ChannelSums(g, px, [pmu](float v, size_t c) { return (v - pmu[c]) * (v - pmu[c]); }, &sq);
     float *pm = OutPtr(a.mean), *pv = OutPtr(a.var);
-    const float *ps = InPtr(a.scale), *pb = InPtr(a.bias);
-    std::vector<float> k(g.C), b(g.C);
     for (size_t c = 0; c < g.C; ++c) {
-      const double v = sq[c] / M;
       pm[c] = mu[c];
-      pv[c] = float(v);
-      const double inv = 1.0 / std::sqrt(v + double(a.eps));
-      k[c] = float(ps[c] * inv);
-      b[c] = float(pb[c] - mu[c] * ps[c] * inv);
+      pv[c] = float(sq[c] / M);
     }
-    Affine(g, px, k.data(), b.data(), a.relu, OutPtr(a.y));
+    NormaliseWithBatchStats(a, pm, pv);
     UpdateRunningStats(a, pm, pv);
   };
   return r;

@@ -2,6 +2,7 @@
 // binary loop, templated on the table's functors (elementwise_functors.h), so each op's loop is
 // inlined and vectorised. The fronts are in ../elementwise.cc; see ../strided.h for the loops.
 #include <cstdint>
+#include <type_traits>
 
 #include "../kernel_slots.h"
 #include "../strided.h"
@@ -13,6 +14,21 @@ namespace {
 
 constexpr bool kF = false, kFI = true;  // does the op have an int32 kernel?
 
+// bfloat16 is computed in float and rounded once per element, inside the loop (no float32
+// temporaries): Load/Store are the identity for float32 and int32.
+template <typename T>
+using MathOf = std::conditional_t<std::is_same_v<T, BFloat16>, float, T>;
+template <typename T>
+inline MathOf<T> Load(T x) {
+  if constexpr (std::is_same_v<T, BFloat16>) return BFloat16ToFloat(x);
+  else return x;
+}
+template <typename T>
+inline T Store(MathOf<T> x) {
+  if constexpr (std::is_same_v<T, BFloat16>) return FloatToBFloat16(x);
+  else return x;
+}
+
 template <typename T, typename Op>
 void UnaryLoop(const Op& op, const Tensor& in, const Tensor& out) {
   const T* x = static_cast<const T*>(in.block()->data());
@@ -22,17 +38,19 @@ void UnaryLoop(const Op& op, const Tensor& in, const Tensor& out) {
                   const T* xp = x + o[0];
                   T* yp = y + o[1];
                   if (s[0] == 1)
-                    for (size_t i = 0; i < n; ++i) yp[i] = op(xp[i]);
+                    for (size_t i = 0; i < n; ++i) yp[i] = Store<T>(op(Load(xp[i])));
                   else
-                    for (size_t i = 0; i < n; ++i) yp[i * s[1]] = op(xp[i * s[0]]);
+                    for (size_t i = 0; i < n; ++i)
+                      yp[i * s[1]] = Store<T>(op(Load(xp[i * s[0]])));
                 });
 }
 
-// The front has picked the dtype (float32, or int32 where the op allows it).
+// The front has picked the dtype (float32, bfloat16, or int32 where the op allows it).
 template <typename Op, bool kAllowInt>
 void Unary(const Op& op, const Tensor& in, const Tensor& out) {
   if constexpr (kAllowInt)
     if (in.data_type() == kInt) return UnaryLoop<int32_t>(op, in, out);
+  if (in.data_type() == kBFloat16) return UnaryLoop<BFloat16>(op, in, out);
   UnaryLoop<float>(op, in, out);
 }
 
@@ -47,15 +65,15 @@ template <typename Op, typename T>
 inline void BinaryRow(const Op& op, const T* a, const T* b, T* y, size_t n, std::ptrdiff_t sa,
                       std::ptrdiff_t sb) {
   if (sa == 1 && sb == 1) {
-    for (size_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
+    for (size_t i = 0; i < n; ++i) y[i] = Store<T>(op(Load(a[i]), Load(b[i])));
   } else if (sa == 1 && sb == 0) {
-    const T bv = b[0];
-    for (size_t i = 0; i < n; ++i) y[i] = op(a[i], bv);
+    const MathOf<T> bv = Load(b[0]);
+    for (size_t i = 0; i < n; ++i) y[i] = Store<T>(op(Load(a[i]), bv));
   } else if (sa == 0 && sb == 1) {
-    const T av = a[0];
-    for (size_t i = 0; i < n; ++i) y[i] = op(av, b[i]);
+    const MathOf<T> av = Load(a[0]);
+    for (size_t i = 0; i < n; ++i) y[i] = Store<T>(op(av, Load(b[i])));
   } else {
-    for (size_t i = 0; i < n; ++i) y[i] = op(a[i * sa], b[i * sb]);
+    for (size_t i = 0; i < n; ++i) y[i] = Store<T>(op(Load(a[i * sa]), Load(b[i * sb])));
   }
 }
 
@@ -71,10 +89,16 @@ void BinaryLoop(const Op& op, const Tensor& a, const Tensor& b, const Tensor& ou
 }
 
 template <typename Op, bool kAllowInt>
-void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Context*) {
+void Binary(const Op& op, const Tensor& a, const Tensor& b, const Tensor& out) {
   if constexpr (kAllowInt)
-    if (out.data_type() == kInt) return BinaryLoop<int32_t>(Op{}, a, b, out);
-  BinaryLoop<float>(Op{}, a, b, out);
+    if (out.data_type() == kInt) return BinaryLoop<int32_t>(op, a, b, out);
+  if (out.data_type() == kBFloat16) return BinaryLoop<BFloat16>(op, a, b, out);
+  BinaryLoop<float>(op, a, b, out);
+}
+
+template <typename Op, bool kAllowInt>
+void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Context*) {
+  Binary<Op, kAllowInt>(Op{}, a, b, out);
 }
 
 void Clamp(const Tensor& in, float low, float high, const Tensor& out, Context*) {
@@ -84,8 +108,7 @@ void LeakyReLU(const Tensor& in, float slope, const Tensor& out, Context*) {
   Unary<fn::LeakyReLUOp, kF>(fn::LeakyReLUOp{slope}, in, out);
 }
 void MaskedFill(const Tensor& x, const Tensor& mask, float value, const Tensor& out, Context*) {
-  if (out.data_type() == kInt) return BinaryLoop<int32_t>(fn::MaskedFillOp{value}, x, mask, out);
-  BinaryLoop<float>(fn::MaskedFillOp{value}, x, mask, out);
+  Binary<fn::MaskedFillOp, kFI>(fn::MaskedFillOp{value}, x, mask, out);
 }
 
 }  // namespace

@@ -6,12 +6,13 @@
 // C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the call swaps A and B (and m and n) and
 // keeps each operand's own transpose flag.
 //
-// float16 operands (a, b and c all kFloat16): cublasGemmEx with CUDA_R_16F data and float
+// float16 / bfloat16 operands (a, b and c of one dtype): cublasGemmEx with CUDA_R_16F / 16BF data and float
 // accumulation (CUBLAS_COMPUTE_32F), alpha and beta float. Dot / Asum / Nrm2 write their result
 // into the one-element device tensor with CUBLAS_POINTER_MODE_DEVICE (no host read, so the call
 // can be captured into a CUDA Graph).
 #include <vector>
 
+#include "../bf16.h"
 #include "../kernel_slots.h"
 #include "cudnn_common.h"
 
@@ -172,6 +173,7 @@ void Nrm2(const Tensor& x, const Tensor& out, Context* ctx) {
 
 SINGA_REGISTER_KERNEL(Gemm, kCuda, &cuda::Gemm);
 SINGA_REGISTER_KERNEL(BatchedGemm, kCuda, &cuda::BatchedGemm);
+SINGA_REGISTER_KERNEL(GemmBf16, kCuda, &cuda::BatchedGemm);
 SINGA_REGISTER_KERNEL(Axpy, kCuda, &cuda::Axpy);
 SINGA_REGISTER_KERNEL(Dot, kCuda, &cuda::Dot);
 SINGA_REGISTER_KERNEL(Asum, kCuda, &cuda::Asum);

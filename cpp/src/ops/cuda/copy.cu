@@ -120,6 +120,8 @@ void Fill(const Tensor& t, double value, Context* ctx) {
     }
     case kFloat16:
       return launch(uint16_t(FloatToHalf(static_cast<float>(value)).bits));
+    case kBFloat16:
+      return launch(uint16_t(FloatToBFloat16(static_cast<float>(value)).bits));
     default:
       SINGA_THROW(DTypeError, "Fill: dtype " << DataTypeName(t.data_type())
                                              << " is not supported (float32, int32 or float16)");

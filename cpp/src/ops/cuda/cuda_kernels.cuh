@@ -11,6 +11,7 @@
 // every op computes in float and rounds once to half (round to nearest even, as FloatToHalf).
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -37,6 +38,10 @@ template <>
 struct DevTypeOf<Half> {
   using type = __half;
 };
+template <>
+struct DevTypeOf<BFloat16> {
+  using type = __nv_bfloat16;
+};
 template <typename T>
 using DevType = typename DevTypeOf<T>::type;
 
@@ -55,9 +60,13 @@ __device__ __forceinline__ D Convert(S x) {
   if constexpr (std::is_same_v<D, S>) {
     return x;
   } else if constexpr (std::is_same_v<S, __half>) {
-    return static_cast<D>(__half2float(x));
+    return Convert<D>(__half2float(x));
+  } else if constexpr (std::is_same_v<S, __nv_bfloat16>) {
+    return Convert<D>(__bfloat162float(x));
   } else if constexpr (std::is_same_v<D, __half>) {
     return __float2half_rn(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<D, __nv_bfloat16>) {
+    return __float2bfloat16_rn(static_cast<float>(x));
   } else {
     return static_cast<D>(x);
   }
@@ -65,7 +74,8 @@ __device__ __forceinline__ D Convert(S x) {
 
 /// The type a functor computes in: float for __half, else the element type.
 template <typename T>
-using MathType = std::conditional_t<std::is_same_v<T, __half>, float, T>;
+using MathType =
+    std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, float, T>;
 
 /// y = op(x) computed in MathType<T> (one rounding for half).
 template <typename T, typename Op>

@@ -32,9 +32,9 @@ inline cudnnDataType_t DnnType(const Tensor& t) { return DnnType(t.data_type());
 
 /// float32 -> CUDA_R_32F, float16 -> CUDA_R_16F (cublasGemmEx operands).
 inline cudaDataType_t BlasType(DataType t) {
-  SINGA_CHECK_DTYPE(t == kFloat32 || t == kFloat16,
-                    "cuBLAS kernels take float32 or float16 tensors, got " << t);
-  return t == kFloat16 ? CUDA_R_16F : CUDA_R_32F;
+  SINGA_CHECK_DTYPE(t == kFloat32 || t == kFloat16 || t == kBFloat16,
+                    "cuBLAS kernels take float32, float16 or bfloat16 tensors, got " << t);
+  return t == kFloat16 ? CUDA_R_16F : t == kBFloat16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
 #ifdef __CUDACC__

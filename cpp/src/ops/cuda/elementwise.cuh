@@ -69,6 +69,7 @@ void Unary(const char* name, const Op& op, const Tensor& in, const Tensor& out, 
   switch (in.data_type()) {
     case kFloat32: return UnaryLoop<float>(name, op, in, out, ctx);
     case kFloat16: return UnaryLoop<Half>(name, op, in, out, ctx);
+    case kBFloat16: return UnaryLoop<BFloat16>(name, op, in, out, ctx);
     case kInt:
       if constexpr (kAllowInt) return UnaryLoop<int32_t>(name, op, in, out, ctx);
       [[fallthrough]];
@@ -103,6 +104,7 @@ void Binary(const char* name, const Op& op, const Tensor& a, const Tensor& b, co
   switch (out.data_type()) {
     case kFloat32: return BinaryLoop<float>(name, op, a, b, out, ctx);
     case kFloat16: return BinaryLoop<Half>(name, op, a, b, out, ctx);
+    case kBFloat16: return BinaryLoop<BFloat16>(name, op, a, b, out, ctx);
     case kInt:
       if constexpr (kAllowInt) return BinaryLoop<int32_t>(name, op, a, b, out, ctx);
       [[fallthrough]];

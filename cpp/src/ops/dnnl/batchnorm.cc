@@ -2,7 +2,10 @@
 // through fuse_norm_relu), backward with the scale and shift gradients. x (N, C, ...) is viewed
 // as a plain (N, C, S, 1) NCHW tensor. oneDNN returns the batch mean and biased variance, which
 // are our outputs as they are; the running statistics are then updated with nn.h's conventions
-// (UpdateRunningStats, the reference kernel's code), on C values. Unless BatchNormEnabled()
+// (UpdateRunningStats, the reference kernel's code), on C values. A graph recomputing the
+// training forward under a memory budget runs the same primitive again into scratch statistics
+// (nn_kernels.h: RerunOf): oneDNN does not promise that its use_global_stats normalisation gives
+// the training forward's bits, the same primitive on the same input does. Unless BatchNormEnabled()
 // (dnnl/common.h: measured slower than the reference kernel), each kernel returns an empty
 // Prepared and the front runs the reference kernel.
 #include <string>

@@ -37,25 +37,38 @@ void ReluInPlace(float* y, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= (1 << 16))
   for (std::ptrdiff_t i = 0; i < m; ++i) y[i] = relu(y[i]);
 }
+void ReluInPlace(const Tensor& y) {
+  if (y.data_type() != kBFloat16) return ReluInPlace(OutPtr(y), y.Size());
+  const fn::ReLUOp relu;
+  auto* p = static_cast<BFloat16*>(y.block()->mutable_data());
+  const std::ptrdiff_t m = std::ptrdiff_t(y.Size());
+#pragma omp parallel for schedule(static) if (m >= (1 << 16))
+  for (std::ptrdiff_t i = 0; i < m; ++i) p[i] = FloatToBFloat16(relu(BFloat16ToFloat(p[i])));
+}
+
+// bfloat16 tensors compute in bf16 (float32 accumulation inside oneDNN; the front checked the
+// CPU); a dtype change is a different primitive.
+memory::data_type DnnlType(const Tensor& t) {
+  return t.data_type() == kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
 
 struct Geometry {
   memory::dims src, wei, bias, dst, strides, dil, pad;
-  memory::desc Src() const { return memory::desc(src, memory::data_type::f32, tag::nchw); }
-  memory::desc Dst() const { return memory::desc(dst, memory::data_type::f32, tag::nchw); }
-  memory::desc Wei() const {
-    return memory::desc(wei, memory::data_type::f32, wei.size() == 5 ? tag::goihw : tag::oihw);
-  }
-  memory::desc Bias() const { return memory::desc(bias, memory::data_type::f32, tag::x); }
+  memory::data_type dt = memory::data_type::f32;
+  memory::desc Src() const { return memory::desc(src, dt, tag::nchw); }
+  memory::desc Dst() const { return memory::desc(dst, dt, tag::nchw); }
+  memory::desc Wei() const { return memory::desc(wei, dt, wei.size() == 5 ? tag::goihw : tag::oihw); }
+  memory::desc Bias() const { return memory::desc(bias, dt, tag::x); }
   // The primitive's choice: any layout, or ours.
   memory::desc Any(const memory::desc& plain) const {
-    return ConvBlockedLayout() ? memory::desc(plain.dims(), memory::data_type::f32, tag::any)
-                               : plain;
+    return ConvBlockedLayout() ? memory::desc(plain.dims(), dt, tag::any) : plain;
   }
 };
 
-Geometry GeometryOf(const ConvHandle& h, size_t N) {
+Geometry GeometryOf(const ConvHandle& h, size_t N, memory::data_type dt) {
   using D = memory::dim;
   Geometry g;
+  g.dt = dt;
   const D G = D(h.group), OC = D(h.num_filters), IC = D(h.channels);
   g.src = {D(N), IC, D(h.height), D(h.width)};
   g.dst = {D(N), OC, D(h.conv_height), D(h.conv_width)};
@@ -70,8 +83,9 @@ Geometry GeometryOf(const ConvHandle& h, size_t N) {
   return g;
 }
 
-std::string KeyOf(const char* op, const ConvHandle& h, size_t N, int flags) {
-  std::string k = KeyStart(op);
+std::string KeyOf(const char* op, const ConvHandle& h, size_t N, int flags,
+                  memory::data_type dt) {
+  std::string k = KeyStart(op) + (dt == memory::data_type::bf16 ? ",bf16" : "");
   for (size_t v : {N, h.channels, h.height, h.width, h.num_filters, h.group, h.kernel_h,
                    h.kernel_w, h.stride_h, h.stride_w, h.pad_h, h.pad_w, h.dilation_h,
                    h.dilation_w, size_t(flags), size_t(ConvBlockedLayout())})
@@ -126,6 +140,13 @@ struct ConvEntry {
   }
 };
 
+// oneDNN rejected the call: the reference kernel takes float32 only, so bf16 stops here.
+void NoBf16Fallback(const std::shared_ptr<ConvEntry>& e, const Tensor& t, const char* op) {
+  SINGA_CHECK(e || t.data_type() != kBFloat16, NotImplementedError,
+              op << ": oneDNN has no bfloat16 kernel for this convolution (input " << t.shape()
+                 << "); convert it with as_type(float32)");
+}
+
 // The kernel of a cached entry (null: oneDNN has no implementation, the front falls back).
 template <typename Args, typename F>
 Prepared<Args> PreparedOf(const std::shared_ptr<ConvEntry>& e, F&& run) {
@@ -139,10 +160,10 @@ Prepared<Args> PreparedOf(const std::shared_ptr<ConvEntry>& e, F&& run) {
 Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
   const size_t N = a.x.shape(0);
   const bool bias = !a.b.empty();
-  auto e = Cached<ConvEntry>(KeyOf("fwd", a.h, N, bias), [&] {
+  auto e = Cached<ConvEntry>(KeyOf("fwd", a.h, N, bias, DnnlType(a.x)), [&] {
     std::shared_ptr<ConvEntry> r;
     try {
-      const Geometry g = GeometryOf(a.h, N);
+      const Geometry g = GeometryOf(a.h, N, DnnlType(a.x));
       const auto pd = ForwardPd(g, bias);
       r = std::make_shared<ConvEntry>();
       r->Layout(pd, g.Src(), pd.src_desc(), g.Wei(), pd.weights_desc(), g.Dst(), pd.dst_desc());
@@ -156,19 +177,20 @@ Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
     }
     return r;
   });
+  NoBf16Fallback(e, a.x, "Conv2dForward");
   return PreparedOf<ConvFwdArgs>(e, [](const ConvEntry& e, const ConvFwdArgs& a, float* ws) {
     e.Run(InPtr(a.x), InPtr(a.W), a.b.empty() ? nullptr : InPtr(a.b), OutPtr(a.y), ws);
-    if (a.relu) ReluInPlace(OutPtr(a.y), a.y.Size());
+    if (a.relu) ReluInPlace(a.y);
   });
 }
 
 Prepared<ConvBwdXArgs> BackwardX(const ConvBwdXArgs& a) {
   const size_t N = a.dy.shape(0);
-  auto e = Cached<ConvEntry>(KeyOf("bwd_data", a.h, N, 0), [&] {
+  auto e = Cached<ConvEntry>(KeyOf("bwd_data", a.h, N, 0, DnnlType(a.dy)), [&] {
     std::shared_ptr<ConvEntry> r;
     try {
       using B = dnnl::convolution_backward_data;
-      const Geometry g = GeometryOf(a.h, N);
+      const Geometry g = GeometryOf(a.h, N, DnnlType(a.dy));
       B::desc d(algorithm::convolution_direct, g.Any(g.Src()), g.Any(g.Wei()), g.Any(g.Dst()),
                 g.strides, g.dil, g.pad, g.pad);
       const B::primitive_desc pd(d, Attr(), Engine(), ForwardPd(g, false));
@@ -184,6 +206,7 @@ Prepared<ConvBwdXArgs> BackwardX(const ConvBwdXArgs& a) {
     }
     return r;
   });
+  NoBf16Fallback(e, a.dy, "Conv2dBackwardX");
   return PreparedOf<ConvBwdXArgs>(e, [](const ConvEntry& e, const ConvBwdXArgs& a, float* ws) {
     e.Run(InPtr(a.dy), InPtr(a.W), nullptr, OutPtr(a.dx), ws);
   });
@@ -192,11 +215,11 @@ Prepared<ConvBwdXArgs> BackwardX(const ConvBwdXArgs& a) {
 Prepared<ConvBwdWArgs> BackwardW(const ConvBwdWArgs& a) {
   const size_t N = a.x.shape(0);
   if (N == 0) return {};  // dW = 0: the reference kernel writes the zeros
-  auto e = Cached<ConvEntry>(KeyOf("bwd_weights", a.h, N, 0), [&] {
+  auto e = Cached<ConvEntry>(KeyOf("bwd_weights", a.h, N, 0, DnnlType(a.x)), [&] {
     std::shared_ptr<ConvEntry> r;
     try {
       using B = dnnl::convolution_backward_weights;
-      const Geometry g = GeometryOf(a.h, N);
+      const Geometry g = GeometryOf(a.h, N, DnnlType(a.x));
       B::desc d(algorithm::convolution_direct, g.Any(g.Src()), g.Any(g.Wei()), g.Any(g.Dst()),
                 g.strides, g.dil, g.pad, g.pad);
       const B::primitive_desc pd(d, Attr(), Engine(), ForwardPd(g, false));
@@ -212,6 +235,7 @@ Prepared<ConvBwdWArgs> BackwardW(const ConvBwdWArgs& a) {
     }
     return r;
   });
+  NoBf16Fallback(e, a.x, "Conv2dBackwardW");
   return PreparedOf<ConvBwdWArgs>(e, [](const ConvEntry& e, const ConvBwdWArgs& a, float* ws) {
     e.Run(InPtr(a.x), InPtr(a.dy), nullptr, OutPtr(a.dW), ws);
   });
