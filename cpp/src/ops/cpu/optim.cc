@@ -42,7 +42,7 @@ void SGDUpdate(const SGDArgs& a, Context*) {
 }  // namespace
 
 SINGA_REGISTER_KERNEL(SGDUpdate, kCpuRef, &SGDUpdate);
-SINGA_KERNEL_FALLBACK(SGDUpdate, kCpuDnnl, kCpuRef);  // a vector loop: nothing for oneDNN to do
+// a vector loop: nothing for oneDNN to do (oneDNN devices run it: their default fallback)
 
 }  // namespace cpu
 }  // namespace singa
