@@ -24,7 +24,7 @@ from . import errors
 from . import tensor
 from .autograd import nn as _nn
 from .autograd.base import Dummy
-from .layers._util import same_pad_split
+from ._padding import same_pad_split
 
 _BAR_LENGTH = 20
 _SAME_MODES = ("SAME_UPPER", "SAME_LOWER")

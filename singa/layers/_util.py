@@ -8,6 +8,7 @@ import numbers
 
 from .. import autograd
 from .. import singa_wrap as singa
+from .._padding import same_pad_split
 from ..errors import CheckShapeError, CheckTypeError, CheckValueError  # noqa: F401
 from ..tensor import Tensor, float16, float32
 
@@ -66,16 +67,6 @@ def padding_spec(padding, layer):
     if min(p) < 0:
         raise ValueError("%s: padding must not be negative, got %r" % (layer, padding))
     return p, (0, 0, 0, 0)
-
-
-def same_pad_split(mode, size, kernel, stride, dilation=1):
-    """(before, after) padding of one axis that keeps ceil(size / stride) outputs: ONNX's
-    SAME_UPPER puts the odd pixel after the data, SAME_LOWER before it. The one definition of
-    SAME padding (layers, singa.utils and sonnx use it)."""
-    out = -(-size // stride)
-    total = max((out - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
-    small, big = total // 2, total - total // 2
-    return (big, small) if mode == "SAME_LOWER" else (small, big)
 
 
 def same_padding(mode, in_hw, kernel, stride):

@@ -17,22 +17,17 @@ from onnx import helper, numpy_helper, TensorProto
 from .. import singa_wrap as singa
 from .. import tensor
 from ..autograd import base as _ag_base
+from . import names
 from .errors import SonnxError
 from .frontend_tensor import TensorExports
 from .frontend_transformer import TransformerExports, check_opset
 
 EXPORT_OPSET = 13
 
-# operator class name -> ONNX op type, for the operators without attributes
-_PLAIN = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "Div", "Pow": "Pow",
-          "Matmul": "MatMul", "ReLU": "Relu", "Sigmoid": "Sigmoid", "Tanh": "Tanh",
-          "Abs": "Abs", "Negative": "Neg", "Exp": "Exp", "Log": "Log", "Sqrt": "Sqrt",
-          "Reciprocal": "Reciprocal", "SoftPlus": "Softplus", "SoftSign": "Softsign",
-          "Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Asin": "Asin", "Acos": "Acos",
-          "Atan": "Atan", "Sinh": "Sinh", "Cosh": "Cosh", "Asinh": "Asinh", "Acosh": "Acosh",
-          "Atanh": "Atanh", "Erf": "Erf", "Ceil": "Ceil", "Floor": "Floor", "Sign": "Sign",
-          "Sum": "Sum", "Mean": "Mean", "Max": "Max", "Min": "Min", "PRelu": "PRelu",
-          "Identity": "Identity"}
+# operator class name -> ONNX op type, for the operators without attributes (the reverse of
+# names.py's tables; Identity's import has a handler of its own)
+_PLAIN = dict(names.export_types(names.UNARY, names.BINARY, names.VARIADIC),
+              Identity="Identity")
 
 
 def _onnx_dtype(x):

@@ -14,11 +14,11 @@ import numpy as np
 from onnx import helper, TensorProto
 
 from .. import singa_wrap as singa
+from . import names
 from .errors import SonnxError
 
-_COMPARE = {"Less": "Less", "Greater": "Greater", "Equal": "Equal",
-            "LessEqual": "LessOrEqual", "GreaterEqual": "GreaterOrEqual"}
-_LOGICAL = {"And": "And", "Or": "Or", "Xor": "Xor", "Not": "Not"}
+_COMPARE = names.export_types(names.COMPARE)  # Operator class -> ONNX type
+_LOGICAL = names.export_types(names.LOGICAL)
 
 
 def _i64(values):

@@ -11,25 +11,13 @@ import numpy as np
 
 from .. import autograd, tensor
 from .. import singa_wrap as singa
-from ..layers._util import same_pad_split
+from .._padding import same_pad_split
+from . import names
 from .errors import SonnxError, UnsupportedOpError
 from .ops_tensor import HANDLERS as _TENSOR_HANDLERS, ints as _ints
 from .ops_rnn import HANDLERS as _RNN_HANDLERS
 from .ops_transformer import HANDLERS as _TRANSFORMER_HANDLERS
 
-_UNARY = {"Relu": autograd.relu, "Sigmoid": autograd.sigmoid, "Tanh": autograd.tanh,
-          "Abs": autograd.abs, "Neg": autograd.negative, "Exp": autograd.exp,
-          "Log": autograd.log, "Sqrt": autograd.sqrt, "Reciprocal": autograd.reciprocal,
-          "Softplus": autograd.softplus, "Softsign": autograd.softsign, "Sin": autograd.sin,
-          "Cos": autograd.cos, "Tan": autograd.tan, "Asin": autograd.asin,
-          "Acos": autograd.acos, "Atan": autograd.atan, "Sinh": autograd.sinh,
-          "Cosh": autograd.cosh, "Asinh": autograd.asinh, "Acosh": autograd.acosh,
-          "Atanh": autograd.atanh, "Erf": autograd.erf, "Ceil": autograd.ceil,
-          "Floor": autograd.floor, "Sign": autograd.sign}
-_BINARY = {"Add": autograd.add, "Sub": autograd.sub, "Mul": autograd.mul,
-           "Div": autograd.div, "Pow": autograd.pow, "MatMul": autograd.matmul}
-_VARIADIC = {"Sum": autograd.sum, "Mean": autograd.mean, "Max": autograd.max,
-             "Min": autograd.min}
 
 
 def _spatial_pads(op, x, attrs, kernel, strides, dilations):
@@ -297,14 +285,10 @@ HANDLERS = {
     "LeakyRelu": lambda ins, a, o, c: [autograd.leakyrelu(ins[0], float(a.get("alpha", 0.01)))],
     "Elu": lambda ins, a, o, c: [autograd.elu(ins[0], float(a.get("alpha", 1.0)))],
     "Transpose": lambda ins, a, o, c: [autograd.transpose(ins[0], a.get("perm"))],
-    "PRelu": lambda ins, a, o, c: [autograd.prelu(ins[0], ins[1])],
 }
-for _k, _f in _UNARY.items():
-    HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(ins[0])])(_f)
-for _k, _f in _BINARY.items():
-    HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(ins[0], ins[1])])(_f)
-for _k, _f in _VARIADIC.items():
-    HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(*ins)])(_f)
+# the plain ops (names.py): the function applied to the inputs as given
+for _k, (_f, _) in {**names.UNARY, **names.BINARY, **names.VARIADIC}.items():
+    HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(*ins)])(getattr(autograd, _f))
 
 HANDLERS.update(_TENSOR_HANDLERS)
 HANDLERS.update(_RNN_HANDLERS)

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import autograd, tensor
 from .. import singa_wrap as singa
+from . import names
 from .errors import SonnxError, UnsupportedOpError
 from .ops_resize import resize_by_axis_maps
 
@@ -289,10 +290,6 @@ def _space_to_depth(ins, attrs, opset, cache):
 _SELU_ALPHA, _SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875  # ONNX's
 
 
-def _binary(fn):
-    return lambda ins, a, o, c: [fn(ins[0], ins[1])]
-
-
 HANDLERS = {
     "Clip": _clip, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Slice": _slice,
     "Gather": _gather, "Split": _split, "Cast": _cast, "Where": _where,
@@ -305,11 +302,6 @@ HANDLERS = {
                                                 float(a.get("gamma", _SELU_GAMMA)))],
     "HardSigmoid": lambda ins, a, o, c: [autograd.hardsigmoid(ins[0], float(a.get("alpha", 0.2)),
                                                               float(a.get("beta", 0.5)))],
-    "Less": _binary(autograd.less), "Greater": _binary(autograd.greater),
-    "Equal": _binary(autograd.equal), "LessOrEqual": _binary(autograd.less_equal),
-    "GreaterOrEqual": _binary(autograd.greater_equal),
-    "And": _binary(autograd._and), "Or": _binary(autograd._or), "Xor": _binary(autograd._xor),
-    "Not": lambda ins, a, o, c: [autograd._not(ins[0])],
     "Round": lambda ins, a, o, c: [autograd.rounde(ins[0])],
     "Shape": lambda ins, a, o, c: [autograd.shape(ins[0])],
     # the element count depends on the shape only: a host value, as Shape's in backend.py
@@ -322,6 +314,9 @@ HANDLERS = {
     "SpaceToDepth": _space_to_depth,
 }
 
+# comparisons and logic (names.py): the function applied to the inputs as given
+for _k, (_f, _) in {**names.COMPARE, **names.LOGICAL}.items():
+    HANDLERS[_k] = (lambda f: lambda ins, a, o, c: [f(*ins)])(getattr(autograd, _f))
+
 # outputs that ONNX types as bool: run_node gives them as numpy bool
-BOOL_OUTPUTS = {"Less", "Greater", "Equal", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
-                "Not"}
+BOOL_OUTPUTS = set(names.COMPARE) | set(names.LOGICAL)

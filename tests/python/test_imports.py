@@ -23,6 +23,7 @@ LAYERS = [
     # a CUDA wheel's nvidia-* libraries, loaded before the extension; the [dist] extra's libmpi
     {"_cuda_libs", "_mpi_libs"},
     {"singa_wrap", "_state"},
+    {"_padding"},  # SAME padding arithmetic: plain integers
     {"proto"},  # SINGA's core_pb2 dtype names: singa_wrap's constants
     {"errors"},
     {"device"},

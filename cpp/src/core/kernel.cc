@@ -30,7 +30,11 @@ const char* BackendName(Backend b) {
   return "unknown";
 }
 
-KernelSlotBase::KernelSlotBase(const char* op) : op_(op) {
+// Each backend's default fallback (see "Fallback" in kernel.h): oneDNN -> the reference kernels.
+constexpr std::array<int, kNumBackends> kDefaultFallback{
+    {-1, static_cast<int>(Backend::kCpuRef), -1}};
+
+KernelSlotBase::KernelSlotBase(const char* op) : op_(op), fallback_(kDefaultFallback) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   Slots().push_back(this);
 }
@@ -50,7 +54,15 @@ Backend KernelSlotBase::Resolve(Backend b) const {
     cur = fallback_[cur];
   }
   SINGA_THROW(NotImplementedError, op_ << ": no kernel for the " << BackendName(b)
-                                       << " backend (and no stated fallback)");
+                                       << " backend (and no fallback)");
+}
+
+Backend KernelSlotBase::FallbackOf(Backend b) const {
+  const int to = fallback_[static_cast<int>(b)];
+  SINGA_CHECK(to >= 0, NotImplementedError,
+              op_ << ": the " << BackendName(b)
+                  << " kernel cannot do this call and that backend has no fallback");
+  return static_cast<Backend>(to);
 }
 
 std::vector<KernelInfo> ListKernels() {

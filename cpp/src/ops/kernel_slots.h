@@ -6,8 +6,7 @@
 //   dev->Exec({.id = OpId::kReduceSum, .reads = {src.block()}, .writes = {out.block()}},
 //             [k, src, out, d](Context* ctx) { k(src, d, out, ctx); });
 //   // CPU reference kernel (cpp/src/ops/cpu/reduce.cc): computation only
-//   SINGA_REGISTER_KERNEL(ReduceSum, kCpuRef, cpu::ReduceSum);
-//   SINGA_KERNEL_FALLBACK(ReduceSum, kCpuDnnl, kCpuRef);
+//   SINGA_REGISTER_KERNEL(ReduceSum, kCpuRef, cpu::ReduceSum);  // oneDNN devices run it too
 //
 // Kernel arguments are what a CUDA kernel can take as well: tensors (whose blocks the kernel
 // reads through block()->data() when it runs, on the device that owns them), sizes and strides

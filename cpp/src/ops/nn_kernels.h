@@ -32,7 +32,7 @@
 namespace singa {
 
 /// One prepared call: `workspace` floats of scratch (0: none) and the function to run, or an empty
-/// `run` when this backend cannot do this call (the front then runs the reference kernel).
+/// `run` when this backend cannot do this call (Prepare then asks the backend it falls back to).
 template <typename Args>
 struct Prepared {
   size_t workspace = 0;
@@ -169,14 +169,20 @@ inline void UpdateRunningStats(const BnTrainArgs& a, const float* mean, const fl
   }
 }
 
-/// The front's last step: asks the device's backend to prepare the call (the reference kernel
-/// when that backend cannot do it), makes the workspace tensor, and submits one Exec.
+/// Asks the device's backend to prepare the call. A kernel that cannot do this one (an empty
+/// run: oneDNN without the primitive, say) passes it along the slot's fallback chain, the one a
+/// missing kernel follows (singa/core/kernel.h: Fallback).
 template <typename Args>
-Prepared<Args> PrepareWithFallback(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
-                                   const Device& dev) {
-  Prepared<Args> p = slot.For(dev)(a);
-  if (!p.run) p = slot.Get(Backend::kCpuRef)(a);  // the explicit fallback: see the kernel
-  return p;
+Prepared<Args> Prepare(const KernelSlot<PrepareFn<Args>>& slot, const Args& a,
+                       const Device& dev) {
+  Backend b = slot.Resolve(DeviceBackend(dev));
+  for (int hops = 0;; ++hops) {
+    Prepared<Args> p = slot.Get(b)(a);
+    if (p.run) return p;
+    SINGA_CHECK(hops < kNumBackends, NotImplementedError,
+                slot.op() << ": every kernel along the fallback chain declined the call");
+    b = slot.Resolve(slot.FallbackOf(b));
+  }
 }
 
 /// Ops whose kernels can apply a ReLU to their output y (writes[0]) as a post-op, and more of
@@ -233,7 +239,7 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
                   const std::shared_ptr<Device>& dev, std::vector<Block*> reads,
                   std::vector<Block*> writes, OpId id,
                   const Epilogue& as_epilogue = Epilogue{}) {
-  Prepared<Args> p = PrepareWithFallback(slot, a, *dev);
+  Prepared<Args> p = Prepare(slot, a, *dev);
   // While a graph records, also prepare the same call with the ReLU post-op: the graph runs it,
   // with the epilogue it found, when y's only reader is a ReLU, an Add or a batch norm (Graph:
   // epilogue fusion). Both share one workspace tensor.
@@ -242,7 +248,7 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
   if constexpr (HasReluPostOp<Args>::value) {
     if (!a.relu && dev->graph_enabled()) {
       fa.relu = true;
-      fused = PrepareWithFallback(slot, fa, *dev);
+      fused = Prepare(slot, fa, *dev);
     }
   }
   Tensor ws;

@@ -5,7 +5,6 @@
 //   // Each backend registers its kernel in one line, in its own file:
 //   SINGA_REGISTER_KERNEL(Conv2dForward, kCpuRef, cpu::Conv2dForward);    // cpp/src/ops/cpu/
 //   SINGA_REGISTER_KERNEL(Conv2dForward, kCpuDnnl, dnnl::Conv2dForward);  // cpp/src/ops/dnnl/
-//   SINGA_KERNEL_FALLBACK(Softmax, kCpuDnnl, kCpuRef);   // stated: oneDNN runs the reference one
 //   // The front validates, makes the outputs, then picks the kernel once, at the call, and
 //   // captures the plain function pointer (a graph replay does no lookup):
 //   auto* k = Conv2dForwardKernel().For(*x.device());
@@ -14,9 +13,13 @@
 //
 // A device computes with one backend at a time (Device::backend(); CppCPU: kCpuDnnl when built
 // with oneDNN, else kCpuRef; Device::set_backend switches, e.g. to compare with the reference).
-// Lookup: the device's backend's kernel; else the backend its stated fallback names, repeatedly;
-// else NotImplementedError naming the op and the backend. ListKernels() reports every slot and
-// backend as "kernel", "fallback -> X" or "missing", which the registry test checks.
+// Fallback, the one mechanism: a backend without a kernel of its own for an op runs its fallback
+// backend's, repeatedly: by default kCpuDnnl -> kCpuRef (oneDNN runs the reference kernels of the
+// ops it does not accelerate; kCuda has none: its memory is not the host's), or for one slot what
+// SINGA_KERNEL_FALLBACK states. A kernel that may decline a call it cannot do (the NN ops'
+// Prepare kernels, nn_kernels.h) passes the call along the same chain (FallbackOf). When the
+// chain ends: NotImplementedError naming the op and the backend. ListKernels() reports every
+// slot and backend as "kernel", "fallback -> X" or "missing", which the registry test checks.
 //
 // Kernels compute only: the front has checked everything a user can get wrong. A kernel never
 // reads device memory on the host: scalars that change between replays (learning rate, step,
@@ -43,7 +46,7 @@ struct KernelInfo {
   std::string op;
   Backend backend;
   bool has_kernel;       ///< a kernel of its own
-  bool has_fallback;     ///< else a stated fallback to `fallback`
+  bool has_fallback;     ///< else a fallback (its default or a stated one) to `fallback`
   Backend fallback;
 };
 
@@ -57,6 +60,9 @@ class KernelSlotBase {
   void SetFallback(Backend from, Backend to);
   /// The backend whose kernel runs for `b` (following fallbacks); throws NotImplementedError.
   Backend Resolve(Backend b) const;
+  /// The backend that takes over from `b` (whose kernel is missing or declined a call); throws
+  /// NotImplementedError naming the op when `b` has no fallback.
+  Backend FallbackOf(Backend b) const;
 
  protected:
   void SetRaw(Backend b, void* fn);
@@ -66,7 +72,7 @@ class KernelSlotBase {
   friend std::vector<KernelInfo> ListKernels();
   const char* op_;
   std::array<void*, kNumBackends> fns_{};
-  std::array<int, kNumBackends> fallback_{{-1, -1, -1}};
+  std::array<int, kNumBackends> fallback_;  // per backend: the one it falls back to, or -1
 };
 
 /// A slot for kernels of function type Fn, e.g. void(const Args&, Context*).

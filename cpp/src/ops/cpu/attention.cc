@@ -378,8 +378,6 @@ SINGA_REGISTER_KERNEL(AttentionForward, kCpuRef, &AttentionForward);
 SINGA_REGISTER_KERNEL(AttentionBackward, kCpuRef, &AttentionBackward);
 // oneDNN has no fused attention primitive in the version we build against: the tiles above
 // already call sgemm, so the reference kernels run.
-SINGA_KERNEL_FALLBACK(AttentionForward, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(AttentionBackward, kCpuDnnl, kCpuRef);
 
 }  // namespace cpu
 }  // namespace singa

@@ -106,14 +106,8 @@ SINGA_REGISTER_KERNEL(Axpy, kCpuRef, &Axpy);
 SINGA_REGISTER_KERNEL(Dot, kCpuRef, &Dot);
 SINGA_REGISTER_KERNEL(Asum, kCpuRef, &Asum);
 SINGA_REGISTER_KERNEL(Nrm2, kCpuRef, &Nrm2);
-#ifndef SINGA_USE_DNNL  // else dnnl/gemm.cc's kernels choose oneDNN or these per process
-SINGA_KERNEL_FALLBACK(Gemm, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(BatchedGemm, kCpuDnnl, kCpuRef);
-#endif
-SINGA_KERNEL_FALLBACK(Axpy, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Dot, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Asum, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Nrm2, kCpuDnnl, kCpuRef);
+// The oneDNN backend's Gemm and BatchedGemm (dnnl/gemm.cc) run dnnl_sgemm or these, chosen once
+// per process (gemm_backend.h); its other products fall back to these (kernel.h: Fallback).
 
 }  // namespace cpu
 }  // namespace singa

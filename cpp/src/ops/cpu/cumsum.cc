@@ -53,6 +53,5 @@ void CumSum(const Tensor& in, const Dims3& d, bool exclusive, bool reverse, cons
 
 SINGA_REGISTER_KERNEL(CumSum, kCpuRef, &cpu::CumSum);
 // a scan is memory movement plus one add: oneDNN has nothing for it
-SINGA_KERNEL_FALLBACK(CumSum, kCpuDnnl, kCpuRef);
 
 }  // namespace singa

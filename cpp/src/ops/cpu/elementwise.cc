@@ -113,22 +113,18 @@ void MaskedFill(const Tensor& x, const Tensor& mask, float value, const Tensor& 
 
 }  // namespace
 
-// oneDNN's eltwise primitives would not beat these loops on the shapes we run: stated fallbacks.
-#define SINGA_UNARY(Name, kinds, expr)                                              \
-  SINGA_REGISTER_KERNEL(Name, kCpuRef, (&UnaryKernel<fn::Name##Op, k##kinds>));     \
-  SINGA_KERNEL_FALLBACK(Name, kCpuDnnl, kCpuRef);
-#define SINGA_BINARY(Name, kinds, expr)                                             \
-  SINGA_REGISTER_KERNEL(Name, kCpuRef, (&BinaryKernel<fn::Name##Op, k##kinds>));    \
-  SINGA_KERNEL_FALLBACK(Name, kCpuDnnl, kCpuRef);
+// oneDNN's eltwise primitives would not beat these loops on the shapes we run: a oneDNN device
+// runs them too (its default fallback, singa/core/kernel.h).
+#define SINGA_UNARY(Name, kinds, expr) \
+  SINGA_REGISTER_KERNEL(Name, kCpuRef, (&UnaryKernel<fn::Name##Op, k##kinds>));
+#define SINGA_BINARY(Name, kinds, expr) \
+  SINGA_REGISTER_KERNEL(Name, kCpuRef, (&BinaryKernel<fn::Name##Op, k##kinds>));
 #include "singa/ops/elementwise.def"
 #undef SINGA_UNARY
 #undef SINGA_BINARY
 SINGA_REGISTER_KERNEL(Clamp, kCpuRef, &Clamp);
-SINGA_KERNEL_FALLBACK(Clamp, kCpuDnnl, kCpuRef);
 SINGA_REGISTER_KERNEL(LeakyReLU, kCpuRef, &LeakyReLU);
-SINGA_KERNEL_FALLBACK(LeakyReLU, kCpuDnnl, kCpuRef);
 SINGA_REGISTER_KERNEL(MaskedFill, kCpuRef, &MaskedFill);
-SINGA_KERNEL_FALLBACK(MaskedFill, kCpuDnnl, kCpuRef);
 
 }  // namespace cpu
 }  // namespace singa

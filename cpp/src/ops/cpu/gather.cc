@@ -127,9 +127,5 @@ SINGA_REGISTER_KERNEL(GatherElementsBackward, kCpuRef, &cpu::GatherElementsBackw
 SINGA_REGISTER_KERNEL(GatherND, kCpuRef, &cpu::GatherND);
 SINGA_REGISTER_KERNEL(GatherNDBackward, kCpuRef, &cpu::GatherNDBackward);
 // Gathers are memory movement: oneDNN has nothing better; the reference kernels run.
-SINGA_KERNEL_FALLBACK(GatherElements, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(GatherElementsBackward, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(GatherND, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(GatherNDBackward, kCpuDnnl, kCpuRef);
 
 }  // namespace singa

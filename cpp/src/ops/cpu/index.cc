@@ -101,8 +101,6 @@ void IndexAdd(const Tensor& dy, const GatherArgs& g, const Tensor& dx, Context*)
 SINGA_REGISTER_KERNEL(IndexSelect, kCpuRef, &IndexSelect);
 SINGA_REGISTER_KERNEL(IndexAdd, kCpuRef, &IndexAdd);
 // Gathers are memory movement: oneDNN has nothing better; the reference kernels run.
-SINGA_KERNEL_FALLBACK(IndexSelect, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(IndexAdd, kCpuDnnl, kCpuRef);
 
 }  // namespace cpu
 }  // namespace singa

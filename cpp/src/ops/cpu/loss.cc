@@ -121,10 +121,6 @@ SINGA_REGISTER_KERNEL(SoftmaxCrossEntropyBackward, kCpuRef, &Loss<Kind::kSoftmax
 SINGA_REGISTER_KERNEL(CrossEntropyFwd, kCpuRef, &Loss<Kind::kProbFwd>);
 SINGA_REGISTER_KERNEL(SoftmaxCrossEntropyBwd, kCpuRef, &Loss<Kind::kProbBwd>);
 // Row-wise loops over small class counts: oneDNN has no such primitive; the reference runs.
-SINGA_KERNEL_FALLBACK(SoftmaxCrossEntropyForward, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(SoftmaxCrossEntropyBackward, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(CrossEntropyFwd, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(SoftmaxCrossEntropyBwd, kCpuDnnl, kCpuRef);
 
 }  // namespace cpu
 }  // namespace singa

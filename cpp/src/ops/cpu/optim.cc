@@ -57,9 +57,8 @@ void AdamUpdate(const AdamArgs& a, Context*) {
 }  // namespace
 
 SINGA_REGISTER_KERNEL(AdamUpdate, kCpuRef, &AdamUpdate);
-SINGA_KERNEL_FALLBACK(AdamUpdate, kCpuDnnl, kCpuRef);
 SINGA_REGISTER_KERNEL(SGDUpdate, kCpuRef, &SGDUpdate);
-SINGA_KERNEL_FALLBACK(SGDUpdate, kCpuDnnl, kCpuRef);  // a vector loop: nothing for oneDNN to do
+// a vector loop: nothing for oneDNN to do (oneDNN devices run it: their default fallback)
 
 }  // namespace cpu
 }  // namespace singa

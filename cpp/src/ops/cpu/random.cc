@@ -77,8 +77,5 @@ SINGA_REGISTER_KERNEL(UniformFill, kCpuRef, cpu::UniformFill);
 SINGA_REGISTER_KERNEL(GaussianFill, kCpuRef, cpu::GaussianFill);
 SINGA_REGISTER_KERNEL(BernoulliFill, kCpuRef, cpu::BernoulliFill);
 // oneDNN has no random number generation: the reference kernels serve that backend.
-SINGA_KERNEL_FALLBACK(UniformFill, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(GaussianFill, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(BernoulliFill, kCpuDnnl, kCpuRef);
 
 }  // namespace singa

@@ -317,15 +317,6 @@ SINGA_REGISTER_KERNEL(SoftMax, kCpuRef, &SoftMaxFamily<SoftKind::kSoftMax>);
 SINGA_REGISTER_KERNEL(LogSoftMax, kCpuRef, &SoftMaxFamily<SoftKind::kLogSoftMax>);
 SINGA_REGISTER_KERNEL(SoftMaxBackward, kCpuRef, &SoftMaxBackward);
 // oneDNN's reduction and softmax primitives: not wired (yet); the reference kernels run.
-SINGA_KERNEL_FALLBACK(ReduceSum, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(ReduceMean, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(ReduceMax, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(ReduceMin, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Argmax, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Argmin, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(SoftMax, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(LogSoftMax, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(SoftMaxBackward, kCpuDnnl, kCpuRef);
 
 }  // namespace cpu
 }  // namespace singa

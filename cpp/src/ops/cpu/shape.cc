@@ -70,9 +70,6 @@ SINGA_REGISTER_KERNEL(Concat, kCpuRef, &Concat);
 SINGA_REGISTER_KERNEL(Slice, kCpuRef, &Slice);
 SINGA_REGISTER_KERNEL(Repeat, kCpuRef, &Repeat);
 // Plain memory movement: oneDNN has nothing better; the reference kernels run.
-SINGA_KERNEL_FALLBACK(Concat, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Slice, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Repeat, kCpuDnnl, kCpuRef);
 
 }  // namespace cpu
 }  // namespace singa

@@ -43,9 +43,6 @@ SINGA_REGISTER_KERNEL(StridedCopy, kCpuRef, &StridedCopy);
 SINGA_REGISTER_KERNEL(CopyBytes, kCpuRef, &CopyBytes);
 SINGA_REGISTER_KERNEL(Fill, kCpuRef, &Fill);
 // Plain memory movement: oneDNN has nothing better; the reference kernels run.
-SINGA_KERNEL_FALLBACK(StridedCopy, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(CopyBytes, kCpuDnnl, kCpuRef);
-SINGA_KERNEL_FALLBACK(Fill, kCpuDnnl, kCpuRef);
 
 }  // namespace cpu
 }  // namespace singa

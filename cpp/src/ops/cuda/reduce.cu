@@ -157,52 +157,23 @@ void ReduceLaunch(const char* name, const Tensor& src, const Dims3& d, const Ten
 }
 
 // The element type is the source's (float32, int32, or float16 on the GPU; the front checked).
-template <typename OpOf>
+// One instantiation per reduction: its op id (for messages), the operator template R (SumR,
+// ExtremeR, ArgR) and R's flag (mean; max), registered at the end of this file.
+template <OpId kId, template <typename, bool> class R, bool kFlag>
 void ReduceKernel(const Tensor& src, const Dims3& d, const Tensor& out, Context* ctx) {
-  const char* name = OpOf::kName;
+  const char* name = OpName(kId);
   switch (src.data_type()) {
     case kFloat32:
-      return ReduceLaunch<float, typename OpOf::template type<float>>(name, src, d, out, ctx);
+      return ReduceLaunch<float, R<float, kFlag>>(name, src, d, out, ctx);
     case kInt:
-      return ReduceLaunch<int32_t, typename OpOf::template type<int32_t>>(name, src, d, out, ctx);
+      return ReduceLaunch<int32_t, R<int32_t, kFlag>>(name, src, d, out, ctx);
     case kFloat16:
-      return ReduceLaunch<__half, typename OpOf::template type<float>>(name, src, d, out, ctx);
+      return ReduceLaunch<__half, R<float, kFlag>>(name, src, d, out, ctx);
     default:
       SINGA_THROW(DTypeError, name << ": dtype " << DataTypeName(src.data_type())
                                    << " is not supported (float32, int32 or float16)");
   }
 }
-
-struct SumOf {
-  template <typename T>
-  using type = SumR<T, false>;
-  static constexpr const char* kName = "ReduceSum";
-};
-struct MeanOf {
-  template <typename T>
-  using type = SumR<T, true>;
-  static constexpr const char* kName = "ReduceMean";
-};
-struct MaxOf {
-  template <typename T>
-  using type = ExtremeR<T, true>;
-  static constexpr const char* kName = "ReduceMax";
-};
-struct MinOf {
-  template <typename T>
-  using type = ExtremeR<T, false>;
-  static constexpr const char* kName = "ReduceMin";
-};
-struct ArgmaxOf {
-  template <typename T>
-  using type = ArgR<T, true>;
-  static constexpr const char* kName = "Argmax";
-};
-struct ArgminOf {
-  template <typename T>
-  using type = ArgR<T, false>;
-  static constexpr const char* kName = "Argmin";
-};
 
 // ---- softmax family along d.mid of a contiguous (outer, dim, inner) layout: float32 data, or
 // float16 on the GPU (read as float, each output rounded once). ----
@@ -336,12 +307,16 @@ void SoftMaxBackward(const Tensor& dy, const Tensor& y, const Dims3& d, const Te
 }  // namespace
 }  // namespace cuda
 
-SINGA_REGISTER_KERNEL(ReduceSum, kCuda, &cuda::ReduceKernel<cuda::SumOf>);
-SINGA_REGISTER_KERNEL(ReduceMean, kCuda, &cuda::ReduceKernel<cuda::MeanOf>);
-SINGA_REGISTER_KERNEL(ReduceMax, kCuda, &cuda::ReduceKernel<cuda::MaxOf>);
-SINGA_REGISTER_KERNEL(ReduceMin, kCuda, &cuda::ReduceKernel<cuda::MinOf>);
-SINGA_REGISTER_KERNEL(Argmax, kCuda, &cuda::ReduceKernel<cuda::ArgmaxOf>);
-SINGA_REGISTER_KERNEL(Argmin, kCuda, &cuda::ReduceKernel<cuda::ArgminOf>);
+// Each reduction: (slot, its op id, operator, flag); the slot and the op id share the name.
+#define SINGA_CUDA_REDUCTION(Name, R, flag) \
+  SINGA_REGISTER_KERNEL(Name, kCuda, (&cuda::ReduceKernel<OpId::k##Name, cuda::R, flag>))
+SINGA_CUDA_REDUCTION(ReduceSum, SumR, false);
+SINGA_CUDA_REDUCTION(ReduceMean, SumR, true);
+SINGA_CUDA_REDUCTION(ReduceMax, ExtremeR, true);
+SINGA_CUDA_REDUCTION(ReduceMin, ExtremeR, false);
+SINGA_CUDA_REDUCTION(Argmax, ArgR, true);
+SINGA_CUDA_REDUCTION(Argmin, ArgR, false);
+#undef SINGA_CUDA_REDUCTION
 SINGA_REGISTER_KERNEL(SoftMax, kCuda, &cuda::SoftMaxFamily<false>);
 SINGA_REGISTER_KERNEL(LogSoftMax, kCuda, &cuda::SoftMaxFamily<true>);
 SINGA_REGISTER_KERNEL(SoftMaxBackward, kCuda, &cuda::SoftMaxBackward);
