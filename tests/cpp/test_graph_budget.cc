@@ -90,15 +90,18 @@ struct RandomStep {
     };
     std::vector<Block*> writes{y, stat, running};
     if (also) writes.push_back(also);
-    dev->Exec({.reads = {x, running},
-               .writes = writes,
-               .label = "Norm",
-               .relu_fused = with_fused ? OpFunc(run(true)) : nullptr},
+    FusionHooks hooks;
+    EpilogueFn rerun_fused;
+    if (with_fused) {  // ReLU-only variants: the graph gives them e.relu alone
+      hooks.accepts = kEpiReLU;
+      hooks.with_epilogue = [f = run(true)](Context* c, const Epilogue&) { f(c); };
+      rerun_fused = [f = rerun(true)](Context* c, const Epilogue&) { f(c); };
+    }
+    dev->Exec({.reads = {x, running}, .writes = writes, .label = "Norm", .fusion = hooks},
               run(false));
     std::vector<Block*> rerun_writes{y};
     if (also) rerun_writes.push_back(also);
-    dev->SetRerun(rerun(false), with_fused ? OpFunc(rerun(true)) : nullptr, {x, stat},
-                  rerun_writes);
+    dev->SetRerun(rerun(false), rerun_fused, {x, stat}, rerun_writes);
   }
 
   explicit RandomStep(unsigned seed) {
