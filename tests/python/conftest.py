@@ -33,3 +33,15 @@ def _reset_training_flag():
     autograd.training = False
     yield
     autograd.training = False
+
+
+@pytest.fixture(autouse=True)
+def _restore_default_backend():
+    """device.create_cpu_device() is the default device (as in SINGA): a test that switches its
+    kernels (dev.set_backend("cpu")) must not hand the reference kernels to the tests after it."""
+    from singa import device
+    dev = device.get_default_device()
+    old = dev.backend()
+    yield
+    if dev.backend() != old:
+        dev.set_backend(old)
