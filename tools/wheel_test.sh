@@ -20,7 +20,10 @@ PYTHON=${PYTHON:-python3}
 wheel=${1:-$(ls "$root"/build/wheelhouse/singa-*.whl)}
 start=$(date +%s)
 
-"$VPY" -m auditwheel show "$wheel" | tee /dev/stderr | tr -s ' \n' ' ' \
+# (not `tee /dev/stderr`: reopening stderr truncates the caller's log when it is a file)
+shown=$("$VPY" -m auditwheel show "$wheel")
+printf '%s\n' "$shown" >&2
+printf '%s\n' "$shown" | tr -s ' \n' ' ' \
   | grep -Eo 'platform tag: "manylinux_[0-9]+_[0-9]+_x86_64"' \
   || { echo "FAIL: auditwheel show reports no manylinux tag" >&2; exit 1; }
 
