@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "singa/core/cpu_features.h"
 #include "singa/core/error.h"
 
 namespace singa {
@@ -82,13 +83,12 @@ IsaLevel OpenBlasCoreLevel(const std::string& core) {
 }
 
 IsaLevel CpuIsaLevel() {
-  __builtin_cpu_init();
+  // From the library's one CPU query (cpu_features.h: cpuid and the OS's register state).
   // avx512: the F + BW + DQ + VL set that OpenBLAS' SkylakeX and oneDNN's avx512_core kernels use
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+  if (CpuHas("avx512f") && CpuHas("avx512bw") && CpuHas("avx512dq") && CpuHas("avx512vl"))
     return IsaLevel::kAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return IsaLevel::kAvx2;
-  if (__builtin_cpu_supports("avx")) return IsaLevel::kAvx;
+  if (CpuHas("avx2") && CpuHas("fma")) return IsaLevel::kAvx2;
+  if (CpuHas("avx")) return IsaLevel::kAvx;
   return IsaLevel::kBaseline;
 }
 
