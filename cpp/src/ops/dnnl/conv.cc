@@ -7,9 +7,11 @@
 // Why blocked inside the op: the conv layers of ResNet-18 (CIFAR, batch 32), forward + both
 // backwards, one thread, process CPU time per step (robust on a shared machine; AVX-512 host):
 // reference im2col + OpenBLAS 1014 ms, oneDNN on plain NCHW / OIHW 1163 ms (its plain-layout
-// backward-weights is slow), oneDNN blocked with the reorders inside the op 769 ms. Keeping
-// activations blocked between ops would save the reorders too, but every other op and the graph
-// would then have to know the layout; the op boundary stays plain.
+// backward-weights is slow), oneDNN blocked with the reorders inside the op 769 ms.
+//
+// One path for the three directions (forward, backward data, backward weights): they differ in
+// the primitive and in which of the geometry's tensors (src, weights, dst) each operand is
+// (kDirections); the cache, the reorders and the run are shared.
 //
 // The fused ReLU (and the rest of a graph's epilogue: a folded inference batch norm, a residual
 // add; ops/epilogue_cpu.h) is our own pass over y right after the primitive, not oneDNN's eltwise_relu
@@ -105,6 +107,24 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const Geometry& g, bool bias
   return F::primitive_desc(d, Attr(), Engine());
 }
 
+// The three directions differ only in the primitive and in which of the geometry's tensors each
+// operand is: in0 and in1 are read, out is written (row of kDirections below).
+enum Direction { kForward, kBackwardData, kBackwardWeights };
+enum Role { kSrc, kWei, kDst };
+struct DirectionInfo {
+  const char* key;    // the cache key's start
+  const char* op;     // the front's name, for messages
+  Role in0, in1, out;
+  int in0_arg, in1_arg, out_arg;
+};
+constexpr DirectionInfo kDirections[] = {
+    {"fwd", "Conv2dForward", kSrc, kWei, kDst, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
+    {"bwd_data", "Conv2dBackwardX", kDst, kWei, kSrc, DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS,
+     DNNL_ARG_DIFF_SRC},
+    {"bwd_weights", "Conv2dBackwardW", kSrc, kDst, kWei, DNNL_ARG_SRC, DNNL_ARG_DIFF_DST,
+     DNNL_ARG_DIFF_WEIGHTS},
+};
+
 // One cached primitive with its operands: in0 and in1 are read, out written; the scratchpad lies
 // at scratch_off of the workspace; bias (forward only) is read in place.
 struct ConvEntry {
@@ -114,18 +134,6 @@ struct ConvEntry {
   memory::desc bias, scratch;
   size_t scratch_off = 0;
   WsLayout ws;
-
-  // Operands, scratchpad: the layout of the workspace (after the primitive is made).
-  template <typename PD>
-  void Layout(const PD& pd, const memory::desc& u0, const memory::desc& p0,
-              const memory::desc& u1, const memory::desc& p1, const memory::desc& uo,
-              const memory::desc& po) {
-    in0.Init(u0, p0, true, &ws);
-    in1.Init(u1, p1, true, &ws);
-    out.Init(uo, po, false, &ws);
-    scratch = pd.scratchpad_desc();
-    scratch_off = ws.Add(scratch.get_size());
-  }
 
   void Run(const float* a0, const float* a1, const float* b, float* o, float* wsf) const {
     char* w = reinterpret_cast<char*>(wsf);
@@ -142,11 +150,76 @@ struct ConvEntry {
   }
 };
 
-// oneDNN rejected the call: the reference kernel takes float32 only, so bf16 stops here.
-void NoBf16Fallback(const std::shared_ptr<ConvEntry>& e, const Tensor& t, const char* op) {
-  SINGA_CHECK(e || t.data_type() != kBFloat16, NotImplementedError,
-              op << ": oneDNN has no bfloat16 kernel for this convolution (input " << t.shape()
-                 << "); convert it with as_type(float32)");
+// The primitive of direction d on geometry g and the layouts it chose, per role.
+struct Chosen {
+  dnnl::primitive prim;
+  memory::desc role[3], scratch;
+};
+// A backward primitive B; roles(pd, role) names the layouts it chose.
+template <typename B, typename Roles>
+Chosen ChooseBackward(const Geometry& g, const dnnl::convolution_forward::primitive_desc& fpd,
+                      Roles roles) {
+  typename B::desc bd(algorithm::convolution_direct, g.Any(g.Src()), g.Any(g.Wei()),
+                      g.Any(g.Dst()), g.strides, g.dil, g.pad, g.pad);
+  const typename B::primitive_desc pd(bd, Attr(), Engine(), fpd);
+  Chosen c{Make<B>(pd), {}, pd.scratchpad_desc()};
+  roles(pd, c.role);
+  return c;
+}
+
+Chosen Choose(Direction d, const Geometry& g, bool bias) {
+  const auto fpd = ForwardPd(g, bias && d == kForward);
+  if (d == kForward)
+    return {Make<dnnl::convolution_forward>(fpd),
+            {fpd.src_desc(), fpd.weights_desc(), fpd.dst_desc()},
+            fpd.scratchpad_desc()};
+  if (d == kBackwardData)
+    return ChooseBackward<dnnl::convolution_backward_data>(
+        g, fpd, [](const auto& pd, memory::desc* r) {
+          r[kSrc] = pd.diff_src_desc();
+          r[kWei] = pd.weights_desc();
+          r[kDst] = pd.diff_dst_desc();
+        });
+  return ChooseBackward<dnnl::convolution_backward_weights>(
+      g, fpd, [](const auto& pd, memory::desc* r) {
+        r[kSrc] = pd.src_desc();
+        r[kWei] = pd.diff_weights_desc();
+        r[kDst] = pd.diff_dst_desc();
+      });
+}
+
+// The cached entry of direction d for this call, or null when oneDNN has no implementation
+// (the front then runs the reference kernel; bfloat16, which that kernel lacks, throws here).
+std::shared_ptr<ConvEntry> EntryOf(Direction d, const ConvHandle& h, const Tensor& x, size_t N,
+                                   bool bias) {
+  const DirectionInfo& info = kDirections[d];
+  const memory::data_type dt = DnnlType(x);
+  auto e = Cached<ConvEntry>(KeyOf(info.key, h, N, bias, dt), [&] {
+    std::shared_ptr<ConvEntry> r;
+    try {
+      const Geometry g = GeometryOf(h, N, dt);
+      const memory::desc plain[3] = {g.Src(), g.Wei(), g.Dst()};
+      Chosen c = Choose(d, g, bias);
+      r = std::make_shared<ConvEntry>();
+      r->in0.Init(plain[info.in0], c.role[info.in0], true, &r->ws);
+      r->in1.Init(plain[info.in1], c.role[info.in1], true, &r->ws);
+      r->out.Init(plain[info.out], c.role[info.out], false, &r->ws);
+      r->scratch = c.scratch;
+      r->scratch_off = r->ws.Add(c.scratch.get_size());
+      r->in0_arg = info.in0_arg;
+      r->in1_arg = info.in1_arg;
+      r->out_arg = info.out_arg;
+      r->bias = g.Bias();
+      r->prim = std::move(c.prim);
+    } catch (const dnnl::error&) {
+      r = nullptr;
+    }
+    return r;
+  });
+  SINGA_CHECK(e || x.data_type() != kBFloat16, NotImplementedError,
+              info.op << ": oneDNN has no bfloat16 kernel for this convolution (input "
+                      << x.shape() << "); convert it with as_type(float32)");
+  return e;
 }
 
 // The kernel of a cached entry (null: oneDNN has no implementation, the front falls back).
@@ -160,26 +233,7 @@ Prepared<Args> PreparedOf(const std::shared_ptr<ConvEntry>& e, F&& run) {
 }
 
 Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
-  const size_t N = a.x.shape(0);
-  const bool bias = !a.b.empty();
-  auto e = Cached<ConvEntry>(KeyOf("fwd", a.h, N, bias, DnnlType(a.x)), [&] {
-    std::shared_ptr<ConvEntry> r;
-    try {
-      const Geometry g = GeometryOf(a.h, N, DnnlType(a.x));
-      const auto pd = ForwardPd(g, bias);
-      r = std::make_shared<ConvEntry>();
-      r->Layout(pd, g.Src(), pd.src_desc(), g.Wei(), pd.weights_desc(), g.Dst(), pd.dst_desc());
-      r->bias = g.Bias();
-      r->in0_arg = DNNL_ARG_SRC;
-      r->in1_arg = DNNL_ARG_WEIGHTS;
-      r->out_arg = DNNL_ARG_DST;
-      r->prim = Make<dnnl::convolution_forward>(pd);
-    } catch (const dnnl::error&) {
-      r = nullptr;
-    }
-    return r;
-  });
-  NoBf16Fallback(e, a.x, "Conv2dForward");
+  auto e = EntryOf(kForward, a.h, a.x, a.x.shape(0), !a.b.empty());
   auto p = PreparedOf<ConvFwdArgs>(e, [](const ConvEntry& e, const ConvFwdArgs& a, float* ws) {
     e.Run(InPtr(a.x), InPtr(a.W), a.b.empty() ? nullptr : InPtr(a.b), OutPtr(a.y), ws);
     const CpuEpilogue epi(a.epi, a.relu, a.h.num_filters, a.h.conv_height * a.h.conv_width);
@@ -196,57 +250,15 @@ Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
 }
 
 Prepared<ConvBwdXArgs> BackwardX(const ConvBwdXArgs& a) {
-  const size_t N = a.dy.shape(0);
-  auto e = Cached<ConvEntry>(KeyOf("bwd_data", a.h, N, 0, DnnlType(a.dy)), [&] {
-    std::shared_ptr<ConvEntry> r;
-    try {
-      using B = dnnl::convolution_backward_data;
-      const Geometry g = GeometryOf(a.h, N, DnnlType(a.dy));
-      B::desc d(algorithm::convolution_direct, g.Any(g.Src()), g.Any(g.Wei()), g.Any(g.Dst()),
-                g.strides, g.dil, g.pad, g.pad);
-      const B::primitive_desc pd(d, Attr(), Engine(), ForwardPd(g, false));
-      r = std::make_shared<ConvEntry>();
-      r->Layout(pd, g.Dst(), pd.diff_dst_desc(), g.Wei(), pd.weights_desc(), g.Src(),
-                pd.diff_src_desc());
-      r->in0_arg = DNNL_ARG_DIFF_DST;
-      r->in1_arg = DNNL_ARG_WEIGHTS;
-      r->out_arg = DNNL_ARG_DIFF_SRC;
-      r->prim = Make<B>(pd);
-    } catch (const dnnl::error&) {
-      r = nullptr;
-    }
-    return r;
-  });
-  NoBf16Fallback(e, a.dy, "Conv2dBackwardX");
+  auto e = EntryOf(kBackwardData, a.h, a.dy, a.dy.shape(0), false);
   return PreparedOf<ConvBwdXArgs>(e, [](const ConvEntry& e, const ConvBwdXArgs& a, float* ws) {
     e.Run(InPtr(a.dy), InPtr(a.W), nullptr, OutPtr(a.dx), ws);
   });
 }
 
 Prepared<ConvBwdWArgs> BackwardW(const ConvBwdWArgs& a) {
-  const size_t N = a.x.shape(0);
-  if (N == 0) return {};  // dW = 0: the reference kernel writes the zeros
-  auto e = Cached<ConvEntry>(KeyOf("bwd_weights", a.h, N, 0, DnnlType(a.x)), [&] {
-    std::shared_ptr<ConvEntry> r;
-    try {
-      using B = dnnl::convolution_backward_weights;
-      const Geometry g = GeometryOf(a.h, N, DnnlType(a.x));
-      B::desc d(algorithm::convolution_direct, g.Any(g.Src()), g.Any(g.Wei()), g.Any(g.Dst()),
-                g.strides, g.dil, g.pad, g.pad);
-      const B::primitive_desc pd(d, Attr(), Engine(), ForwardPd(g, false));
-      r = std::make_shared<ConvEntry>();
-      r->Layout(pd, g.Src(), pd.src_desc(), g.Dst(), pd.diff_dst_desc(), g.Wei(),
-                pd.diff_weights_desc());
-      r->in0_arg = DNNL_ARG_SRC;
-      r->in1_arg = DNNL_ARG_DIFF_DST;
-      r->out_arg = DNNL_ARG_DIFF_WEIGHTS;
-      r->prim = Make<B>(pd);
-    } catch (const dnnl::error&) {
-      r = nullptr;
-    }
-    return r;
-  });
-  NoBf16Fallback(e, a.x, "Conv2dBackwardW");
+  if (a.x.shape(0) == 0) return {};  // dW = 0: the reference kernel writes the zeros
+  auto e = EntryOf(kBackwardWeights, a.h, a.x, a.x.shape(0), false);
   return PreparedOf<ConvBwdWArgs>(e, [](const ConvEntry& e, const ConvBwdWArgs& a, float* ws) {
     e.Run(InPtr(a.x), InPtr(a.dy), nullptr, OutPtr(a.dW), ws);
   });
