@@ -1,9 +1,14 @@
-"""Epilogue fusion on and off, interleaved in one process: ResNet training steps and inference
-forwards replayed from the graph, timed per step in wall time and in this process's CPU time
-(user + system: what the step computed, robust to other processes sharing the cores).
+"""Epilogue fusion (or blocked layouts) on and off, interleaved in one process: ResNet training
+steps and inference forwards replayed from the graph, timed per step in wall time and in this
+process's CPU time (user + system: what the step computed, robust to other processes sharing the
+cores).
 
     .venv/bin/python benchmarks/bench_fusion.py --models resnet18 --batch 32 --steps 3 --rounds 3
     .venv/bin/python benchmarks/bench_fusion.py --models resnet50 --batch 16 --steps 1 --rounds 2
+    .venv/bin/python benchmarks/bench_fusion.py --compare layouts --modes train   # fusion on
+
+--compare layouts switches dev.SetGraphLayouts(on/off) with fusion on both sides (today's fp32
+is fusion without layouts); the "Fused" column then shows the blocks kept blocked.
 
 One model per row: the graph is recorded once; dev.SetGraphFusion(on/off) rebuilds it at the next
 replay (its first replay is not timed). Each round times `steps` replays with fusion on, then off;
@@ -59,11 +64,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--modes", nargs="+", default=["train", "inference"],
                     choices=["train", "inference"])
+    ap.add_argument("--compare", default="fusion", choices=["fusion", "layouts"],
+                    help="what is switched on and off")
     args = ap.parse_args()
     print("machine: %d cores, %s; OPENBLAS_CORETYPE=%s" % (
         os.cpu_count(), time.strftime("%Y-%m-%d"), os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
-    print("\n| Model | Mode | Fused (bn/add/relu) | Wall on (s) | Wall off (s) | Speedup wall "
-          "| CPU on (s) | CPU off (s) | Speedup CPU |")
+    switched = "Fused (bn/add/relu)" if args.compare == "fusion" else "Blocked blocks"
+    print("\n| Model | Mode | %s | Wall on (s) | Wall off (s) | Speedup wall "
+          "| CPU on (s) | CPU off (s) | Speedup CPU |" % switched)
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for name in args.models:
         for mode in args.modes:
@@ -72,16 +80,22 @@ def main():
             counts = None
             for _ in range(args.rounds):
                 for on in (True, False):
-                    dev.SetGraphFusion(on)
+                    if args.compare == "layouts":
+                        dev.SetGraphLayouts(on)
+                    else:
+                        dev.SetGraphFusion(on)
                     step()  # rebuilds the graph with the new setting
                     if on:
                         counts = dev.graph_fusion_counts()
+                        counts["blocked"] = dev.graph_layout_counts()["blocks"]
                     w, c = timed(step, args.steps)
                     best[on] = [min(best[on][0], w), min(best[on][1], c)]
             (won, con), (woff, coff) = best[True], best[False]
-            print("| %s b%d | %s | %d/%d/%d | %.3f | %.3f | %.3fx | %.3f | %.3f | %.3fx |" % (
-                name, args.batch, mode, counts["batch_norm"], counts["add"], counts["relu"],
-                won, woff, woff / won, con, coff, coff / con), flush=True)
+            what = ("%d/%d/%d" % (counts["batch_norm"], counts["add"], counts["relu"])
+                    if args.compare == "fusion" else str(counts["blocked"]))
+            print("| %s b%d | %s | %s | %.3f | %.3f | %.3fx | %.3f | %.3f | %.3fx |" % (
+                name, args.batch, mode, what, won, woff, woff / won, con, coff, coff / con),
+                flush=True)
             dev.ResetGraph()
 
 

@@ -81,6 +81,8 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
     ctypedef int RematStrategy "singa::remat::Strategy"
     cdef cppclass CFusionCounts "singa::Graph::FusionCounts":
         size_t batch_norm, add, relu
+    cdef cppclass CLayoutCounts "singa::Graph::LayoutCounts":
+        size_t blocks, bytes
     cdef cppclass CGraph "singa::Graph":
         const CFusionCounts& fusion_counts()
         void SetPlanning(bool planned)
@@ -104,6 +106,9 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
         string TimeProfile(int skip) except +raise_py_error
         int iterations()
         bool captured()
+        void SetLayouts(bool on)
+        bool layouts()
+        const CLayoutCounts& layout_counts()
 
 cdef extern from "singa/core/device.h" namespace "singa" nogil:
     cdef cppclass CDevice "singa::Device":

@@ -91,6 +91,18 @@ cdef class Device:
         reads their intermediates (graph.h). Takes effect when the graph is next built."""
         self.c.get().graph().SetFusion(on)
 
+    def SetGraphLayouts(self, bool on):
+        """Blocked layouts (True, default; with fusion on and planned memory, no memory budget):
+        activations whose every reader and writer has a oneDNN kernel for it stay in oneDNN's
+        channel-blocked layout between operations instead of being reordered to NCHW and back
+        at each convolution (graph.h). Takes effect when the graph is next built."""
+        self.c.get().graph().SetLayouts(on)
+
+    def graph_layout_counts(self):
+        """What the last graph build kept blocked: {"blocks": count, "bytes": their size}."""
+        c = self.c.get().graph().layout_counts()
+        return {"blocks": c.blocks, "bytes": c.bytes}
+
     def SetMemoryBudget(self, budget, strategy="greedy"):
         """A budget for the graph's memory (its persistent blocks plus the planned arena), met by
         recomputing activations in backward instead of keeping them: an int is bytes, a float

@@ -21,6 +21,7 @@
 #include "singa/core/device.h"
 #include "singa/core/error.h"
 #include "singa/core/fusion.h"
+#include "singa/core/layout.h"
 #include "singa/core/host_device.h"
 #include "singa/core/kernel.h"
 #include "singa/core/op_ids.h"

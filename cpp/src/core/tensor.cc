@@ -205,7 +205,12 @@ Tensor Tensor::AsType(DataType dtype) const {
   CheckStorage("AsType", dtype);
   const Tensor in = *this;
   auto* k = StridedCopyKernel().For(*device_);
-  device_->Exec({.id = OpId::kAsType, .reads = {in.block()}, .writes = {out.block()}},
+  // element i to element i when in is contiguous over its block: any one layout will do
+  const bool flat = in.IsContiguous() && in.Size() * SizeOf(dtype_) == in.block()->size();
+  device_->Exec({.id = OpId::kAsType,
+                 .reads = {in.block()},
+                 .writes = {out.block()},
+                 .layouts = flat ? LayoutHooks::Flat() : LayoutHooks{}},
                 [k, in, out](Context* ctx) { k(in, out, ctx); });
   return out;
 }

@@ -56,6 +56,7 @@ void Graph::AddOperation(OpDesc desc, OpFunc fn) {
   n.use_rand = desc.use_rand_generator;
   n.collective = desc.collective;
   n.recomputable = desc.recomputable;
+  n.layouts = desc.layouts;
   nodes_.push_back(std::move(n));
   built_ = false;
 }
@@ -77,6 +78,7 @@ void Graph::SetRerunOfLast(OpRerun rerun) {
 void Graph::Reset() {
   DropCapture();
   ReleaseArena();
+  ClearLayouts();
   nodes_.clear();
   order_.clear();
   blocks_.clear();
@@ -179,6 +181,7 @@ void Graph::Build(bool sequential) {
   rebind_before_.assign(order_.size(), {});
   later_ranges_.clear();
   FuseEpilogues();
+  ChooseLayouts();
   AnalyseBlocks();
   if (planned_) PlanArena();
   // Whether the operations themselves allow a capture: fixed per build, so a replay does not

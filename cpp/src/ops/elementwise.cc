@@ -50,6 +50,16 @@ DataType CommonType(const char* op, DataType a, DataType b, const Device& dev) {
 
 Tensor Cast(const Tensor& t, DataType d) { return t.data_type() == d ? t : t.AsType(d); }
 
+// Operands of one shape, each contiguous over its whole block: the kernel maps element i to
+// element i, so a graph may keep them in any one layout (singa/core/layout.h).
+LayoutHooks FlatLayouts(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (!t->IsContiguous() || t->shape() != (*ts.begin())->shape() || t->block() == nullptr ||
+        t->Size() * SizeOf(t->data_type()) != t->block()->size())
+      return {};
+  return LayoutHooks::Flat();
+}
+
 // The destination of an op: `out` if given (checked), else a new tensor. Returns the tensor to
 // write, which is a temporary when `out` aliases an input with a different layout.
 Tensor PrepareOut(const char* op, const Shape& shape, DataType dtype, const Tensor& like,
@@ -81,7 +91,10 @@ Tensor RunUnaryWith(OpId id, bool allow_int, const Tensor& in_raw, Tensor* out, 
   if (!allow_int && dt == kInt) dt = kFloat32;  // numpy: exp(int array) is a float array
   const Tensor in = Cast(in_raw, dt);
   Tensor res = PrepareOut(name, in.shape(), dt, in, out, {&in});
-  in.device()->Exec({.id = id, .reads = {in.block()}, .writes = {res.block()}},
+  in.device()->Exec({.id = id,
+                     .reads = {in.block()},
+                     .writes = {res.block()},
+                     .layouts = FlatLayouts({&in, &res})},
                     [launch, in, res](Context* ctx) { launch(in, res, ctx); });
   Finish(res, out);
   return out ? *out : res;
@@ -100,7 +113,10 @@ Tensor RunBinaryWith(OpId id, DataType dt, const Tensor& a_raw, const Tensor& b_
   const Shape shape = BroadcastShapes(a_raw.shape(), b_raw.shape(), name);
   const Tensor a = Broadcast(Cast(a_raw, dt), shape), b = Broadcast(Cast(b_raw, dt), shape);
   Tensor res = PrepareOut(name, shape, dt, a, out, {&a, &b});
-  a.device()->Exec({.id = id, .reads = {a.block(), b.block()}, .writes = {res.block()}},
+  a.device()->Exec({.id = id,
+                    .reads = {a.block(), b.block()},
+                    .writes = {res.block()},
+                    .layouts = FlatLayouts({&a, &b, &res})},
                    [launch, a, b, res](Context* ctx) { launch(a, b, res, ctx); });
   Finish(res, out);
   return out ? *out : res;

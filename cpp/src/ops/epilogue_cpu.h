@@ -3,6 +3,7 @@
 //
 //   const CpuEpilogue epi(a.epi, a.relu, C, S);  // once per run: folds the batch norm's factors
 //   epi.Apply(y, n0 * C, n1 * C, parallel);      // planes [p0, p1) of y, in any split
+//   epi.ApplyChannels16(y, N, parallel);         // y kept channel-blocked by a graph
 //
 // The arithmetic is the unfused operations', in their order: the batch norm's y * k[c] + b[c]
 // with the inference kernel's k and b (FoldBatchNorm), then + residual, then the table's ReLU
@@ -29,6 +30,9 @@ class CpuEpilogue {
   bool empty() const { return relu_only() && !relu_; }
   /// Applies the epilogue to the planes [p0, p1) of y (plane n * C + c holds S values).
   void Apply(float* y, size_t p0, size_t p1, bool parallel) const;
+  /// The same on a y of N images the graph keeps in MemLayout::kChannels16 (singa/core/layout.h:
+  /// C % 16 == 0; element (n, c, s) at ((n * C/16 + c/16) * S + s) * 16 + c % 16).
+  void ApplyChannels16(float* y, size_t N, bool parallel) const;
 
  private:
   std::vector<float> k_, b_;  ///< empty: no batch norm

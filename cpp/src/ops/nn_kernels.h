@@ -43,6 +43,9 @@ struct Prepared {
   /// Epilogue parts (singa/core/fusion.h) that run applies from Args::epi, besides the ReLU
   /// every kernel with a `relu` flag applies.
   unsigned epilogue = 0;
+  /// The operands run accepts in a blocked layout (singa/core/layout.h), by their index in
+  /// the front's reads and writes; run looks at each block's mem_layout() when it runs.
+  LayoutHooks layouts;
 };
 template <typename Args>
 using PrepareFn = Prepared<Args>(const Args&);
@@ -148,6 +151,21 @@ inline void CheckImage(const char* op, const char* what, const Tensor& t, size_t
                     op << ": the " << what << " " << t.shape() << " has spatial size "
                        << t.shape(2) << "x" << t.shape(3) << " but the handle expects " << hh
                        << "x" << ww);
+}
+
+/// t may be offered to a recording graph in MemLayout::kChannels16 (singa/core/layout.h): a
+/// contiguous 4-d tensor (N, C, H, W) that is its whole block, C % 16 == 0, H * W > 1, float32
+/// or bfloat16. A kernel offers it only where it can run on it (Prepared::layouts).
+inline bool OffersChannels16(const Tensor& t) {
+  const Block* b = t.block();
+  return b && t.device()->graph_enabled() && t.nDim() == 4 && t.IsContiguous() &&
+         (t.data_type() == kFloat32 || t.data_type() == kBFloat16) && b->has_layout() &&
+         b->shape() == t.shape() && t.MemSize() == b->size() && t.shape(1) % 16 == 0 &&
+         t.shape(1) > 0 && t.shape(2) * t.shape(3) > 1;
+}
+/// The graph keeps t's block in MemLayout::kChannels16 (decided at its build; eager: never).
+inline bool IsChannels16(const Tensor& t) {
+  return t.block()->mem_layout() == MemLayout::kChannels16;
 }
 
 /// Data pointers, fetched inside kernels (a replayed graph may move a block between runs).
@@ -278,7 +296,8 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
   dev->Exec({.id = id,
              .reads = std::move(reads),
              .writes = std::move(writes),
-             .fusion = std::move(hooks)},
+             .fusion = std::move(hooks),
+             .layouts = p.layouts},
             [a, ws, run = std::move(p.run)](Context*) {
               run(a, ws.empty() ? nullptr : OutPtr(ws));
             });

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "singa/core/common.h"
+#include "singa/core/layout.h"
 
 namespace singa {
 
@@ -67,6 +68,11 @@ class Block {
   DataType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
 
+  /// How this block's 4-d tensor is stored (singa/core/layout.h): plain unless a graph's build
+  /// chose a blocked layout for it; kernels that accept one read this when they run.
+  MemLayout mem_layout() const { return mem_layout_; }
+  void set_mem_layout(MemLayout l) { mem_layout_ = l; }
+
   /// A name a user knows ("conv1.W", "input[0]") for drawings of the graph; empty by default.
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
@@ -90,6 +96,7 @@ class Block {
   bool has_layout_ = false;
   DataType dtype_ = kFloat32;
   Shape shape_;
+  MemLayout mem_layout_ = MemLayout::kPlain;
   std::atomic<int> external_refs_{0};
 };
 

@@ -42,6 +42,7 @@
 #include "singa/core/context.h"
 #include "singa/core/fusion.h"
 #include "singa/core/kernel.h"
+#include "singa/core/layout.h"
 #include "singa/core/op_ids.h"
 #include "singa/memory/pool.h"
 
@@ -72,6 +73,9 @@ struct OpDesc {
   /// false when the kernel is not a pure function of its reads in ways the graph cannot see
   /// (hidden state): a graph under a memory budget then never reruns it (graph.h).
   bool recomputable = true;
+  /// Which reads and writes the kernel accepts in a blocked layout (singa/core/layout.h); a
+  /// graph keeps an activation blocked only where every operation touching it accepts that.
+  LayoutHooks layouts{};
 
   /// The name profiles, graph dumps and error messages print.
   const char* name() const { return id == OpId::kCustom && label && *label ? label : OpName(id); }

@@ -48,6 +48,12 @@
 // values are those of the unfused operations within float rounding (a folded batch norm
 // rounds as the batch-norm kernel does; NaN propagates as in numpy).
 //
+// Layouts (SetLayouts(false) turns them off; cpp/src/graph/layouts.cc states the rules): a 4-d
+// activation stays in oneDNN's channel-blocked layout (singa/core/layout.h) from the operation
+// that writes it to the ones that read it when all of them accept that layout, no user handle
+// holds it and it is not an input of the step; kernels then skip the reorders to and from NCHW.
+// Off under a memory budget (a recomputation's rerun form computes in NCHW).
+//
 // Memory budget (planned memory only; SetMemoryBudget): when the unconstrained plan (persistent
 // blocks + arena) exceeds the budget, activations are dropped after a use and recomputed before
 // a later one, chosen by singa/graph/remat.h (its header states the algorithm and guarantees).
@@ -122,6 +128,7 @@ class Graph {
     bool skip = false;         ///< fused into its producer: nothing to run
     bool recomputable = true;  ///< its submitter says it is a pure function of its reads
     OpRerun rerun;             ///< how it is recomputed, when not by fn (Device::SetRerun)
+    LayoutHooks layouts;       ///< the layouts its kernel accepts (singa/core/layout.h)
     std::vector<size_t> succ;  ///< nodes that depend on this one
     size_t num_pred = 0;
     double total_ms = 0;       ///< accumulated run time, when profiling
@@ -176,6 +183,14 @@ class Graph {
     size_t batch_norm = 0, add = 0, relu = 0;
   };
   const FusionCounts& fusion_counts() const { return fused_; }
+  /// Blocked layouts (see the file comment), on by default; takes effect at the next build.
+  void SetLayouts(bool on);
+  bool layouts() const { return layouts_; }
+  /// What the last build kept blocked: blocks and their bytes.
+  struct LayoutCounts {
+    size_t blocks = 0, bytes = 0;
+  };
+  const LayoutCounts& layout_counts() const { return layout_counts_; }
   size_t num_fused() const { return fused_.batch_norm + fused_.add + fused_.relu; }
 
   size_t num_nodes() const { return nodes_.size(); }
@@ -210,6 +225,8 @@ class Graph {
   void FuseChain(size_t producer, const std::vector<size_t>& pos,
                  std::unordered_map<Block*, std::vector<size_t>>& writers,
                  std::unordered_map<Block*, std::vector<size_t>>& readers);
+  void ChooseLayouts();
+  void ClearLayouts();
   void AnalyseBlocks();
   void PlanArena();
   remat::Problem MakeProblem(std::vector<Block*>* ids) const;
@@ -236,6 +253,8 @@ class Graph {
   bool built_planned_ = true;
   bool fusion_ = true;
   FusionCounts fused_;
+  bool layouts_ = true;
+  LayoutCounts layout_counts_;
   std::unordered_map<Block*, Block*> aliases_;  ///< fused link's output -> its producer's block
   bool profiling_ = false;
   int iterations_ = 0;

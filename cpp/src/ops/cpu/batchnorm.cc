@@ -7,6 +7,11 @@
 // for images, 256 neighbouring channels per task for 2-d inputs, so the inner loop stays
 // contiguous either way. Normalisation is one fused y = x * a[c] + b[c] pass (+ a graph's fused residual add, + the
 // ReLU).
+//
+// A graph may keep x, y, dy and dx in MemLayout::kChannels16 (singa/core/layout.h: x stored as
+// (N, C/16, S, 16)); the kernels then run their *16 twins, which handle 16 channels at once with
+// one float partial sum per channel, accumulated along S in the plain kernel's order and added
+// to the double totals image by image as it does: both layouts give the same bits.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -81,6 +86,53 @@ const float* Residual(const Epilogue& e) {
   return e.residual ? static_cast<const float*>(e.residual->data()) : nullptr;
 }
 
+// The *16 twins (file comment): body(cb, off) for the run of S * 16 values of one image and
+// channels [16 cb, 16 cb + 16) at off, images in order, channel blocks split between threads.
+template <typename Body>
+void ForEachRun16(const Geometry& g, Body&& body) {
+  const size_t CB = g.C / 16;
+  const std::ptrdiff_t nb = std::ptrdiff_t(CB);
+#pragma omp parallel for schedule(static) if (g.N * g.C * g.S >= kGrain && CB > 1)
+  for (std::ptrdiff_t cb = 0; cb < nb; ++cb)
+    for (size_t n = 0; n < g.N; ++n) body(size_t(cb), (n * CB + size_t(cb)) * g.S * 16);
+}
+
+template <typename F>
+void ChannelSums16(const Geometry& g, const float* x, F f, std::vector<double>* out) {
+  out->assign(g.C, 0.0);
+  double* acc = out->data();
+  ForEachRun16(g, [&](size_t cb, size_t off) {
+    const float* r = x + off;
+    float s[16] = {};
+    for (size_t i = 0; i < g.S; ++i)
+      for (size_t j = 0; j < 16; ++j) s[j] += f(r[i * 16 + j], cb * 16 + j);
+    for (size_t j = 0; j < 16; ++j) acc[cb * 16 + j] += s[j];
+  });
+}
+
+void Affine16(const Geometry& g, const float* x, const float* a, const float* b,
+              const float* res, bool relu, float* y) {
+  ForEachRun16(g, [&](size_t cb, size_t off) {
+    const float *r = x + off, *q = res ? res + off : nullptr, *ac = a + cb * 16,
+                *bc = b + cb * 16;
+    float* o = y + off;
+    for (size_t i = 0; i < g.S * 16; i += 16)
+      for (size_t j = 0; j < 16; ++j) {
+        float v = r[i + j] * ac[j] + bc[j];
+        if (q) v = v + q[i + j];
+        o[i + j] = relu ? fn::ReLUOp{}(v) : v;
+      }
+  });
+}
+
+// The layout the graph chose for x (and so for y, dy, dx: one group, graph/layouts.cc).
+bool Blocked(const Tensor& x) { return IsChannels16(x); }
+// The operands a graph may keep blocked: reads[0..n_reads) and writes[0].
+LayoutHooks Offer(const Tensor& x, uint32_t reads) {
+  return OffersChannels16(x) && x.data_type() == kFloat32 ? LayoutHooks{reads, 1u, true}
+                                                           : LayoutHooks{};
+}
+
 // y = x * k[c] + b[c] from the batch statistics as stored (float32): the training forward and
 // its rerun under a memory budget (nn_kernels.h: RerunOf) both normalise through this, so a
 // recomputed y has the forward's bits without recomputing the statistics.
@@ -92,12 +144,13 @@ void NormaliseWithBatchStats(const BnTrainArgs& a, const float* mean, const floa
     k[c] = float(ps[c] * inv);
     b[c] = float(pb[c] - mean[c] * ps[c] * inv);
   }
-  Affine(Geometry{a.N, a.C, a.S}, InPtr(a.x), k.data(), b.data(), Residual(a.epi), a.relu,
-         OutPtr(a.y));
+  (Blocked(a.x) ? Affine16 : Affine)(Geometry{a.N, a.C, a.S}, InPtr(a.x), k.data(), b.data(),
+                                     Residual(a.epi), a.relu, OutPtr(a.y));
 }
 
-Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs&) {
+Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs& args) {
   Prepared<BnTrainArgs> r;
+  r.layouts = Offer(args.x, 1u);  // reads {x, scale, bias, ...}, writes {y, mean, var, ...}
   r.rerun = [](const BnTrainArgs& a, float*) {
     NormaliseWithBatchStats(a, InPtr(a.mean), InPtr(a.var));
   };
@@ -106,11 +159,16 @@ Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs&) {
     const float* px = InPtr(a.x);
     const double M = double(g.N * g.S);
     std::vector<double> sum, sq;
-    ChannelSums(g, px, [](float v, size_t) { return v; }, &sum);
+    const bool blocked = Blocked(a.x);
+    auto sums = [&](auto f, std::vector<double>* out) {
+      if (blocked) ChannelSums16(g, px, f, out);
+      else ChannelSums(g, px, f, out);
+    };
+    sums([](float v, size_t) { return v; }, &sum);
     std::vector<float> mu(g.C);
     for (size_t c = 0; c < g.C; ++c) mu[c] = float(sum[c] / M);
     const float* pmu = mu.data();
-    ChannelSums(g, px, [pmu](float v, size_t c) { return (v - pmu[c]) * (v - pmu[c]); }, &sq);
+    sums([pmu](float v, size_t c) { return (v - pmu[c]) * (v - pmu[c]); }, &sq);
     float *pm = OutPtr(a.mean), *pv = OutPtr(a.var);
     for (size_t c = 0; c < g.C; ++c) {
       pm[c] = mu[c];
@@ -123,22 +181,25 @@ Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs&) {
   return r;
 }
 
-Prepared<BnInferArgs> ForwardInference(const BnInferArgs&) {
+Prepared<BnInferArgs> ForwardInference(const BnInferArgs& args) {
   Prepared<BnInferArgs> r;
+  r.layouts = Offer(args.x, 1u);  // reads {x, scale, bias, running_mean, running_var}, writes {y}
   r.run = [](const BnInferArgs& a, float*) {
     const Geometry g{a.N, a.C, a.S};
     const float *ps = InPtr(a.scale), *pb = InPtr(a.bias), *pm = InPtr(a.running_mean),
                 *pv = InPtr(a.running_var);
     std::vector<float> k(g.C), b(g.C);
     FoldBatchNorm(ps, pb, pm, pv, a.eps, g.C, k.data(), b.data());
-    Affine(g, InPtr(a.x), k.data(), b.data(), Residual(a.epi), a.relu, OutPtr(a.y));
+    (Blocked(a.x) ? Affine16 : Affine)(g, InPtr(a.x), k.data(), b.data(), Residual(a.epi),
+                                       a.relu, OutPtr(a.y));
   };
   r.epilogue = kEpiAdd;
   return r;
 }
 
-Prepared<BnBwdArgs> Backward(const BnBwdArgs&) {
+Prepared<BnBwdArgs> Backward(const BnBwdArgs& args) {
   Prepared<BnBwdArgs> r;
+  r.layouts = Offer(args.x, 3u);  // reads {dy, x, scale, mean, var}, writes {dx, dscale, dbias}
   r.run = [](const BnBwdArgs& a, float*) {
     const Geometry g{a.N, a.C, a.S};
     const float eps = a.eps;
@@ -148,7 +209,22 @@ Prepared<BnBwdArgs> Backward(const BnBwdArgs&) {
     // sum(dy) and sum(dy * (x - mean)) per channel, in one pass.
     std::vector<double> s_dy(g.C, 0.0), s_dyx(g.C, 0.0);
     double *a1 = s_dy.data(), *a2 = s_dyx.data();
-    if (g.N * g.S > 0)
+    const bool blocked = Blocked(a.x);
+    if (g.N * g.S > 0 && blocked)
+      ForEachRun16(g, [&](size_t cb, size_t off) {
+        const float *d = pdy + off, *rr = px + off, *m = pm + cb * 16;
+        float s1[16] = {}, s2[16] = {};
+        for (size_t i = 0; i < g.S * 16; i += 16)
+          for (size_t j = 0; j < 16; ++j) {
+            s1[j] += d[i + j];
+            s2[j] += d[i + j] * (rr[i + j] - m[j]);
+          }
+        for (size_t j = 0; j < 16; ++j) {
+          a1[cb * 16 + j] += s1[j];
+          a2[cb * 16 + j] += s2[j];
+        }
+      });
+    else if (g.N * g.S > 0)
       ForEachRowByChannel(g, [&](size_t, size_t c, size_t off) {
         const float* d = pdy + off;
         const float* rr = px + off;
@@ -176,6 +252,14 @@ Prepared<BnBwdArgs> Backward(const BnBwdArgs&) {
     }
     if (g.N * g.S == 0) return;
     float* pdx = OutPtr(a.dx);
+    if (blocked)
+      return ForEachRun16(g, [&](size_t cb, size_t off) {
+        const float *d = pdy + off, *rr = px + off, *q = k1.data() + cb * 16,
+                    *b = k2.data() + cb * 16, *k = k3.data() + cb * 16;
+        float* o = pdx + off;
+        for (size_t i = 0; i < g.S * 16; i += 16)
+          for (size_t j = 0; j < 16; ++j) o[i + j] = q[j] * d[i + j] - b[j] * rr[i + j] + k[j];
+      });
     ForEachRowByChannel(g, [&](size_t, size_t c, size_t off) {
       const float q = k1[c], b = k2[c], k = k3[c];
       const float* d = pdy + off;

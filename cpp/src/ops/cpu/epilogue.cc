@@ -51,4 +51,26 @@ void CpuEpilogue::Apply(float* y, size_t p0, size_t p1, bool parallel) const {
   }
 }
 
+void CpuEpilogue::ApplyChannels16(float* y, size_t N, bool parallel) const {
+  const fn::ReLUOp relu;
+  const size_t CB = C_ / 16, run = S_ * 16;  // a run: one image's 16 channels, all positions
+  const float *k = k_.empty() ? nullptr : k_.data(), *b = b_.data(), *res = residual_;
+  const bool do_relu = relu_;
+  const std::ptrdiff_t n = std::ptrdiff_t(N * CB);
+#pragma omp parallel for schedule(static) if (parallel && n * std::ptrdiff_t(run) >= (1 << 16))
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    const size_t c0 = size_t(i) % CB * 16;
+    float* o = y + size_t(i) * run;
+    const float* r = res ? res + size_t(i) * run : nullptr;
+    for (size_t j = 0; j < run; ++j) {
+      const size_t c = c0 + j % 16;
+      float v = o[j];
+      if (k) v = v * k[c] + b[c];
+      if (r) v = v + r[j];
+      if (do_relu) v = relu(v);
+      o[j] = v;
+    }
+  }
+}
+
 }  // namespace singa

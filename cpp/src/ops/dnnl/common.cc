@@ -13,6 +13,11 @@ namespace singa {
 namespace dnnl_kernel {
 namespace {
 std::atomic<size_t> g_creations{0};
+// A blocked block given to a primitive computing another layout: a bug of the layout pass.
+void CheckKeeps16(bool keeps16) {
+  SINGA_CHECK(keeps16, Error, "oneDNN kernel: a blocked operand reached a primitive that "
+                              "computes it in another layout (the graph's layout pass)");
+}
 std::atomic<bool> g_blocked{true};
 std::atomic<bool> g_batchnorm{false};
 // off unless SINGA_DNNL_LAYER_NORM=1 (for benchmarks/bench_transformer_ops.py's comparison)
@@ -50,6 +55,7 @@ void Operand::Init(const memory::desc& user_md, const memory::desc& prim_md, boo
   user = user_md;
   prim = prim_md;
   reorder = user != prim;
+  keeps16 = prim.dims().size() == 4 && prim == Blocked16(user);
   if (!reorder) return;
   off = ws->Add(prim.get_size());
   dnnl::reorder::primitive_desc pd =
@@ -58,7 +64,9 @@ void Operand::Init(const memory::desc& user_md, const memory::desc& prim_md, boo
   r = Make<dnnl::reorder>(pd);
 }
 
-memory Operand::Input(const void* data, char* ws) const {
+memory Operand::Input(const void* data, char* ws, bool blocked) const {
+  if (blocked) CheckKeeps16(keeps16);
+  if (blocked) return memory(prim, Engine(), const_cast<void*>(data));
   memory u(user, Engine(), const_cast<void*>(data));
   if (!reorder) return u;
   memory m(prim, Engine(), ws + off);
@@ -66,14 +74,20 @@ memory Operand::Input(const void* data, char* ws) const {
   return m;
 }
 
-memory Operand::Target(void* data, char* ws) const {
+memory Operand::Target(void* data, char* ws, bool blocked) const {
+  if (blocked) CheckKeeps16(keeps16);
+  if (blocked) return memory(prim, Engine(), data);
   return reorder ? memory(prim, Engine(), ws + off) : memory(user, Engine(), data);
 }
 
-void Operand::Output(const memory& target, void* data) const {
-  if (!reorder) return;
+void Operand::Output(const memory& target, void* data, bool blocked) const {
+  if (!reorder || blocked) return;
   memory u(user, Engine(), data);
   r.execute(Stream(), const_cast<memory&>(target), u);
+}
+
+memory::desc Blocked16(const memory::desc& plain) {
+  return memory::desc(plain.dims(), plain.data_type(), tag::nChw16c);
 }
 
 memory Scratch(const memory::desc& md, char* ws, size_t off) {

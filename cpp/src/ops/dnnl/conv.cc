@@ -7,7 +7,11 @@
 // Why blocked inside the op: the conv layers of ResNet-18 (CIFAR, batch 32), forward + both
 // backwards, one thread, process CPU time per step (robust on a shared machine; AVX-512 host):
 // reference im2col + OpenBLAS 1014 ms, oneDNN on plain NCHW / OIHW 1163 ms (its plain-layout
-// backward-weights is slow), oneDNN blocked with the reorders inside the op 769 ms.
+// backward-weights is slow), oneDNN blocked with the reorders inside the op 769 ms. Inside a
+// recorded graph the reorders of activations go too: each kernel offers the operands its
+// primitive computes in nChw16c (Prepared::layouts), the graph's layout pass (graph/layouts.cc)
+// keeps a block blocked when every operation touching it accepts that, and Run reads such a
+// block in place instead of reordering it. Eager calls and the weights stay plain.
 //
 // One path for the three directions (forward, backward data, backward weights): they differ in
 // the primitive and in which of the geometry's tensors (src, weights, dst) each operand is
@@ -135,17 +139,21 @@ struct ConvEntry {
   size_t scratch_off = 0;
   WsLayout ws;
 
-  void Run(const float* a0, const float* a1, const float* b, float* o, float* wsf) const {
+  // in0, in1 read, out written, each in the layout the graph chose for its block.
+  void Run(const Tensor& t0, const Tensor& t1, const float* b, const Tensor& to,
+           float* wsf) const {
     char* w = reinterpret_cast<char*>(wsf);
     std::unordered_map<int, memory> args;
-    args[in0_arg] = in0.Input(a0, w);
-    args[in1_arg] = in1.Input(a1, w);
-    const memory target = out.Target(o, w);
+    args[in0_arg] = in0.Input(t0.block()->data(), w, IsChannels16(t0));
+    args[in1_arg] = in1.Input(t1.block()->data(), w, IsChannels16(t1));
+    const bool out_blocked = IsChannels16(to);
+    void* o = to.block()->mutable_data();
+    const memory target = out.Target(o, w, out_blocked);
     args[out_arg] = target;
     args[DNNL_ARG_SCRATCHPAD] = Scratch(scratch, w, scratch_off);
     if (b) args[DNNL_ARG_BIAS] = memory(bias, Engine(), const_cast<float*>(b));
     prim.execute(Stream(), args);
-    out.Output(target, o);
+    out.Output(target, o, out_blocked);
     Stream().wait();
   }
 };
@@ -222,6 +230,11 @@ std::shared_ptr<ConvEntry> EntryOf(Direction d, const ConvHandle& h, const Tenso
   return e;
 }
 
+// Bit 0 when the graph may keep t blocked for this operand: the primitive computes it so.
+uint32_t Offer(const Operand& o, const Tensor& t) {
+  return o.Keeps16() && OffersChannels16(t) ? 1u : 0u;
+}
+
 // The kernel of a cached entry (null: oneDNN has no implementation, the front falls back).
 template <typename Args, typename F>
 Prepared<Args> PreparedOf(const std::shared_ptr<ConvEntry>& e, F&& run) {
@@ -235,10 +248,12 @@ Prepared<Args> PreparedOf(const std::shared_ptr<ConvEntry>& e, F&& run) {
 Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
   auto e = EntryOf(kForward, a.h, a.x, a.x.shape(0), !a.b.empty());
   auto p = PreparedOf<ConvFwdArgs>(e, [](const ConvEntry& e, const ConvFwdArgs& a, float* ws) {
-    e.Run(InPtr(a.x), InPtr(a.W), a.b.empty() ? nullptr : InPtr(a.b), OutPtr(a.y), ws);
+    e.Run(a.x, a.W, a.b.empty() ? nullptr : InPtr(a.b), a.y, ws);
     const CpuEpilogue epi(a.epi, a.relu, a.h.num_filters, a.h.conv_height * a.h.conv_width);
     if (epi.relu_only()) {
       if (a.relu) ReluInPlace(a.y);  // float32 or bfloat16
+    } else if (IsChannels16(a.y)) {
+      epi.ApplyChannels16(OutPtr(a.y), a.y.shape(0), true);
     } else {
       epi.Apply(OutPtr(a.y), 0, a.y.shape(0) * a.h.num_filters, true);  // float32 only: below
     }
@@ -246,22 +261,28 @@ Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
   // The epilogue pass (epilogue_cpu.h) reads and writes float32; a bfloat16 convolution offers
   // the ReLU only.
   p.epilogue = a.x.data_type() == kFloat32 ? kEpiBatchNorm | kEpiAdd : 0u;
+  // reads {x, W, b}, writes {y}: x and y may stay blocked (the epilogue follows y's layout)
+  if (e) p.layouts = {Offer(e->in0, a.x), Offer(e->out, a.y), false};
   return p;
 }
 
 Prepared<ConvBwdXArgs> BackwardX(const ConvBwdXArgs& a) {
   auto e = EntryOf(kBackwardData, a.h, a.dy, a.dy.shape(0), false);
-  return PreparedOf<ConvBwdXArgs>(e, [](const ConvEntry& e, const ConvBwdXArgs& a, float* ws) {
-    e.Run(InPtr(a.dy), InPtr(a.W), nullptr, OutPtr(a.dx), ws);
+  auto p = PreparedOf<ConvBwdXArgs>(e, [](const ConvEntry& e, const ConvBwdXArgs& a, float* ws) {
+    e.Run(a.dy, a.W, nullptr, a.dx, ws);
   });
+  if (e) p.layouts = {Offer(e->in0, a.dy), Offer(e->out, a.dx), false};  // reads {dy, W}
+  return p;
 }
 
 Prepared<ConvBwdWArgs> BackwardW(const ConvBwdWArgs& a) {
   if (a.x.shape(0) == 0) return {};  // dW = 0: the reference kernel writes the zeros
   auto e = EntryOf(kBackwardWeights, a.h, a.x, a.x.shape(0), false);
-  return PreparedOf<ConvBwdWArgs>(e, [](const ConvEntry& e, const ConvBwdWArgs& a, float* ws) {
-    e.Run(InPtr(a.x), InPtr(a.dy), nullptr, OutPtr(a.dW), ws);
+  auto p = PreparedOf<ConvBwdWArgs>(e, [](const ConvEntry& e, const ConvBwdWArgs& a, float* ws) {
+    e.Run(a.x, a.dy, nullptr, a.dW, ws);
   });
+  if (e) p.layouts = {Offer(e->in1, a.dy) | Offer(e->in0, a.x) << 1, 0, false};  // reads {dy, x}
+  return p;
 }
 
 }  // namespace

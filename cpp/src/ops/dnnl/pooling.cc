@@ -1,5 +1,6 @@
 // Max / average pooling with oneDNN (backend kCpuDnnl), on our plain NCHW tensors (no reorders:
-// pooling is bandwidth-bound, a layout change would cost what it saves). Average pooling maps
+// pooling is bandwidth-bound, a layout change would cost what it saves), or, for average
+// pooling, on a block a graph keeps in nChw16c (Graph: layouts). Average pooling maps
 // count_include_pad to pooling_avg_include_padding (divisor kh * kw) or _exclude_padding. Max
 // pooling's backward needs the forward's argmax workspace, which our API does not carry from the
 // forward: the backward reruns the forward (training mode) into its own workspace first, as the
@@ -12,6 +13,7 @@
 // (vectorised, in parallel over planes): 3.7 ms on one thread for a (32, 64, 56, 56) input,
 // against about 4 ms for oneDNN's pooling forward itself on two threads (a max pooling layer costs
 // up to about 1.5x what it did; average pooling propagates NaN by itself and pays nothing).
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -32,13 +34,13 @@ struct PoolGeometry {
   algorithm alg;
 };
 
-PoolGeometry GeometryOf(const PoolingHandle& h, size_t N) {
+PoolGeometry GeometryOf(const PoolingHandle& h, size_t N, bool blocked) {
   using D = memory::dim;
   PoolGeometry g;
-  g.src = memory::desc({D(N), D(h.channels), D(h.height), D(h.width)}, memory::data_type::f32,
-                       tag::nchw);
+  const tag t = blocked ? tag::nChw16c : tag::nchw;
+  g.src = memory::desc({D(N), D(h.channels), D(h.height), D(h.width)}, memory::data_type::f32, t);
   g.dst = memory::desc({D(N), D(h.channels), D(h.pooled_height), D(h.pooled_width)},
-                       memory::data_type::f32, tag::nchw);
+                       memory::data_type::f32, t);
   g.strides = {D(h.stride_h), D(h.stride_w)};
   g.kernel = {D(h.kernel_h), D(h.kernel_w)};
   g.pad = {D(h.pad_h), D(h.pad_w)};  // symmetric, as for convolution (floor mode)
@@ -48,8 +50,8 @@ PoolGeometry GeometryOf(const PoolingHandle& h, size_t N) {
   return g;
 }
 
-std::string KeyOf(const char* op, const PoolingHandle& h, size_t N) {
-  std::string k = KeyStart(op);
+std::string KeyOf(const char* op, const PoolingHandle& h, size_t N, bool blocked) {
+  std::string k = KeyStart(op) + (blocked ? ",16c" : "");
   for (size_t v : {N, h.channels, h.height, h.width, h.kernel_h, h.kernel_w, h.stride_h,
                    h.stride_w, h.pad_h, h.pad_w, size_t(h.is_max_pooling),
                    size_t(h.count_include_pad)})
@@ -74,6 +76,15 @@ void FixNaNPlanes(const PoolingHandle& h, const Tensor& x, Fix fix) {
     if (cpu::PlaneHasNaN(px + size_t(p) * in, in)) fix(size_t(p));
 }
 
+// Average pooling may run on nChw16c for a graph's blocked layout (Graph: layouts); max pooling
+// stays plain, where FixNaNPlanes can find a NaN's plane.
+bool Offers16Pool(const PoolingHandle& h, const Tensor& x) {
+  return !h.is_max_pooling && x.data_type() == kFloat32 && OffersChannels16(x);
+}
+
+// The pooled image has more than one pixel (else both layouts store it alike).
+bool Spatial(const PoolingHandle& h) { return h.pooled_height * h.pooled_width > 1; }
+
 struct PoolEntry {
   dnnl::primitive fwd, bwd;  // bwd (backward entries): fwd is then the training forward
   memory::desc src, dst, fwd_scratch, bwd_scratch, workspace;
@@ -81,12 +92,12 @@ struct PoolEntry {
   WsLayout ws;
 };
 
-Prepared<PoolFwdArgs> Forward(const PoolFwdArgs& a) {
+std::shared_ptr<PoolEntry> ForwardEntry(const PoolFwdArgs& a, bool blocked) {
   const size_t N = a.x.shape(0);
-  auto e = Cached<PoolEntry>(KeyOf("pool_fwd", a.h, N), [&] {
+  return Cached<PoolEntry>(KeyOf("pool_fwd", a.h, N, blocked), [&] {
     std::shared_ptr<PoolEntry> r;
     try {
-      const PoolGeometry g = GeometryOf(a.h, N);
+      const PoolGeometry g = GeometryOf(a.h, N, blocked);
       const auto pd = ForwardPd(g, prop_kind::forward_inference);
       r = std::make_shared<PoolEntry>();
       r->src = g.src;
@@ -99,10 +110,19 @@ Prepared<PoolFwdArgs> Forward(const PoolFwdArgs& a) {
     }
     return r;
   });
+}
+
+Prepared<PoolFwdArgs> Forward(const PoolFwdArgs& a) {
+  auto e = ForwardEntry(a, false);
   Prepared<PoolFwdArgs> p;
   if (!e) return p;
-  p.workspace = e->ws.floats();
-  p.run = [e](const PoolFwdArgs& a, float* wsf) {
+  auto b = Offers16Pool(a.h, a.x) ? ForwardEntry(a, true) : nullptr;
+  p.workspace = std::max(e->ws.floats(), b ? b->ws.floats() : 0);
+  // reads {x}, writes {y}: one layout; a 1x1 y is stored alike in both (layout.h) and may be
+  // any block's view (flattened for a linear layer's gradient, say): not flagged
+  if (b) p.layouts = {1u, Spatial(a.h) ? 1u : 0u, true};
+  p.run = [plain = e, b](const PoolFwdArgs& a, float* wsf) {
+    const auto& e = b && IsChannels16(a.x) ? b : plain;
     char* w = reinterpret_cast<char*>(wsf);
     e->fwd.execute(Stream(),
                    {{DNNL_ARG_SRC, memory(e->src, Engine(), const_cast<float*>(InPtr(a.x)))},
@@ -120,12 +140,12 @@ Prepared<PoolFwdArgs> Forward(const PoolFwdArgs& a) {
   return p;
 }
 
-Prepared<PoolBwdArgs> Backward(const PoolBwdArgs& a) {
+std::shared_ptr<PoolEntry> BackwardEntry(const PoolBwdArgs& a, bool blocked) {
   const size_t N = a.x.shape(0);
-  auto e = Cached<PoolEntry>(KeyOf("pool_bwd", a.h, N), [&] {
+  return Cached<PoolEntry>(KeyOf("pool_bwd", a.h, N, blocked), [&] {
     std::shared_ptr<PoolEntry> r;
     try {
-      const PoolGeometry g = GeometryOf(a.h, N);
+      const PoolGeometry g = GeometryOf(a.h, N, blocked);
       const auto fpd = ForwardPd(g, prop_kind::forward_training);
       dnnl::pooling_backward::desc d(g.alg, g.src, g.dst, g.strides, g.kernel, g.pad, g.pad);
       const dnnl::pooling_backward::primitive_desc bpd(d, Attr(), Engine(), fpd);
@@ -148,10 +168,17 @@ Prepared<PoolBwdArgs> Backward(const PoolBwdArgs& a) {
     }
     return r;
   });
+}
+
+Prepared<PoolBwdArgs> Backward(const PoolBwdArgs& a) {
+  auto e = BackwardEntry(a, false);
   Prepared<PoolBwdArgs> p;
   if (!e) return p;
-  p.workspace = e->ws.floats();
-  p.run = [e, is_max = a.h.is_max_pooling](const PoolBwdArgs& a, float* wsf) {
+  auto b = Offers16Pool(a.h, a.x) ? BackwardEntry(a, true) : nullptr;
+  p.workspace = std::max(e->ws.floats(), b ? b->ws.floats() : 0);
+  if (b) p.layouts = {(Spatial(a.h) ? 1u : 0u) | 2u, 1u, true};  // reads {dy, x}, writes {dx}
+  p.run = [plain = e, b, is_max = a.h.is_max_pooling](const PoolBwdArgs& a, float* wsf) {
+    const auto& e = b && IsChannels16(a.x) ? b : plain;
     char* w = reinterpret_cast<char*>(wsf);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_DIFF_DST, memory(e->dst, Engine(), const_cast<float*>(InPtr(a.dy)))},
