@@ -57,11 +57,12 @@ from ._schedules import (Constant, CosineDecay, DecayScheduler, ExponentialDecay
 from . import tensor
 from .errors import CheckError, CheckShapeError, CheckTypeError
 from .layers.base import graph_paused
+from .loss_scale import LossScaler  # noqa: F401  (dynamic loss scaling, float16 AMP)
 from .tensor import Tensor
 
 __all__ = ["DecayScheduler", "Constant", "ExponentialDecay", "StepDecay", "MultiStepDecay",
            "CosineDecay", "LinearWarmup", "ReduceLROnPlateau", "ScheduleError", "Optimizer",
-           "SGD", "RMSProp", "AdaGrad", "Adam", "DistOpt"]
+           "SGD", "RMSProp", "AdaGrad", "Adam", "DistOpt", "LossScaler"]
 
 
 # ---- schedules (singa/_schedules.py) -----------------------------------------------------
@@ -180,7 +181,12 @@ class Optimizer(object):
 
     # ---- the training step -------------------------------------------------------------------
     def __call__(self, loss):
-        """Backward from ``loss``, update every parameter, then advance the step."""
+        """Backward from ``loss``, update every parameter, then advance the step (through
+        ``self.loss_scaler`` when one is attached: opt.LossScaler, singa/loss_scale.py)."""
+        scaler = self.__dict__.get("loss_scaler")
+        if scaler is not None:
+            scaler.minimize(self, loss)
+            return
         self.call(loss)
         self.step()
 
@@ -389,6 +395,10 @@ class SGD(Optimizer):
         singa.SGDUpdate(param_value.data, param_grad.data, buf, self._value("lr_value"),
                         self._value("mom_value"), self._value("dam_value"),
                         self._value("decay_value"), self.nesterov)
+
+    def _uses_state(self, name):
+        """Whether apply() reads and writes state dict ``name`` (no momentum: no buffer)."""
+        return not self._constant("momentum", 0)
 
     def get_states(self):
         states = super(SGD, self).get_states()
