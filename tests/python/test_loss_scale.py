@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tiny_nets
-from singa import device, opt, singa_wrap, tensor
+from singa import device, layer, opt, singa_wrap, tensor
 from singa.autograd import amp
 
 N = tensor.to_numpy
@@ -276,3 +276,17 @@ def test_compiling_again_without_a_scaler_detaches_it():
     net.compile([tx], is_train=True, loss_scale=False)
     net(tx, ty)
     assert o.loss_scaler is None and scaler.get_scale() == 8.0
+
+
+def test_float16_autocast_keeps_master_weights_float32_after_a_float16_activation():
+    """Under float16 AMP a layer after a convolution is fed float16 (its parameters would
+    follow that dtype in SINGA's float16 training): they are float32 master weights. The math
+    itself needs a GPU (float16 on the host raises DTypeError, after the parameters exist)."""
+    x = tensor.from_numpy(np.ones((2, 3, 4, 4), np.float16))
+    conv, bn, fc = layer.Conv2d(2, 3), layer.BatchNorm2d(), layer.Linear(2)
+    with amp.autocast("float16", check=False):
+        for lay, inp in ((conv, x), (bn, x), (fc, x.reshape((2, 48)))):
+            with pytest.raises(singa_wrap.DTypeError):
+                lay(inp)
+    for t in (conv.W, conv.b, bn.scale, bn.bias, bn.running_mean, bn.running_var, fc.W, fc.b):
+        assert t.dtype == tensor.float32
