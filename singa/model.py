@@ -249,6 +249,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
         if scaler is not None and getattr(optimizer, "loss_scaler", None) is scaler:
             optimizer.loss_scaler = None  # the previous compile's, attached at a step
         self.__dict__["_loss_scaler"] = _loss_scaler(precision, loss_scale)
+        self._attach_loss_scaler()
         if check_finite is not None:
             dev.SetCheckFinite(bool(check_finite))
         if memory_budget is not None:
@@ -273,6 +274,14 @@ class Model(layer.Layer, metaclass=ModelMeta):
         """Sets the optimizer that ``self.optimizer(loss)`` in train_one_batch calls (an
         ``opt.Optimizer``, e.g. ``opt.SGD(lr=0.05)``, or an ``opt.DistOpt``)."""
         self.optimizer = optimizer
+        self._attach_loss_scaler()
+
+    def _attach_loss_scaler(self):
+        """Hands compile()'s loss scaler to the optimizer (done again at each step: a
+        checkpoint's load_states finds it there, a replaced optimizer gets it)."""
+        scaler, optimizer = self.__dict__.get("_loss_scaler"), self.__dict__.get("optimizer")
+        if scaler is not None and optimizer is not None:
+            scaler.attach(optimizer)
 
     def forward(self, *input):
         """The model's computation from its inputs; subclasses define it (as for a Layer)."""
@@ -322,9 +331,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
 
     def _call(self, input, kwargs):
         if self.training:
-            scaler, optimizer = self.__dict__.get("_loss_scaler"), self.__dict__.get("optimizer")
-            if scaler is not None and optimizer is not None:
-                scaler.attach(optimizer)
+            self._attach_loss_scaler()
             self._check_call("train_one_batch", input, kwargs)
             return self.train_one_batch(*input, **kwargs)
         self._check_call("forward", input, kwargs)
@@ -576,6 +583,9 @@ def _optimizer_states(opt, entries, params, result, mismatched):
         top = path[0]
         if path == ["step_counter"] or (top == "hyper_parameters" and len(path) == 2 and
                                         path[1] in hypers):
+            _nest(states, path, _from_array(a, attr))
+        elif top == "loss_scaler" and len(path) == 2 and \
+                getattr(opt, "loss_scaler", None) is not None:
             _nest(states, path, _from_array(a, attr))
         elif top in dicts and len(path) == 1 and attr.get("pytype") == "dict":
             states.setdefault(top, {})

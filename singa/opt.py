@@ -304,12 +304,16 @@ class Optimizer(object):
     def get_states(self):
         """{'step_counter': float, <state dict name>: {param name: Tensor}, ...,
         'hyper_parameters': {name: number}} (the hyper-parameters that are numbers now, e.g.
-        an lr set by hand or by ReduceLROnPlateau; schedules follow from the step)."""
+        an lr set by hand or by ReduceLROnPlateau; schedules follow from the step), and
+        'loss_scaler': its state_dict() when an opt.LossScaler is attached."""
         states = {"step_counter": float(tensor.to_numpy(self.step_counter)[0])}
         for key in self._state_dicts:
             states[key] = getattr(self, key)
         states["hyper_parameters"] = {attr: float(getattr(self, attr).init_value)
                                       for attr, _ in self._hypers if self._constant(attr)}
+        scaler = self.__dict__.get("loss_scaler")
+        if scaler is not None:  # opt.LossScaler's state_dict(), restored by set_states
+            states["loss_scaler"] = scaler.state_dict()
         return states
 
     def set_states(self, states):
@@ -346,6 +350,9 @@ class Optimizer(object):
         for k, v in hypers.items():
             if getattr(self, k).init_value != v:
                 setattr(self, k, v)
+        scaler = self.__dict__.get("loss_scaler")
+        if scaler is not None and "loss_scaler" in states:
+            scaler.load_state_dict(states["loss_scaler"])
 
 
 # ---- the optimizers --------------------------------------------------------------------------

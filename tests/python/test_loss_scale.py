@@ -290,3 +290,28 @@ def test_float16_autocast_keeps_master_weights_float32_after_a_float16_activatio
                 lay(inp)
     for t in (conv.W, conv.b, bn.scale, bn.bias, bn.running_mean, bn.running_var, fc.W, fc.b):
         assert t.dtype == tensor.float32
+
+
+@pytest.mark.parametrize("use_graph", [False, True], ids=["eager", "graph"])
+def test_a_checkpoint_holds_the_scaler_and_a_resumed_run_continues_exactly(use_graph, tmp_path):
+    batches = _batches(9, {1, 6})
+    make = lambda: opt.LossScaler(init_scale=2.0 ** 8, growth_interval=3)  # noqa: E731
+    full, _, full_trace, init = _train(batches, _sgd, make(), use_graph)
+    first, _, _, _ = _train(batches[:4], _sgd, make(), use_graph, init)
+    path = str(tmp_path / "ckpt.zip")
+    first.save_states(path)
+    resumed = tiny_nets.Net()
+    resumed.set_optimizer(_sgd())
+    scaler = make()
+    tx, ty = tensor.from_numpy(batches[0][0]), tensor.from_numpy(batches[0][1])
+    resumed.compile([tx], is_train=True, use_graph=use_graph, loss_scale=scaler)
+    resumed.load_states(path)
+    assert (scaler.get_scale(), scaler.get_growth_tracker()) == (
+        full_trace[3]["scale"], full_trace[3]["tracker"])
+    for x, y in batches[4:]:
+        tx.copy_from_numpy(x)
+        ty.copy_from_numpy(y)
+        resumed(tx, ty)
+    assert scaler.get_scale() == full_trace[-1]["scale"]
+    for k, v in full.get_params().items():
+        np.testing.assert_array_equal(N(resumed.get_params()[k]), N(v), err_msg=k)
