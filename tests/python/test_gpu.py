@@ -30,6 +30,7 @@ from singa import autograd, device, opt, tensor
 from singa import singa_wrap as sw
 
 import test_nan_propagation as nan_cases
+import test_activations as activations
 import datasets  # noqa: E402  (examples/)
 import digits_fit  # noqa: E402
 import models  # noqa: E402  (examples/)
@@ -540,3 +541,16 @@ def test_bf16_matmul_conv_pool_batchnorm_on_gpu_equal_cpu(gpu):
     for name, g, c in zip(("matmul", "conv", "pool", "batchnorm"), out["gpu"], out["cpu"]):
         np.testing.assert_allclose(g, c, rtol=2 ** -6, atol=2 ** -6 * np.abs(c).max(),
                                    err_msg=name)
+
+
+# ---- the op schema's activations (schema/activations.py): GPU == CPU, forward and backward ----
+@pytest.mark.parametrize("name", sorted(activations.ROWS))
+def test_schema_activation_matches_the_cpu(gpu, name):
+    _, attrs, kinks = activations.REF[name]
+    x = activations._x(kinks)
+    dy = np.random.default_rng(2).uniform(-1, 1, x.shape)
+    op = activations._call(name, **attrs)
+    cpu_grads, cpu_outs = analytic_grads(op, [x], [0], [dy])
+    gpu_grads, gpu_outs = analytic_grads(op, [x], [0], [dy], dev=gpu)
+    np.testing.assert_allclose(gpu_outs[0], cpu_outs[0], **FWD)
+    np.testing.assert_allclose(gpu_grads[0], cpu_grads[0], **GRAD)
