@@ -188,7 +188,6 @@ cdef extern from "singa/core/tensor.h" namespace "singa" nogil:
 
 cdef extern from "singa/ops/elementwise.h" namespace "singa" nogil:
     CTensor c_Clamp "singa::Clamp"(const CTensor& x, float low, float high) except +raise_py_error
-    CTensor c_LeakyReLU "singa::LeakyReLU"(const CTensor& x, float slope) except +raise_py_error
 
 cdef extern from "singa/ops/reduce.h" namespace "singa" nogil:
     CTensor c_ReduceSum "singa::ReduceSum"(const CTensor&, const vector[int]&, bool) except +raise_py_error

@@ -134,12 +134,6 @@ def Clamp(Tensor x not None, float low, float high):
         r = c_Clamp(x.c, low, high)
     return wrap(r)
 
-def LeakyReLU(Tensor x not None, float slope):
-    cdef CTensor r
-    with nogil:
-        r = c_LeakyReLU(x.c, slope)
-    return wrap(r)
-
 
 # ---- BLAS ----------------------------------------------------------------------------------
 def Mult(Tensor A not None, Tensor B not None):

@@ -11,7 +11,8 @@
 
 Layout: csinga.pxd declares the C++ API; this module and the files it includes hold the Python
 classes (device.pxi, tensor.pxi), the hand-written op wrappers (ops.pxi) and the generated
-elementwise wrappers (elementwise_ops.pxi, from cpp/include/singa/ops/elementwise.def).
+elementwise wrappers (elementwise_ops.pxi, from cpp/include/singa/ops/elementwise.def) and the
+op schema's (activation_ops.pxi, from schema/activations.py).
 """
 cimport numpy as cnp
 import numpy as np
@@ -74,6 +75,7 @@ include "tensor.pxi"
 include "dlpack.pxi"
 include "ops.pxi"
 include "elementwise_ops.pxi"
+include "activation_ops.pxi"
 include "nn.pxi"
 include "transformer.pxi"
 include "kernels.pxi"

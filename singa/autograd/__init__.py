@@ -10,7 +10,8 @@ Example::
         sgd.update(p, g)
 
 The code is split by theme: base (Operator, Dummy, backward), math (elementwise, from the op table),
-activation, linalg (matmul, gemm, add_bias), reduce, shape, index (slice, gather, pad...),
+activation, schema_ops (the op schema's activations: leakyrelu, elu, selu, hardsigmoid,
+hardswish), linalg (matmul, gemm, add_bias), reduce, shape, index (slice, gather, pad...),
 nn (conv2d, pooling_2d, batchnorm_2d, dropout), loss and transformer (layer_norm, cumsum,
 gather_elements, gather_nd, masked_fill). Everything is re-exported here.
 
@@ -30,8 +31,8 @@ from .errors import ShapeError, AxisError, InputError, NoGradientError  # noqa: 
 from .base import (CTensor, Operator, Operation, Dummy, infer_dependency, backward, gradients,
                    axis_helper, back_broadcast, ctensor2numpy, release_graph)
 from .math import *  # noqa: F401,F403  (the unary rows come from the op table; see __all__)
-from .activation import (LeakyRelu, leakyrelu, Elu, elu, SeLU, selu, HardSigmoid, hardsigmoid,
-                         PRelu, prelu, SoftMax, softmax, LogSoftMax, log_softmax)
+from .activation import PRelu, prelu, SoftMax, softmax, LogSoftMax, log_softmax
+from .schema_ops import *  # noqa: F401,F403  (LeakyRelu, Elu, SeLU, HardSigmoid, HardSwish...)
 from .linalg import Matmul, matmul, Gemm, gemm, AddBias, add_bias, CosSim, cossim
 from .reduce import (ReduceSum, reduce_sum, ReduceMean, reduce_mean, GlobalAveragePool,
                      globalaveragepool)

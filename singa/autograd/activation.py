@@ -1,7 +1,6 @@
-"""Activations with parameters, and softmax (relu, sigmoid, tanh... are in math.py's table).
+"""PReLU and softmax (relu, sigmoid, tanh... are in math.py's table; leakyrelu, elu, selu,
+hardsigmoid and hardswish come from the op schema, schema_ops.py).
 
-    y = autograd.leakyrelu(x, a=0.01)
-    y = autograd.elu(x, alpha=1.0)
     p = autograd.softmax(logits, axis=1)
     y = autograd.prelu(x, slope)      # slope is a Tensor, broadcast against x
 """
@@ -18,92 +17,6 @@ _M = singa.EltwiseMult
 def _float_mask(m, like):
     dt = float_dtype(like)
     return m if m.data_type() == dt else m.AsType(dt)
-
-
-class LeakyRelu(Operator):
-    """x if x > 0 else a * x."""
-
-    def __init__(self, a=0.01):
-        super(LeakyRelu, self).__init__()
-        self.a = float(a)
-
-    def forward(self, x):
-        self.x = x
-        return singa.LeakyReLU(x, self.a)
-
-    def backward(self, dy):
-        pos = _float_mask(singa.GT(self.x, 0.0), self.x)
-        slope = singa.Add(pos, _M(singa.Sub(1.0, pos), self.a))
-        return _M(dy, slope)
-
-
-def leakyrelu(x, a=0.01):
-    """x if x > 0 else a * x, elementwise."""
-    return LeakyRelu(a)(x)[0]
-
-
-class Elu(Operator):
-    """x if x > 0 else alpha * (exp(x) - 1)."""
-
-    def __init__(self, alpha=1.0):
-        super(Elu, self).__init__()
-        self.alpha = float(alpha)
-
-    def forward(self, x):
-        self.x = x
-        # exp(min(x, 0)) never overflows; for x > 0 the negative branch is exp(0) - 1 = 0.
-        self.e = singa.Exp(singa.Minimum(x, 0.0))
-        return singa.Add(singa.ReLU(x), _M(singa.Sub(self.e, 1.0), self.alpha))
-
-    def backward(self, dy):
-        pos = _float_mask(singa.GT(self.x, 0.0), self.x)
-        neg = _M(_M(singa.Sub(1.0, pos), self.e), self.alpha)
-        return _M(dy, singa.Add(pos, neg))
-
-
-def elu(x, alpha=1.0):
-    """x if x > 0 else alpha * (exp(x) - 1), elementwise."""
-    return Elu(alpha)(x)[0]
-
-
-class SeLU(Elu):
-    """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
-
-    def __init__(self, alpha=1.67326, gamma=1.0507):
-        super(SeLU, self).__init__(alpha)
-        self.gamma = float(gamma)
-
-    def forward(self, x):
-        return _M(super(SeLU, self).forward(x), self.gamma)
-
-    def backward(self, dy):
-        return super(SeLU, self).backward(_M(dy, self.gamma))
-
-
-def selu(x, alpha=1.67326, gamma=1.0507):
-    """gamma * elu(x, alpha), elementwise."""
-    return SeLU(alpha, gamma)(x)[0]
-
-
-class HardSigmoid(Operator):
-    """max(0, min(1, alpha * x + gamma))."""
-
-    def __init__(self, alpha=0.2, gamma=0.5):
-        super(HardSigmoid, self).__init__()
-        self.alpha, self.gamma = float(alpha), float(gamma)
-
-    def forward(self, x):
-        self.z = singa.Add(_M(x, self.alpha), self.gamma)
-        return singa.Clamp(self.z, 0.0, 1.0)
-
-    def backward(self, dy):
-        inside = _M(singa.GT(self.z, 0.0), singa.LT(self.z, 1.0))
-        return _M(dy, _M(inside, self.alpha))
-
-
-def hardsigmoid(x, alpha=0.2, gamma=0.5):
-    """max(0, min(1, alpha * x + gamma)), elementwise."""
-    return HardSigmoid(alpha, gamma)(x)[0]
 
 
 class PRelu(Operator):

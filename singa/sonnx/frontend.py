@@ -17,7 +17,7 @@ from onnx import helper, numpy_helper, TensorProto
 from .. import singa_wrap as singa
 from .. import tensor
 from ..autograd import base as _ag_base
-from . import names
+from . import names, schema_map
 from .errors import SonnxError
 from .frontend_tensor import TensorExports
 from .frontend_transformer import TransformerExports, check_opset
@@ -103,6 +103,8 @@ class _Exporter(TensorExports, TransformerExports):
                                            **attrs))
 
     def emit(self, op, ins, outs):
+        if schema_map.export(self, op, ins, outs):  # the op schema's rows
+            return None
         kind = type(op).__name__
         fn = getattr(self, "_op_" + kind.lstrip("_"), None)
         if fn is not None:
@@ -197,12 +199,6 @@ class _Exporter(TensorExports, TransformerExports):
 
     def _op_Concat(self, op, ins, outs):
         self.node("Concat", ins, outs, axis=int(op.axis))
-
-    def _op_LeakyRelu(self, op, ins, outs):
-        self.node("LeakyRelu", ins, outs, alpha=float(op.a))
-
-    def _op_Elu(self, op, ins, outs):
-        self.node("Elu", ins, outs, alpha=float(op.alpha))
 
     def _op_Transpose(self, op, ins, outs):
         if op.perm is None:

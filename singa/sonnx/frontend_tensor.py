@@ -1,5 +1,5 @@
 """Export of the autograd operators that rearrange, index, reduce, compare or cast tensors, and
-of the activations with attributes beyond frontend.py's: a mixin of frontend._Exporter.
+of Clip: a mixin of frontend._Exporter.
 
     class _Exporter(TensorExports): ...      # _op_<Operator class name>(op, ins, outs)
 
@@ -42,13 +42,7 @@ class TensorExports(object):
     def _mid(self, op, what):
         return self.fresh("%s:%s" % (op.name, what))
 
-    # ---- activations ------------------------------------------------------------------------
-    def _op_SeLU(self, op, ins, outs):
-        self.node("Selu", ins, outs, alpha=float(op.alpha), gamma=float(op.gamma))
-
-    def _op_HardSigmoid(self, op, ins, outs):
-        self.node("HardSigmoid", ins, outs, alpha=float(op.alpha), beta=float(op.gamma))
-
+    # ---- clip and square --------------------------------------------------------------------
     def _op_Clip(self, op, ins, outs):
         bounds = ["" if v is None else self._init(op, what, np.array(v, np.float32))
                   for what, v in (("min", op.min), ("max", op.max))]

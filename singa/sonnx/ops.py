@@ -17,6 +17,7 @@ from .errors import SonnxError, UnsupportedOpError
 from .ops_tensor import HANDLERS as _TENSOR_HANDLERS, ints as _ints
 from .ops_rnn import HANDLERS as _RNN_HANDLERS
 from .ops_transformer import HANDLERS as _TRANSFORMER_HANDLERS
+from .schema_map import IMPORT as _SCHEMA_IMPORT
 
 
 
@@ -282,8 +283,6 @@ HANDLERS = {
     "Constant": _constant, "CastLike": _cast_like,
     "Flatten": lambda ins, a, o, c: [_flatten(ins[0], int(a.get("axis", 1)))],
     "GlobalAveragePool": lambda ins, a, o, c: [autograd.globalaveragepool(ins[0])],
-    "LeakyRelu": lambda ins, a, o, c: [autograd.leakyrelu(ins[0], float(a.get("alpha", 0.01)))],
-    "Elu": lambda ins, a, o, c: [autograd.elu(ins[0], float(a.get("alpha", 1.0)))],
     "Transpose": lambda ins, a, o, c: [autograd.transpose(ins[0], a.get("perm"))],
 }
 # the plain ops (names.py): the function applied to the inputs as given
@@ -293,6 +292,7 @@ for _k, (_f, _) in {**names.UNARY, **names.BINARY, **names.VARIADIC}.items():
 HANDLERS.update(_TENSOR_HANDLERS)
 HANDLERS.update(_RNN_HANDLERS)
 HANDLERS.update(_TRANSFORMER_HANDLERS)
+HANDLERS.update(_SCHEMA_IMPORT)  # the op schema's rows (schema_map.py)
 
 SUPPORTED_OPS = sorted(HANDLERS)
 

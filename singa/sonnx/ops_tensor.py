@@ -1,5 +1,6 @@
-"""Import handlers for the ONNX ops that rearrange, index, reduce, compare or cast tensors, and
-the activations with attributes beyond ops.py's (registered into ops.HANDLERS).
+"""Import handlers for the ONNX ops that rearrange, index, reduce, compare or cast tensors,
+and Clip (registered into ops.HANDLERS; the activations with attributes come from the op
+schema, schema_map.py).
 
     outs = HANDLERS["Squeeze"]([x, axes], {}, 13, {})
 
@@ -287,9 +288,6 @@ def _space_to_depth(ins, attrs, opset, cache):
     return [autograd.space_to_depth(ins[0], int(attrs["blocksize"]))]
 
 
-_SELU_ALPHA, _SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875  # ONNX's
-
-
 HANDLERS = {
     "Clip": _clip, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Slice": _slice,
     "Gather": _gather, "Split": _split, "Cast": _cast, "Where": _where,
@@ -298,10 +296,6 @@ HANDLERS = {
     "ReduceMax": _reduce_extreme(True), "ReduceMin": _reduce_extreme(False),
     "Tile": lambda ins, a, o, c: [autograd.tile(ins[0], ints(ins[1]))],
     "Expand": lambda ins, a, o, c: [autograd.expand(ins[0], ints(ins[1]))],
-    "Selu": lambda ins, a, o, c: [autograd.selu(ins[0], float(a.get("alpha", _SELU_ALPHA)),
-                                                float(a.get("gamma", _SELU_GAMMA)))],
-    "HardSigmoid": lambda ins, a, o, c: [autograd.hardsigmoid(ins[0], float(a.get("alpha", 0.2)),
-                                                              float(a.get("beta", 0.5)))],
     "Round": lambda ins, a, o, c: [autograd.rounde(ins[0])],
     "Shape": lambda ins, a, o, c: [autograd.shape(ins[0])],
     # the element count depends on the shape only: a host value, as Shape's in backend.py

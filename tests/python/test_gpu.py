@@ -30,6 +30,7 @@ from singa import autograd, device, opt, tensor
 from singa import singa_wrap as sw
 
 import test_nan_propagation as nan_cases
+import test_activations as activations
 from test_amp import SmallCNN
 import datasets  # noqa: E402  (examples/)
 import digits_fit  # noqa: E402
@@ -543,6 +544,19 @@ def test_bf16_matmul_conv_pool_batchnorm_on_gpu_equal_cpu(gpu):
                                    err_msg=name)
 
 
+# ---- the op schema's activations (schema/activations.py): GPU == CPU, forward and backward ----
+@pytest.mark.parametrize("name", sorted(activations.ROWS))
+def test_schema_activation_matches_the_cpu(gpu, name):
+    _, attrs, kinks = activations.REF[name]
+    x = activations._x(kinks)
+    dy = np.random.default_rng(2).uniform(-1, 1, x.shape)
+    op = activations._call(name, **attrs)
+    cpu_grads, cpu_outs = analytic_grads(op, [x], [0], [dy])
+    gpu_grads, gpu_outs = analytic_grads(op, [x], [0], [dy], dev=gpu)
+    np.testing.assert_allclose(gpu_outs[0], cpu_outs[0], **FWD)
+    np.testing.assert_allclose(gpu_grads[0], cpu_grads[0], **GRAD)
+
+
 # ---- float16 automatic mixed precision, dynamic loss scaling (test_loss_scale.py: the scaler on
 # the CPU; singa/loss_scale.py) -------------------------------------------------------------------
 needs_float16 = pytest.mark.skipif(STANDIN, reason="a host stand-in has no float16 math")
@@ -621,4 +635,3 @@ def test_float16_gradients_overflowing_skip_the_step_and_halve_the_scale(use_gra
     for i in range(first_clean):
         np.testing.assert_array_equal(trace[i][1]["conv1.W"], init["conv1.W"])
     assert not np.array_equal(trace[first_clean][1]["conv1.W"], init["conv1.W"])
-

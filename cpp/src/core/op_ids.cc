@@ -12,6 +12,7 @@ constexpr const char* kNames[] = {
 #define SINGA_BINARY(Name, kinds, expr) #Name,
 #include "singa/ops/elementwise.def"
 #include "singa/core/op_ids.def"
+#include "singa/ops/activation_ids.def"
 #undef SINGA_OP
 #undef SINGA_OP_AS
 #undef SINGA_UNARY

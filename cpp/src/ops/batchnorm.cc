@@ -59,7 +59,7 @@ std::vector<Tensor> BatchNormForwardTraining(const Tensor& x_in, const Tensor& s
   SINGA_CHECK_VALUE(a.N * a.S > 1, op << ": expected more than 1 value per channel when "
                                          "training, got an input of shape "
                                       << x_in.shape());
-  if (x_in.data_type() == kBFloat16) {  // statistics in float32 (bf16.h); y rounded once
+  if (Bf16ViaFloat32(x_in)) {  // statistics in float32 (bf16.h); y rounded once
     std::vector<Tensor> r = BatchNormForwardTraining(ToFloat32(x_in), scale_in, bias_in,
                                                      running_mean, running_var, momentum, eps,
                                                      relu);
@@ -107,7 +107,7 @@ Tensor BatchNormForwardInference(const Tensor& x_in, const Tensor& scale_in,
   CheckChannelVector(op, "running_mean", running_mean_in, x_in);
   CheckChannelVector(op, "running_var", running_var_in, x_in);
   SINGA_CHECK_VALUE(eps >= 0.f, op << ": eps must be >= 0, got " << eps);
-  if (x_in.data_type() == kBFloat16)
+  if (Bf16ViaFloat32(x_in))
     return ToBFloat16(BatchNormForwardInference(ToFloat32(x_in), scale_in, bias_in,
                                                 running_mean_in, running_var_in, eps, relu));
   a.x = x_in.Contiguous();
@@ -151,7 +151,7 @@ std::vector<Tensor> BatchNormBackward(const Tensor& dy_in, const Tensor& x_in,
   CheckChannelVector(op, "batch_mean", mean_in, x_in);
   CheckChannelVector(op, "batch_var", var_in, x_in);
   SINGA_CHECK_VALUE(eps >= 0.f, op << ": eps must be >= 0, got " << eps);
-  if (x_in.data_type() == kBFloat16) {
+  if (Bf16ViaFloat32(x_in)) {
     std::vector<Tensor> r = BatchNormBackward(ToFloat32(dy_in), ToFloat32(x_in), scale_in,
                                               mean_in, var_in, eps);
     r[0] = ToBFloat16(r[0]);

@@ -14,6 +14,10 @@ bool Bf16Native(const char* op, const Device& dev) {
   return true;
 }
 
+bool Bf16ViaFloat32(const Tensor& x) {
+  return x.data_type() == kBFloat16 && DeviceBackend(*x.device()) == Backend::kCuda;
+}
+
 SINGA_KERNEL_SLOT(GemmBf16, void(const BatchedGemmArgs&, Context*));
 
 Tensor ToFloat32(const Tensor& t) {

@@ -7,8 +7,9 @@
 // device with the oneDNN backend: convolution, matrix products. It needs AVX512_BF16 (AMX is
 // used when present): on a CPU without it Bf16Native throws NotImplementedError naming the
 // instruction set (oneDNN would otherwise emulate bf16 several times slower than float32).
-// Elementwise ops and reductions compute in float on every backend (their own loops);
-// everything else goes through float32 and rounds its outputs once.
+// Elementwise ops and reductions compute in float on every backend (their own loops); so do the
+// CPU's batch norm and pooling kernels (Bf16ViaFloat32); everything else goes through float32
+// and rounds its outputs once.
 #pragma once
 
 #include "singa/core/device.h"
@@ -21,6 +22,9 @@ namespace singa {
 /// reference backend and CUDA (the caller goes through float32); throws NotImplementedError on a
 /// oneDNN device whose CPU lacks avx512_bf16.
 bool Bf16Native(const char* op, const Device& dev);
+/// Whether a bfloat16 activation x of batch norm or pooling goes through float32 (rounded once):
+/// on CUDA devices. The CPU kernels (reference and oneDNN) read and write bfloat16 themselves.
+bool Bf16ViaFloat32(const Tensor& x);
 /// t as float32 (t itself when it is not bfloat16; an empty tensor stays empty).
 Tensor ToFloat32(const Tensor& t);
 /// t rounded to bfloat16.

@@ -176,7 +176,6 @@ Tensor ScalarLike(const Tensor& t, float x) {
 #undef SINGA_BINARY
 
 SINGA_KERNEL_SLOT(Clamp, void(const Tensor&, float, float, const Tensor&, Context*));
-SINGA_KERNEL_SLOT(LeakyReLU, void(const Tensor&, float, const Tensor&, Context*));
 
 namespace {
 Tensor RunClamp(const Tensor& in, float low, float high, Tensor* out) {
@@ -215,12 +214,7 @@ Tensor MaskedFill(const Tensor& x, const Tensor& mask_in, float value) {
                                   Context* ctx) { k(a, b, value, y, ctx); });
 }
 
-Tensor LeakyReLU(const Tensor& in, float slope) {
-  auto* k = LeakyReLUKernel().For(*in.device());
-  return RunUnaryWith(OpId::kLeakyReLU, kF, in, nullptr,
-                  [k, slope](const Tensor& x, const Tensor& y, Context* ctx) {
-                    k(x, slope, y, ctx);
-                  });
-}
-
 }  // namespace singa
+
+// The schema's activations (schema/activations.py): slots and fronts on the helpers above.
+#include "activation_fronts.inc"

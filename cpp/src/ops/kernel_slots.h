@@ -25,7 +25,8 @@
 
 namespace singa {
 
-// ---- elementwise (one slot per line of elementwise.def, plus Clamp and LeakyReLU) ----
+// ---- elementwise (one slot per line of elementwise.def, plus Clamp; the schema's
+// activations declare theirs in the generated activation_*.inc) ----
 // out[i] = op(in[i]) over in's shape; in and out have the same dtype (float32 or int32) and any
 // strides. Binary: a, b and out share one shape (a and b broadcast by strides, 0 for repeats).
 using UnaryKernelFn = void(const Tensor& in, const Tensor& out, Context* ctx);
@@ -37,8 +38,6 @@ using BinaryKernelFn = void(const Tensor& a, const Tensor& b, const Tensor& out,
 #undef SINGA_BINARY
 SINGA_KERNEL_SLOT_DECL(Clamp, void(const Tensor& in, float low, float high, const Tensor& out,
                                    Context* ctx));
-SINGA_KERNEL_SLOT_DECL(LeakyReLU, void(const Tensor& in, float slope, const Tensor& out,
-                                       Context* ctx));
 /// out = mask != 0 ? value : x; x, mask and out share one shape and dtype (broadcast by strides).
 SINGA_KERNEL_SLOT_DECL(MaskedFill, void(const Tensor& x, const Tensor& mask, float value,
                                         const Tensor& out, Context* ctx));

@@ -41,7 +41,7 @@ Tensor Pool2dForward(const Tensor& x_in, const PoolingHandle& h) {
   const char* op = "Pool2d";
   CheckNnFloat(op, "input", x_in);
   CheckImage(op, "input", x_in, h.channels, h.height, h.width);
-  if (x_in.data_type() == kBFloat16)  // bf16 pooling: through float32 (bf16.h)
+  if (Bf16ViaFloat32(x_in))  // bf16 pooling on a GPU: through float32 (bf16.h)
     return ToBFloat16(Pool2dForward(ToFloat32(x_in), h));
   PoolFwdArgs a{x_in.Contiguous(),
                 Tensor(h.OutputShape(x_in.shape(0)), x_in.device(), x_in.data_type()), h};
@@ -66,7 +66,7 @@ Tensor Pool2dBackward(const Tensor& dy_in, const Tensor& x_in, const Tensor& y_i
                                                     << ", expected " << out_shape);
   CheckSameDevice(op, {&dy_in, &x_in});
   CheckSameDtype(op, {&dy_in, &x_in});
-  if (x_in.data_type() == kBFloat16)
+  if (Bf16ViaFloat32(x_in))
     return ToBFloat16(Pool2dBackward(ToFloat32(dy_in), ToFloat32(x_in), Tensor(), h));
   PoolBwdArgs a{dy_in.Contiguous(), x_in.Contiguous(),
                 Tensor(x_in.shape(), x_in.device(), x_in.data_type()), h};

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "singa/core/tensor.h"
+#include "singa/ops/activation.h"  // LeakyReLU, Elu...: generated from schema/activations.py
 
 namespace singa {
 
@@ -32,8 +33,6 @@ namespace singa {
 /// Clips every element into [low, high].
 Tensor Clamp(const Tensor& in, float low, float high);
 void Clamp(const Tensor& in, float low, float high, Tensor* out);
-/// x if x > 0 else slope * x.
-Tensor LeakyReLU(const Tensor& in, float slope);
 /// value where mask is nonzero, else x; x and mask broadcast like numpy, the result has x's
 /// dtype (float32 or int32; a mask of another dtype is compared with 0 first).
 Tensor MaskedFill(const Tensor& x, const Tensor& mask, float value);

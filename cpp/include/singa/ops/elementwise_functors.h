@@ -165,12 +165,9 @@ struct MaskedFillOp {
   template <typename T>
   SINGA_HOST_DEVICE T operator()(T a, T b) const { return b != T(0) ? T(value) : a; }
 };
-/// x if x > 0 else slope * x (NaN: slope * NaN, still NaN).
-struct LeakyReLUOp {
-  float slope;
-  template <typename T>
-  SINGA_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : T(slope * x); }
-};
 
 }  // namespace fn
 }  // namespace singa
+
+// The op schema's activations (LeakyReLUOp, EluOp...), generated from schema/activations.py.
+#include "singa/ops/activation_functors.h"

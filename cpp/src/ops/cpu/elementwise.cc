@@ -104,9 +104,6 @@ void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Context*)
 void Clamp(const Tensor& in, float low, float high, const Tensor& out, Context*) {
   Unary<fn::ClampOp, kFI>(fn::ClampOp{low, high}, in, out);
 }
-void LeakyReLU(const Tensor& in, float slope, const Tensor& out, Context*) {
-  Unary<fn::LeakyReLUOp, kF>(fn::LeakyReLUOp{slope}, in, out);
-}
 void MaskedFill(const Tensor& x, const Tensor& mask, float value, const Tensor& out, Context*) {
   Binary<fn::MaskedFillOp, kFI>(fn::MaskedFillOp{value}, x, mask, out);
 }
@@ -123,8 +120,10 @@ void MaskedFill(const Tensor& x, const Tensor& mask, float value, const Tensor& 
 #undef SINGA_UNARY
 #undef SINGA_BINARY
 SINGA_REGISTER_KERNEL(Clamp, kCpuRef, &Clamp);
-SINGA_REGISTER_KERNEL(LeakyReLU, kCpuRef, &LeakyReLU);
 SINGA_REGISTER_KERNEL(MaskedFill, kCpuRef, &MaskedFill);
 
 }  // namespace cpu
 }  // namespace singa
+
+// The schema's activations (schema/activations.py) on the loops above.
+#include "activation_cpu.inc"

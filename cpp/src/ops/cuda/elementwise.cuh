@@ -1,7 +1,7 @@
 // elementwise.cuh (private): the CUDA loops of the elementwise table (singa/ops/elementwise.def),
 // templated on the SAME functors as the CPU kernels (singa/ops/elementwise_functors.h). Two
 // translation units instantiate them, so that nvcc compiles the table in two parallel jobs:
-// elementwise_unary.cu (unary lines, Clamp, LeakyReLU) and elementwise_binary.cu.
+// elementwise_unary.cu (unary lines, Clamp, the schema's activations) and elementwise_binary.cu.
 //
 //   Unary<fn::ExpOp, kF>("Exp", fn::ExpOp{}, in, out, ctx);   // float32 or float16
 //

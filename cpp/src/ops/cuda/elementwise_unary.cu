@@ -1,4 +1,4 @@
-// CUDA kernels of the unary lines of singa/ops/elementwise.def, plus Clamp and LeakyReLU: one
+// CUDA kernels of the unary lines of singa/ops/elementwise.def, plus Clamp and the schema's activations: one
 // registration per table line, the loops in elementwise.cuh (the binary lines are compiled in
 // elementwise_binary.cu, a second nvcc job).
 #include "elementwise.cuh"
@@ -9,9 +9,6 @@ namespace {
 
 void Clamp(const Tensor& in, float low, float high, const Tensor& out, Context* ctx) {
   Unary<fn::ClampOp, kFI>("Clamp", fn::ClampOp{low, high}, in, out, ctx);
-}
-void LeakyReLU(const Tensor& in, float slope, const Tensor& out, Context* ctx) {
-  Unary<fn::LeakyReLUOp, kF>("LeakyReLU", fn::LeakyReLUOp{slope}, in, out, ctx);
 }
 
 #define SINGA_UNARY(Name, kinds, expr)                                  \
@@ -32,6 +29,8 @@ void LeakyReLU(const Tensor& in, float slope, const Tensor& out, Context* ctx) {
 #undef SINGA_UNARY
 #undef SINGA_BINARY
 SINGA_REGISTER_KERNEL(Clamp, kCuda, &cuda::Clamp);
-SINGA_REGISTER_KERNEL(LeakyReLU, kCuda, &cuda::LeakyReLU);
 
 }  // namespace singa
+
+// The schema's activations (schema/activations.py) on elementwise.cuh's loops.
+#include "activation_cuda.inc"

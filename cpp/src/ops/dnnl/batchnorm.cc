@@ -7,7 +7,8 @@
 // (nn_kernels.h: RerunOf): oneDNN does not promise that its use_global_stats normalisation gives
 // the training forward's bits, the same primitive on the same input does. Unless BatchNormEnabled()
 // (dnnl/common.h: measured slower than the reference kernel), each kernel returns an empty
-// Prepared and the front runs the reference kernel.
+// Prepared and the front runs the reference kernel; so does a bfloat16 activation (the reference
+// kernel reads it natively, statistics in float32).
 #include <string>
 #include <unordered_map>
 
@@ -91,7 +92,7 @@ void RunTraining(const BnEntry& e, const BnTrainArgs& a, char* w) {
 }
 
 Prepared<BnTrainArgs> ForwardTraining(const BnTrainArgs& a) {
-  if (!BatchNormEnabled()) return {};
+  if (!BatchNormEnabled() || a.x.data_type() != kFloat32) return {};
   return PreparedOf<BnEntry, BnTrainArgs>(
       KeyOf("bn_train", a.N, a.C, a.S, a.eps, a.relu),
       [&] {
@@ -113,7 +114,7 @@ void RunInference(const BnEntry& e, const BnInferArgs& a, char* w) {
 }
 
 Prepared<BnInferArgs> ForwardInference(const BnInferArgs& a) {
-  if (!BatchNormEnabled()) return {};
+  if (!BatchNormEnabled() || a.x.data_type() != kFloat32) return {};
   return PreparedOf<BnEntry, BnInferArgs>(
       KeyOf("bn_infer", a.N, a.C, a.S, a.eps, a.relu),
       [&] {
@@ -141,7 +142,7 @@ void RunBackward(const BnEntry& e, const BnBwdArgs& a, char* w) {
 
 Prepared<BnBwdArgs> Backward(const BnBwdArgs& a) {
   // N * S == 0: nothing to normalise, the reference kernel writes the zeros.
-  if (!BatchNormEnabled() || a.N * a.S == 0) return {};
+  if (!BatchNormEnabled() || a.N * a.S == 0 || a.x.data_type() != kFloat32) return {};
   return PreparedOf<BnEntry, BnBwdArgs>(
       KeyOf("bn_bwd", a.N, a.C, a.S, a.eps, 0),
       [&] {

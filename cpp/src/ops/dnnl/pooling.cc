@@ -1,6 +1,6 @@
 // Max / average pooling with oneDNN (backend kCpuDnnl), on our plain NCHW tensors (no reorders:
-// pooling is bandwidth-bound, a layout change would cost what it saves), or, for average
-// pooling, on a block a graph keeps in nChw16c (Graph: layouts). Average pooling maps
+// pooling is bandwidth-bound, a layout change would cost what it saves), float32 or bfloat16, or,
+// for average pooling, on a block a graph keeps in nChw16c (Graph: layouts). Average pooling maps
 // count_include_pad to pooling_avg_include_padding (divisor kh * kw) or _exclude_padding. Max
 // pooling's backward needs the forward's argmax workspace, which our API does not carry from the
 // forward: the backward reruns the forward (training mode) into its own workspace first, as the
@@ -34,13 +34,13 @@ struct PoolGeometry {
   algorithm alg;
 };
 
-PoolGeometry GeometryOf(const PoolingHandle& h, size_t N, bool blocked) {
+// dt: the activations' type (float32 or bfloat16: oneDNN averages bf16 in float32).
+PoolGeometry GeometryOf(const PoolingHandle& h, size_t N, memory::data_type dt, bool blocked) {
   using D = memory::dim;
   PoolGeometry g;
   const tag t = blocked ? tag::nChw16c : tag::nchw;
-  g.src = memory::desc({D(N), D(h.channels), D(h.height), D(h.width)}, memory::data_type::f32, t);
-  g.dst = memory::desc({D(N), D(h.channels), D(h.pooled_height), D(h.pooled_width)},
-                       memory::data_type::f32, t);
+  g.src = memory::desc({D(N), D(h.channels), D(h.height), D(h.width)}, dt, t);
+  g.dst = memory::desc({D(N), D(h.channels), D(h.pooled_height), D(h.pooled_width)}, dt, t);
   g.strides = {D(h.stride_h), D(h.stride_w)};
   g.kernel = {D(h.kernel_h), D(h.kernel_w)};
   g.pad = {D(h.pad_h), D(h.pad_w)};  // symmetric, as for convolution (floor mode)
@@ -50,8 +50,14 @@ PoolGeometry GeometryOf(const PoolingHandle& h, size_t N, bool blocked) {
   return g;
 }
 
-std::string KeyOf(const char* op, const PoolingHandle& h, size_t N, bool blocked) {
-  std::string k = KeyStart(op) + (blocked ? ",16c" : "");
+memory::data_type TypeOf(const Tensor& t) {
+  return t.data_type() == kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+std::string KeyOf(const char* op, const PoolingHandle& h, size_t N, memory::data_type dt,
+                  bool blocked) {
+  std::string k = KeyStart(op) + (dt == memory::data_type::bf16 ? ",bf16" : "") +
+                  (blocked ? ",16c" : "");
   for (size_t v : {N, h.channels, h.height, h.width, h.kernel_h, h.kernel_w, h.stride_h,
                    h.stride_w, h.pad_h, h.pad_w, size_t(h.is_max_pooling),
                    size_t(h.count_include_pad)})
@@ -65,12 +71,11 @@ dnnl::pooling_forward::primitive_desc ForwardPd(const PoolGeometry& g, prop_kind
 }
 
 // Reruns fix(plane) on each (n, c) plane of x that holds a NaN (max pooling only).
-template <typename Fix>
-void FixNaNPlanes(const PoolingHandle& h, const Tensor& x, Fix fix) {
+template <typename T, typename Fix>
+void FixNaNPlanes(const PoolingHandle& h, size_t N, const T* px, Fix fix) {
   if (!h.is_max_pooling) return;
-  const float* px = InPtr(x);
   const size_t in = h.height * h.width;
-  const std::ptrdiff_t planes = std::ptrdiff_t(x.shape(0) * h.channels);
+  const std::ptrdiff_t planes = std::ptrdiff_t(N * h.channels);
 #pragma omp parallel for schedule(static) if (size_t(planes) * in >= (1 << 14))
   for (std::ptrdiff_t p = 0; p < planes; ++p)
     if (cpu::PlaneHasNaN(px + size_t(p) * in, in)) fix(size_t(p));
@@ -79,9 +84,8 @@ void FixNaNPlanes(const PoolingHandle& h, const Tensor& x, Fix fix) {
 // Average pooling may run on nChw16c for a graph's blocked layout (Graph: layouts); max pooling
 // stays plain, where FixNaNPlanes can find a NaN's plane.
 bool Offers16Pool(const PoolingHandle& h, const Tensor& x) {
-  return !h.is_max_pooling && x.data_type() == kFloat32 && OffersChannels16(x);
+  return !h.is_max_pooling && OffersChannels16(x);
 }
-
 // The pooled image has more than one pixel (else both layouts store it alike).
 bool Spatial(const PoolingHandle& h) { return h.pooled_height * h.pooled_width > 1; }
 
@@ -94,10 +98,11 @@ struct PoolEntry {
 
 std::shared_ptr<PoolEntry> ForwardEntry(const PoolFwdArgs& a, bool blocked) {
   const size_t N = a.x.shape(0);
-  return Cached<PoolEntry>(KeyOf("pool_fwd", a.h, N, blocked), [&] {
+  const memory::data_type dt = TypeOf(a.x);
+  return Cached<PoolEntry>(KeyOf("pool_fwd", a.h, N, dt, blocked), [&] {
     std::shared_ptr<PoolEntry> r;
     try {
-      const PoolGeometry g = GeometryOf(a.h, N, blocked);
+      const PoolGeometry g = GeometryOf(a.h, N, dt, blocked);
       const auto pd = ForwardPd(g, prop_kind::forward_inference);
       r = std::make_shared<PoolEntry>();
       r->src = g.src;
@@ -129,12 +134,15 @@ Prepared<PoolFwdArgs> Forward(const PoolFwdArgs& a) {
                     {DNNL_ARG_DST, memory(e->dst, Engine(), OutPtr(a.y))},
                     {DNNL_ARG_SCRATCHPAD, Scratch(e->fwd_scratch, w, e->fwd_scratch_off)}});
     Stream().wait();
-    const PoolGeom g = PoolGeom::Of(a.h);
-    const size_t in = size_t(g.H) * g.W, out = size_t(g.PH) * g.PW;
-    const float* px = InPtr(a.x);
-    float* py = OutPtr(a.y);
-    FixNaNPlanes(a.h, a.x, [&](size_t plane) {
-      cpu::PoolPlaneForward(g, px + plane * in, py + plane * out);
+    cpu::ByElemType(a.x, [&](auto t) {
+      using T = decltype(t);
+      const PoolGeom g = PoolGeom::Of(a.h);
+      const size_t in = size_t(g.H) * g.W, out = size_t(g.PH) * g.PW;
+      const T* px = cpu::In<T>(a.x);
+      T* py = cpu::Out<T>(a.y);
+      FixNaNPlanes(a.h, a.x.shape(0), px, [&](size_t plane) {
+        cpu::PoolPlaneForward(g, px + plane * in, py + plane * out);
+      });
     });
   };
   return p;
@@ -142,10 +150,11 @@ Prepared<PoolFwdArgs> Forward(const PoolFwdArgs& a) {
 
 std::shared_ptr<PoolEntry> BackwardEntry(const PoolBwdArgs& a, bool blocked) {
   const size_t N = a.x.shape(0);
-  return Cached<PoolEntry>(KeyOf("pool_bwd", a.h, N, blocked), [&] {
+  const memory::data_type dt = TypeOf(a.x);
+  return Cached<PoolEntry>(KeyOf("pool_bwd", a.h, N, dt, blocked), [&] {
     std::shared_ptr<PoolEntry> r;
     try {
-      const PoolGeometry g = GeometryOf(a.h, N, blocked);
+      const PoolGeometry g = GeometryOf(a.h, N, dt, blocked);
       const auto fpd = ForwardPd(g, prop_kind::forward_training);
       dnnl::pooling_backward::desc d(g.alg, g.src, g.dst, g.strides, g.kernel, g.pad, g.pad);
       const dnnl::pooling_backward::primitive_desc bpd(d, Attr(), Engine(), fpd);
@@ -195,12 +204,15 @@ Prepared<PoolBwdArgs> Backward(const PoolBwdArgs& a) {
     }
     e->bwd.execute(Stream(), args);
     Stream().wait();
-    const PoolGeom g = PoolGeom::Of(a.h);
-    const size_t in = size_t(g.H) * g.W, out = size_t(g.PH) * g.PW;
-    const float *px = InPtr(a.x), *pdy = InPtr(a.dy);
-    float* pdx = OutPtr(a.dx);
-    FixNaNPlanes(a.h, a.x, [&](size_t plane) {
-      cpu::PoolPlaneBackward(g, px + plane * in, pdy + plane * out, pdx + plane * in);
+    cpu::ByElemType(a.x, [&](auto t) {
+      using T = decltype(t);
+      const PoolGeom g = PoolGeom::Of(a.h);
+      const size_t in = size_t(g.H) * g.W, out = size_t(g.PH) * g.PW;
+      const T *px = cpu::In<T>(a.x), *pdy = cpu::In<T>(a.dy);
+      T* pdx = cpu::Out<T>(a.dx);
+      FixNaNPlanes(a.h, a.x.shape(0), px, [&](size_t plane) {
+        cpu::PoolPlaneBackward(g, px + plane * in, pdy + plane * out, pdx + plane * in);
+      });
     });
   };
   return p;
