@@ -213,11 +213,23 @@ void Affine16(const Geometry& g, const T* x, const float* a, const float* b, con
     const float *ac = a + cb * 16, *bc = b + cb * 16;
     const T *r = x + off, *q = res ? res + off : nullptr;
     T* o = y + off;
-    for (size_t e = 0; e < g.S * 16; ++e) {
-      const size_t j = e % 16;
-      float v = Ld(r, e) * ac[j] + bc[j];
-      if (q) v = Rounded(v, o) + Ld(q, e);
-      St(o, e, relu ? fn::ReLUOp{}(v) : v);
+    const size_t n = g.S * 16;
+    // the plain kernel's four loops (Affine), each element with its channel's factors
+    if (q && relu) {
+      for (size_t i = 0; i < n; i += 16)
+        for (size_t j = 0; j < 16; ++j)
+          St(o, i + j,
+             fn::ReLUOp{}(Rounded(Ld(r, i + j) * ac[j] + bc[j], o) + Ld(q, i + j)));
+    } else if (q) {
+      for (size_t i = 0; i < n; i += 16)
+        for (size_t j = 0; j < 16; ++j)
+          St(o, i + j, Rounded(Ld(r, i + j) * ac[j] + bc[j], o) + Ld(q, i + j));
+    } else if (relu) {
+      for (size_t i = 0; i < n; i += 16)
+        for (size_t j = 0; j < 16; ++j) St(o, i + j, fn::ReLUOp{}(Ld(r, i + j) * ac[j] + bc[j]));
+    } else {
+      for (size_t i = 0; i < n; i += 16)
+        for (size_t j = 0; j < 16; ++j) St(o, i + j, Ld(r, i + j) * ac[j] + bc[j]);
     }
   });
 }
@@ -351,10 +363,9 @@ void RunBackward(const BnBwdArgs& a) {
       const float *q = k1.data() + cb * 16, *b = k2.data() + cb * 16, *k = k3.data() + cb * 16;
       const T *d = pdy + off, *rr = px + off;
       T* o = pdx + off;
-      for (size_t e = 0; e < g.S * 16; ++e) {
-        const size_t j = e % 16;
-        St(o, e, q[j] * Ld(d, e) - b[j] * Ld(rr, e) + k[j]);
-      }
+      for (size_t i = 0; i < g.S * 16; i += 16)
+        for (size_t j = 0; j < 16; ++j)
+          St(o, i + j, q[j] * Ld(d, i + j) - b[j] * Ld(rr, i + j) + k[j]);
     });
   ForEachRowByChannel(g, [&](size_t, size_t c, size_t off) {
     const float q = k1[c], b = k2[c], k = k3[c];
