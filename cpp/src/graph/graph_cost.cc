@@ -11,12 +11,15 @@ namespace singa {
 
 namespace {
 
-// The estimate's machine, in round numbers fitted to one CPU core pair (see BENCHMARKS.md,
-// issue 20: estimate against measured per operation): streaming memory traffic, the matrix
-// products' arithmetic (oneDNN/OpenBLAS GEMM and convolutions on 2 threads), and a fixed
-// cost per launch (an OpenMP region, a kernel call).
-constexpr double kBytesPerNs = 10;
-constexpr double kFlopsPerNs = 100;
+// The estimate's machine, in round numbers fitted to the fastest timed runs of the GPT's
+// operations on 2 cores of an AVX-512 Xeon (BENCHMARKS.md, issue 20: cost model): streaming
+// elementwise kernels move ~25 bytes/ns (Add, Clone, layer norm: 22-31), matrix products and
+// convolutions (oneDNN, 2 threads) do ~150 flop/ns (GEMM 125-185, attention's forward 185,
+// its backward 50), and a launch (an OpenMP region, a kernel call) costs ~2 us. Transcendental
+// kernels (GELU: 4x the estimate) and poor reductions are what it misses; measured times fix
+// both.
+constexpr double kBytesPerNs = 25;
+constexpr double kFlopsPerNs = 150;
 constexpr double kLaunchNs = 2000;
 
 double Bytes(const std::vector<Block*>& blocks) {

@@ -80,7 +80,7 @@
 // budget replans at once. Timed replays are not captured. Profiling (SetVerbosity) times the
 // same replays and feeds the same minimum. A budget the step fits times nothing.
 // Estimate (CostModel::kEstimate, and before anything was timed): a roofline per operation,
-// max(bytes read and written / 10 B/ns, OpDesc::flops / 100 flop/ns) + 2 us per launch
+// max(bytes read and written / 25 B/ns, OpDesc::flops / 150 flop/ns) + 2 us per launch
 // (graph_cost.cc); products declare their flops (matrix products, convolutions in every
 // direction, attention), everything else counts bytes. A rerun form costs its own bytes.
 #pragma once
