@@ -54,7 +54,11 @@ MODES = [("layer", "layer"), ("eager", "model: disable graph"),
          ("eval-eager", "inference: model eval, eager"),
          ("eval-graph", "inference: recorded forward, fusion on"),
          ("eval-graph-nofuse", "inference: recorded forward, fusion off"),
-         ("torch-eval", "inference: pytorch eager, eval + no_grad")]
+         ("torch-eval", "inference: pytorch eager, eval + no_grad"),
+         ("bfs-bf16", "model: enable graph, bfs, bf16 AMP"),
+         ("torch-bf16", "pytorch eager, autocast bf16"),
+         ("torch-cl", "pytorch eager, channels_last"),
+         ("torch-cl-bf16", "pytorch eager, channels_last, autocast bf16")]
 # capture exists on a GPU only; TF32 is a GPU setting; compile is slow on the CPU
 GPU_ONLY = ("bfs-nocap", "torch-notf32", "torch-compile")
 
@@ -94,6 +98,9 @@ def worker(cfg):
         if half:
             net = net.half()
         tx, ty = torch.from_numpy(x), torch.from_numpy(y).long()
+        if "-cl" in mode and tx.dim() == 4:  # the memory format PyTorch recommends for CPU convs
+            net = net.to(memory_format=torch.channels_last)
+            tx = tx.contiguous(memory_format=torch.channels_last)
         if on_gpu:
             net, tx, ty = net.cuda(), tx.cuda(), ty.cuda()
         if mode == "torch-compile":  # the whole step compiled; its warm-up pays the compile
@@ -105,7 +112,8 @@ def worker(cfg):
                 with torch.no_grad():
                     return net(tx)[0, 0]
         else:
-            step = torch_models.train_step(net, tx, ty)
+            step = torch_models.train_step(
+                net, tx, ty, autocast=torch.bfloat16 if mode.endswith("-bf16") else None)
     else:
         import models
         from singa import autograd, device, layer, opt, tensor
@@ -135,7 +143,8 @@ def worker(cfg):
             step = eval_step(net, dev, tx, graph)
         else:
             net.compile([tx], is_train=True, use_graph=graph,
-                        sequential=mode.startswith("serial"))
+                        sequential=mode.startswith("serial"),
+                        **({"precision": "bfloat16"} if mode.endswith("-bf16") else {}))
         if mode == "layer":
             autograd.training = True
             sce = layer.SoftMaxCrossEntropy()

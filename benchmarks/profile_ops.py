@@ -3,6 +3,7 @@ operation name, for one of the benchmark models.
 
     .venv/bin/python benchmarks/profile_ops.py resnet18 --iters 10
     .venv/bin/python benchmarks/profile_ops.py mlp --iters 500 --top 12
+    .venv/bin/python benchmarks/profile_ops.py resnet18 --precision bfloat16   # bf16 AMP step
 
 Profiling syncs and times each operation (Device.SetVerbosity(1)); the first --skip replays are
 warm-up. Prints a table: operation, calls per step, ms per step, share of the step.
@@ -25,6 +26,7 @@ def main():
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--skip", type=int, default=2)
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--precision", default="float32", help="model.compile's precision")
     args = ap.parse_args()
     import numpy as np
     import models
@@ -38,7 +40,7 @@ def main():
     net.set_optimizer(opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5))
     tx = tensor.from_numpy(rng.standard_normal((bs,) + shape).astype(np.float32), dev)
     ty = tensor.from_numpy(rng.integers(0, classes, bs).astype(np.int32), dev)
-    net.compile([tx], is_train=True, use_graph=True)
+    net.compile([tx], is_train=True, use_graph=True, precision=args.precision)
     net(tx, ty)  # records and runs once
     dev.SetSkipIteration(args.skip)
     dev.SetVerbosity(1)

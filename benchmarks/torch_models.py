@@ -1,4 +1,6 @@
 """The benchmark models in PyTorch, layer for layer the same as examples/models.py."""
+import contextlib
+
 import torch
 from torch import nn
 
@@ -84,15 +86,20 @@ def build(name):
     raise ValueError(name)
 
 
-def train_step(net, tx, ty):
+def train_step(net, tx, ty, autocast=None):
     """One SGD step of ``net`` on (tx, ty), the optimizer settings singa's side uses in every
-    benchmark (lr 0.01, momentum 0.9, weight decay 1e-5); returns ``step() -> loss``."""
+    benchmark (lr 0.01, momentum 0.9, weight decay 1e-5); returns ``step() -> loss``. With
+    ``autocast`` (a dtype), forward and loss run under ``torch.autocast`` and backward outside
+    it, as PyTorch's AMP recipe says."""
     sgd = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-5)
     lossf = nn.CrossEntropyLoss()
+    ctx = ((lambda: torch.autocast(tx.device.type, dtype=autocast)) if autocast is not None
+           else contextlib.nullcontext)
 
     def step():
         sgd.zero_grad()
-        loss = lossf(net(tx), ty)
+        with ctx():
+            loss = lossf(net(tx), ty)
         loss.backward()
         sgd.step()
         return loss
