@@ -64,6 +64,7 @@ from . import singa_wrap as singa
 from . import tensor
 from .errors import CheckTypeError, CheckpointError, CheckpointNotFound
 from .layers import base as _layer_base
+from .loss_scale import LossScaler
 from .tensor import Tensor
 
 __all__ = ["Model", "ModelMeta", "CheckpointError", "CheckpointNotFound", "ModelCallError",
@@ -131,6 +132,18 @@ def _tensors_in(values, out):
 def _remove_creators(results):
     for t in _tensors_in([results], []):
         t.creator = None
+
+
+def _loss_scaler(precision, loss_scale):
+    """compile()'s loss_scale argument as a LossScaler or None."""
+    if loss_scale is None:
+        return LossScaler() if precision == "float16" else None
+    if loss_scale is False:
+        return None
+    if isinstance(loss_scale, LossScaler):
+        return loss_scale
+    raise CheckTypeError("compile: loss_scale must be None, False or an opt.LossScaler, got %r"
+                         % (loss_scale,))
 
 
 def _buffer_operation(func):
@@ -205,7 +218,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
 
     # ---- setup -------------------------------------------------------------------------------
     def compile(self, inputs, is_train=True, use_graph=False, sequential=False,
-                check_finite=None, memory_budget=None, precision="float32"):
+                check_finite=None, memory_budget=None, precision="float32", loss_scale=None):
         """Creates every parameter by a dry forward on ``inputs`` (placeholder Tensors whose
         values are not read: the forward is recorded, not run, and the record dropped), then
         sets the training and graph modes. ``check_finite=True`` turns on the inputs' device's
@@ -220,7 +233,12 @@ class Model(layer.Layer, metaclass=ModelMeta):
         alone (no budget unless one was set). ``precision="bfloat16"``: automatic mixed
         precision (autograd/amp.py states the policy): convolutions and matrix products in
         bf16, softmax, losses and reductions in float32, float32 master weights and optimizer
-        state; refused (NotImplementedError) on a CPU without avx512_bf16."""
+        state; refused (NotImplementedError) on a CPU without avx512_bf16.
+        ``precision="float16"`` (CUDA devices; refused on the host): the same in float16, with
+        dynamic loss scaling. ``loss_scale``: None (default: an ``opt.LossScaler()`` for
+        float16, none otherwise), an ``opt.LossScaler`` (any precision), or False (none); the
+        model's optimizer then scales the loss, skips steps with inf/NaN gradients and adapts
+        the scale (singa/loss_scale.py), eagerly and in the replayed graph."""
         if not isinstance(inputs, (list, tuple)) or not inputs or not all(
                 isinstance(x, Tensor) for x in inputs):
             raise CheckTypeError("compile: expected a non-empty list of Tensors (placeholders), "
@@ -228,6 +246,11 @@ class Model(layer.Layer, metaclass=ModelMeta):
         dev = inputs[0].device
         autograd.amp.check_precision(precision, dev)
         self.__dict__["_precision"] = precision
+        scaler, optimizer = self.__dict__.get("_loss_scaler"), self.__dict__.get("optimizer")
+        if scaler is not None and getattr(optimizer, "loss_scaler", None) is scaler:
+            optimizer.loss_scaler = None  # the previous compile's, attached at a step
+        self.__dict__["_loss_scaler"] = _loss_scaler(precision, loss_scale)
+        self._attach_loss_scaler()
         if check_finite is not None:
             dev.SetCheckFinite(bool(check_finite))
         if memory_budget is not None:
@@ -252,6 +275,14 @@ class Model(layer.Layer, metaclass=ModelMeta):
         """Sets the optimizer that ``self.optimizer(loss)`` in train_one_batch calls (an
         ``opt.Optimizer``, e.g. ``opt.SGD(lr=0.05)``, or an ``opt.DistOpt``)."""
         self.optimizer = optimizer
+        self._attach_loss_scaler()
+
+    def _attach_loss_scaler(self):
+        """Hands compile()'s loss scaler to the optimizer (done again at each step: a
+        checkpoint's load_states finds it there, a replaced optimizer gets it)."""
+        scaler, optimizer = self.__dict__.get("_loss_scaler"), self.__dict__.get("optimizer")
+        if scaler is not None and optimizer is not None:
+            scaler.attach(optimizer)
 
     def forward(self, *input):
         """The model's computation from its inputs; subclasses define it (as for a Layer)."""
@@ -301,6 +332,7 @@ class Model(layer.Layer, metaclass=ModelMeta):
 
     def _call(self, input, kwargs):
         if self.training:
+            self._attach_loss_scaler()
             self._check_call("train_one_batch", input, kwargs)
             return self.train_one_batch(*input, **kwargs)
         self._check_call("forward", input, kwargs)
@@ -552,6 +584,9 @@ def _optimizer_states(opt, entries, params, result, mismatched):
         top = path[0]
         if path == ["step_counter"] or (top == "hyper_parameters" and len(path) == 2 and
                                         path[1] in hypers):
+            _nest(states, path, _from_array(a, attr))
+        elif top == "loss_scaler" and len(path) == 2 and \
+                getattr(opt, "loss_scaler", None) is not None:
             _nest(states, path, _from_array(a, attr))
         elif top in dicts and len(path) == 1 and attr.get("pytype") == "dict":
             states.setdefault(top, {})

@@ -57,11 +57,12 @@ from ._schedules import (Constant, CosineDecay, DecayScheduler, ExponentialDecay
 from . import tensor
 from .errors import CheckError, CheckShapeError, CheckTypeError
 from .layers.base import graph_paused
+from .loss_scale import LossScaler  # noqa: F401  (dynamic loss scaling, float16 AMP)
 from .tensor import Tensor
 
 __all__ = ["DecayScheduler", "Constant", "ExponentialDecay", "StepDecay", "MultiStepDecay",
            "CosineDecay", "LinearWarmup", "ReduceLROnPlateau", "ScheduleError", "Optimizer",
-           "SGD", "RMSProp", "AdaGrad", "Adam", "DistOpt"]
+           "SGD", "RMSProp", "AdaGrad", "Adam", "DistOpt", "LossScaler"]
 
 
 # ---- schedules (singa/_schedules.py) -----------------------------------------------------
@@ -180,7 +181,12 @@ class Optimizer(object):
 
     # ---- the training step -------------------------------------------------------------------
     def __call__(self, loss):
-        """Backward from ``loss``, update every parameter, then advance the step."""
+        """Backward from ``loss``, update every parameter, then advance the step (through
+        ``self.loss_scaler`` when one is attached: opt.LossScaler, singa/loss_scale.py)."""
+        scaler = self.__dict__.get("loss_scaler")
+        if scaler is not None:
+            scaler.minimize(self, loss)
+            return
         self.call(loss)
         self.step()
 
@@ -298,12 +304,16 @@ class Optimizer(object):
     def get_states(self):
         """{'step_counter': float, <state dict name>: {param name: Tensor}, ...,
         'hyper_parameters': {name: number}} (the hyper-parameters that are numbers now, e.g.
-        an lr set by hand or by ReduceLROnPlateau; schedules follow from the step)."""
+        an lr set by hand or by ReduceLROnPlateau; schedules follow from the step), and
+        'loss_scaler': its state_dict() when an opt.LossScaler is attached."""
         states = {"step_counter": float(tensor.to_numpy(self.step_counter)[0])}
         for key in self._state_dicts:
             states[key] = getattr(self, key)
         states["hyper_parameters"] = {attr: float(getattr(self, attr).init_value)
                                       for attr, _ in self._hypers if self._constant(attr)}
+        scaler = self.__dict__.get("loss_scaler")
+        if scaler is not None:  # opt.LossScaler's state_dict(), restored by set_states
+            states["loss_scaler"] = scaler.state_dict()
         return states
 
     def set_states(self, states):
@@ -340,6 +350,9 @@ class Optimizer(object):
         for k, v in hypers.items():
             if getattr(self, k).init_value != v:
                 setattr(self, k, v)
+        scaler = self.__dict__.get("loss_scaler")
+        if scaler is not None and "loss_scaler" in states:
+            scaler.load_state_dict(states["loss_scaler"])
 
 
 # ---- the optimizers --------------------------------------------------------------------------
@@ -389,6 +402,10 @@ class SGD(Optimizer):
         singa.SGDUpdate(param_value.data, param_grad.data, buf, self._value("lr_value"),
                         self._value("mom_value"), self._value("dam_value"),
                         self._value("decay_value"), self.nesterov)
+
+    def _uses_state(self, name):
+        """Whether apply() reads and writes state dict ``name`` (no momentum: no buffer)."""
+        return not self._constant("momentum", 0)
 
     def get_states(self):
         states = super(SGD, self).get_states()

@@ -6,7 +6,7 @@ an AssertionError (see singa/errors.py); the names stay importable from here.
 """
 import numbers
 
-from .. import autograd
+from .. import _state, autograd
 from .. import singa_wrap as singa
 from .._padding import same_pad_split
 from ..errors import CheckShapeError, CheckTypeError, CheckValueError  # noqa: F401
@@ -109,8 +109,10 @@ def is_real(v):
 def param_dtype(x):
     """The dtype of a layer's parameters for its first input x: float16 for a float16 input
     (SINGA 3.3's ``-p float16`` training makes every parameter ``dtype=x.dtype``), otherwise
-    float32 (an int32 input, e.g. Embedding's indices, still gets float parameters)."""
-    return float16 if x.dtype == float16 else float32
+    float32 (an int32 input, e.g. Embedding's indices, still gets float parameters). Under
+    mixed precision (autograd/amp.py) always float32: master weights, also for a layer fed the
+    float16 output of a convolution."""
+    return float16 if x.dtype == float16 and _state.autocast is None else float32
 
 
 def param(shape, x, fill):

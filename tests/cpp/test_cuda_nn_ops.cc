@@ -219,6 +219,36 @@ TEST(CudaConv, HalfMatchesFloatWithinHalfTolerance) {
   }
 }
 
+// Each direction of cuDNN's one prepare path (cuda/conv.cc: ForwardPass, BackwardDataPass,
+// BackwardFilterPass) run twice gives the same bits (a cached plan is reused; the backward
+// passes pick deterministic algorithms, so replay == eager), and an empty batch gives zero dW
+// and db as on the CPU.
+TEST(CudaConv, EachDirectionRepeatsBitForBitAndAnEmptyBatchGivesZeroGradients) {
+  SINGA_REQUIRE_GPU();
+  auto bits = [](Tensor t) {
+    t.ToHost();
+    return t.ToVector<float>();
+  };
+  unsigned seed = 300;
+  for (const ConvCase& c : ConvCases()) {
+    SCOPED_TRACE(c.name);
+    ConvHandle h(c.x, c.kernel, c.stride, c.pad, c.x[1], c.K, true, c.groups, c.dil);
+    const Tensor x = OnGpu(RandomTensor(c.x, -1, 1, seed++));
+    const Tensor W = OnGpu(RandomTensor(h.WeightShape(), -1, 1, seed++));
+    const Tensor dy = OnGpu(RandomTensor(h.OutputShape(c.x[0]), -1, 1, seed++));
+    EXPECT_EQ(bits(singa::Conv2dForward(x, W, Tensor(), h)),
+              bits(singa::Conv2dForward(x, W, Tensor(), h)));
+    EXPECT_EQ(bits(singa::Conv2dBackwardX(dy, W, h)), bits(singa::Conv2dBackwardX(dy, W, h)));
+    EXPECT_EQ(bits(singa::Conv2dBackwardW(dy, x, h)), bits(singa::Conv2dBackwardW(dy, x, h)));
+  }
+  const ConvCase& c = ConvCases()[0];
+  ConvHandle h(c.x, c.kernel, c.stride, c.pad, c.x[1], c.K, true, c.groups, c.dil);
+  const Tensor x0(Shape{0, c.x[1], c.x[2], c.x[3]}), dy0(h.OutputShape(0));
+  ExpectSameOnGpu(singa::Conv2dBackwardW(dy0, x0, h),
+                  singa::Conv2dBackwardW(OnGpu(dy0), OnGpu(x0), h));
+  ExpectSameOnGpu(singa::Conv2dBackwardB(dy0, h), singa::Conv2dBackwardB(OnGpu(dy0), h));
+}
+
 // ---------------------------------------------------------------- pooling
 
 // Values on a coarse grid, so that windows hold ties (the first maximum must win, as on the CPU).

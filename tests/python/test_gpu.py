@@ -1,7 +1,7 @@
 """The GPU against the CPU: every autograd operator of test_autograd_ops.py (forward and
 backward), tensors across devices, graph == eager with CUDA Graph capture on and off, dropout,
 the GPU memory pool, errors found inside kernels, NaN/Inf propagation (test_nan_propagation.py's
-rows) and the finite check, and training on the digits.
+rows) and the finite check, training on the digits, and float16 mixed precision with loss scaling.
 
     tests/gpu/run_all.sh                              # on a machine with a GPU: nothing may skip
     SINGA_GPU_STANDIN=cpu python -m pytest test_gpu.py   # the test logic, here, on a second CPU
@@ -30,6 +30,7 @@ from singa import autograd, device, opt, tensor
 from singa import singa_wrap as sw
 
 import test_nan_propagation as nan_cases
+from test_amp import SmallCNN
 import datasets  # noqa: E402  (examples/)
 import digits_fit  # noqa: E402
 import models  # noqa: E402  (examples/)
@@ -540,3 +541,84 @@ def test_bf16_matmul_conv_pool_batchnorm_on_gpu_equal_cpu(gpu):
     for name, g, c in zip(("matmul", "conv", "pool", "batchnorm"), out["gpu"], out["cpu"]):
         np.testing.assert_allclose(g, c, rtol=2 ** -6, atol=2 ** -6 * np.abs(c).max(),
                                    err_msg=name)
+
+
+# ---- float16 automatic mixed precision, dynamic loss scaling (test_loss_scale.py: the scaler on
+# the CPU; singa/loss_scale.py) -------------------------------------------------------------------
+needs_float16 = pytest.mark.skipif(STANDIN, reason="a host stand-in has no float16 math")
+
+
+def _amp_data():
+    rng = np.random.default_rng(5)
+    return (rng.normal(size=(16, 3, 8, 8)).astype(np.float32),
+            rng.integers(0, 10, 16).astype(np.int32))
+
+
+def _amp_run(precision, use_graph, init, steps=4, loss_scale=None, watch=None):
+    """Trains test_amp's SmallCNN on a fresh GPU; returns the net, its losses, the initial
+    states and, per step, the loss scale and the parameters named in ``watch``."""
+    dev = new_gpu()
+    x, y = _amp_data()
+    net = SmallCNN()
+    net.set_optimizer(opt.SGD(lr=0.05, momentum=0.9))
+    tx, ty = tensor.from_numpy(x, dev), tensor.from_numpy(y, dev)
+    net.compile([tx], is_train=True, use_graph=use_graph, precision=precision,
+                loss_scale=loss_scale)
+    if init is None:
+        init = {k: N(v).copy() for k, v in net.get_states().items()}
+    net.set_states({k: tensor.from_numpy(v, dev) for k, v in init.items()})
+    losses, trace = [], []
+    for _ in range(steps):
+        losses.append(float(N(net(tx, ty)[1].as_type(tensor.float32)).ravel()[0]))
+        scaler = net.__dict__["_loss_scaler"]
+        trace.append((scaler.get_scale() if scaler is not None else None,
+                      {k: N(net.get_params()[k]).copy() for k in watch or ()}))
+    return net, losses, init, trace
+
+
+@needs_float16
+@pytest.mark.parametrize("use_graph", [False, True], ids=["eager", "graph"])
+def test_float16_amp_trains_like_float32_with_float32_master_weights(use_graph):
+    """Convolution and matmul in float16 (cuDNN / cuBLAS), the rest by POLICY; parameters and
+    optimizer state float32; a scale of 2**12 meets no overflow on this net (no skipped step,
+    so the two runs take the same steps)."""
+    ref, ref_losses, init, _ = _amp_run("float32", use_graph, None)
+    net, losses, _, trace = _amp_run("float16", use_graph, init,
+                                     loss_scale=opt.LossScaler(init_scale=2.0 ** 12))
+    for name, p in net.get_params().items():
+        assert p.dtype == tensor.float32, name
+    assert [s for s, _ in trace] == [2.0 ** 12] * len(trace)
+    np.testing.assert_allclose(losses, ref_losses, rtol=2e-2)
+    for k, v in net.get_params().items():
+        want = N(ref.get_params()[k])
+        np.testing.assert_allclose(N(v), want, rtol=0.05, atol=max(0.02 * np.abs(want).max(),
+                                                                    1e-3), err_msg=k)
+
+
+@needs_float16
+def test_float16_amp_graph_equals_eager():
+    eager, eager_losses, init, eager_trace = _amp_run("float16", False, None)
+    graph, graph_losses, _, graph_trace = _amp_run("float16", True, init)
+    assert [s for s, _ in eager_trace] == [s for s, _ in graph_trace]
+    np.testing.assert_allclose(graph_losses, eager_losses, **FWD)
+    _assert_states({k: N(v) for k, v in graph.get_states().items()},
+                   {k: N(v) for k, v in eager.get_states().items()}, "float16 graph vs eager")
+
+
+@needs_float16
+@pytest.mark.parametrize("use_graph", [False, True], ids=["eager", "graph"])
+def test_float16_gradients_overflowing_skip_the_step_and_halve_the_scale(use_graph):
+    """A scale of 2**40 overflows float16 in backward (dy > 65504): those steps are skipped
+    (the weights keep their values) and the scale halves each time, until the gradients fit;
+    then training moves the weights."""
+    scaler = opt.LossScaler(init_scale=2.0 ** 40)
+    _, _, init, trace = _amp_run("float16", use_graph, None, steps=30, loss_scale=scaler,
+                                 watch=["conv1.W"])
+    scales = [s for s, _ in trace]
+    first_clean = next(i for i, s in enumerate(scales) if i > 0 and s == scales[i - 1])
+    assert scales[:first_clean] == [2.0 ** (39 - i) for i in range(first_clean)]
+    assert 0 < first_clean < 29
+    for i in range(first_clean):
+        np.testing.assert_array_equal(trace[i][1]["conv1.W"], init["conv1.W"])
+    assert not np.array_equal(trace[first_clean][1]["conv1.W"], init["conv1.W"])
+

@@ -33,7 +33,8 @@ LAYERS = [
     {"tensor"},
     {"autograd"},
     {"layers"},
-    {"layer", "utils", "initializer", "snapshot", "graph", "data", "image_tool", "_schedules"},
+    {"layer", "utils", "initializer", "snapshot", "graph", "data", "image_tool", "_schedules",
+     "loss_scale"},
     {"model", "opt"},
     {"sonnx"},  # ONNX import and export: builds models from the layers below
     {"launch"},  # python -m singa.launch: an mpirun command line, imports _mpi_libs only

@@ -7,7 +7,9 @@
 // the GPU at prepare time): the first one, in cuDNN's expected-speed order, that succeeds, fits
 // kWorkspaceCap and, for the backward passes, is deterministic (replay == eager, bit for bit);
 // failing that, the first that fits. Its workspace is returned in Prepared.workspace, so the
-// graph plans it like any block. Plans are cached per (pass, device, dtype, geometry).
+// graph plans it like any block. Plans are cached per (pass, device, dtype, geometry). The three
+// algorithm-bearing directions share that one path (Prepare<Pass>), each described by a traits
+// struct (ForwardPass, BackwardDataPass, BackwardFilterPass); the bias gradient has no algorithm.
 //
 // float32 runs with CUDNN_FMA_MATH and skips tensor-op algorithms (no TF32 on Ampere and later:
 // the CPU's numbers within float rounding); float16 tensors use CUDNN_DATA_HALF with float
@@ -16,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "../nn_kernels.h"
@@ -120,79 +123,6 @@ Context* Ctx(const Tensor& t) { return t.device()->context(); }
 
 const float kOne = 1.f, kZero = 0.f;
 
-Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
-  const size_t N = a.x.shape(0);
-  const DataType t = a.x.data_type();
-  Context* ctx = Ctx(a.x);
-  auto plan = Cached(KeyOf("fwd", a.h, N, t, ctx->device_id), [&] {
-    auto p = std::make_shared<ConvPlan>(a.h, N, t);
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int n = 0;
-    SINGA_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-                          Cudnn(ctx), p->x.get(), p->w.get(), p->conv.get(), p->y.get(),
-                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf),
-                      "Conv2dForward: choosing the algorithm");
-    p->algo = PickAlgo(p.get(), perf, n, false, "Conv2dForward");
-    SINGA_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-                          Cudnn(ctx), p->x.get(), p->w.get(), p->conv.get(), p->y.get(),
-                          cudnnConvolutionFwdAlgo_t(p->algo), &p->ws_bytes),
-                      "Conv2dForward: workspace size");
-    return p;
-  });
-  Prepared<ConvFwdArgs> r;
-  r.workspace = WorkspaceFloats(plan->ws_bytes);
-  r.run = [plan](const ConvFwdArgs& a, float* ws) {
-    const cudnnHandle_t h = Cudnn(Ctx(a.y));
-    const ConvPlan& p = *plan;
-    SINGA_CUDNN_CHECK(cudnnConvolutionForward(h, &kOne, p.x.get(), Data(a.x), p.w.get(),
-                                              Data(a.W), p.conv.get(),
-                                              cudnnConvolutionFwdAlgo_t(p.algo), ws, p.ws_bytes,
-                                              &kZero, p.y.get(), MutData(a.y)),
-                      "Conv2dForward");
-    if (!a.b.empty())
-      SINGA_CUDNN_CHECK(cudnnAddTensor(h, &kOne, p.bias.get(), Data(a.b), &kOne, p.y.get(),
-                                       MutData(a.y)),
-                        "Conv2dForward: adding the bias");
-    if (a.relu)
-      SINGA_CUDNN_CHECK(cudnnActivationForward(h, p.relu.get(), &kOne, p.y.get(), Data(a.y),
-                                               &kZero, p.y.get(), MutData(a.y)),
-                        "Conv2dForward: ReLU");
-  };
-  return r;
-}
-
-Prepared<ConvBwdXArgs> BackwardX(const ConvBwdXArgs& a) {
-  const size_t N = a.dy.shape(0);
-  const DataType t = a.dy.data_type();
-  Context* ctx = Ctx(a.dy);
-  auto plan = Cached(KeyOf("bwd_data", a.h, N, t, ctx->device_id), [&] {
-    auto p = std::make_shared<ConvPlan>(a.h, N, t);
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int n = 0;
-    SINGA_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                          Cudnn(ctx), p->w.get(), p->y.get(), p->conv.get(), p->x.get(),
-                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf),
-                      "Conv2dBackwardX: choosing the algorithm");
-    p->algo = PickAlgo(p.get(), perf, n, true, "Conv2dBackwardX");
-    SINGA_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-                          Cudnn(ctx), p->w.get(), p->y.get(), p->conv.get(), p->x.get(),
-                          cudnnConvolutionBwdDataAlgo_t(p->algo), &p->ws_bytes),
-                      "Conv2dBackwardX: workspace size");
-    return p;
-  });
-  Prepared<ConvBwdXArgs> r;
-  r.workspace = WorkspaceFloats(plan->ws_bytes);
-  r.run = [plan](const ConvBwdXArgs& a, float* ws) {
-    const ConvPlan& p = *plan;
-    SINGA_CUDNN_CHECK(cudnnConvolutionBackwardData(
-                          Cudnn(Ctx(a.dx)), &kOne, p.w.get(), Data(a.W), p.y.get(), Data(a.dy),
-                          p.conv.get(), cudnnConvolutionBwdDataAlgo_t(p.algo), ws, p.ws_bytes,
-                          &kZero, p.x.get(), MutData(a.dx)),
-                      "Conv2dBackwardX");
-  };
-  return r;
-}
-
 // dW or db of an empty batch: zeros (cuDNN takes no N = 0 descriptor).
 template <typename Args>
 Prepared<Args> ZerosOf(Tensor Args::*out, const char* op) {
@@ -204,35 +134,110 @@ Prepared<Args> ZerosOf(Tensor Args::*out, const char* op) {
   return r;
 }
 
-Prepared<ConvBwdWArgs> BackwardW(const ConvBwdWArgs& a) {
-  const size_t N = a.x.shape(0);
-  if (N == 0) return ZerosOf<ConvBwdWArgs>(&ConvBwdWArgs::dW, "Conv2dBackwardW");
-  const DataType t = a.x.data_type();
-  Context* ctx = Ctx(a.x);
-  auto plan = Cached(KeyOf("bwd_filter", a.h, N, t, ctx->device_id), [&] {
+// One traits struct per direction: what differs between the three cuDNN passes. cuDNN's calls
+// of a pass take the same operands in the same order (two inputs, the convolution, the output),
+// so a pass names its kernel Args, its calls (heuristic list, workspace query, run), the
+// descriptors and tensors of its operands in that order, the tensor giving the batch size and
+// dtype (kBatch), whether the backward determinism rule applies, whether an empty batch zeroes
+// the output (otherwise the front never calls with N = 0), and what runs after (After).
+struct ForwardPass {
+  using Args = ConvFwdArgs;
+  using Algo = cudnnConvolutionFwdAlgo_t;
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  static constexpr const char* kOp = "Conv2dForward";
+  static constexpr const char* kKey = "fwd";
+  static constexpr int kCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  static constexpr bool kDeterministic = false, kZeroEmpty = false;
+  static constexpr auto kHeuristics = cudnnGetConvolutionForwardAlgorithm_v7;
+  static constexpr auto kWorkspace = cudnnGetConvolutionForwardWorkspaceSize;
+  static constexpr auto kRun = cudnnConvolutionForward;
+  static constexpr Tensor Args::*kIn0 = &Args::x, Args::*kIn1 = &Args::W, Args::*kOut = &Args::y,
+                          Args::*kBatch = &Args::x;
+  static auto Descs(const ConvPlan& p) { return std::make_tuple(p.x.get(), p.w.get(), p.y.get()); }
+  // the bias and the fused ReLU, in place on y
+  static void After(cudnnHandle_t h, const ConvPlan& p, const Args& a) {
+    if (!a.b.empty())
+      SINGA_CUDNN_CHECK(cudnnAddTensor(h, &kOne, p.bias.get(), Data(a.b), &kOne, p.y.get(),
+                                       MutData(a.y)),
+                        "Conv2dForward: adding the bias");
+    if (a.relu)
+      SINGA_CUDNN_CHECK(cudnnActivationForward(h, p.relu.get(), &kOne, p.y.get(), Data(a.y),
+                                               &kZero, p.y.get(), MutData(a.y)),
+                        "Conv2dForward: ReLU");
+  }
+};
+
+struct BackwardDataPass {
+  using Args = ConvBwdXArgs;
+  using Algo = cudnnConvolutionBwdDataAlgo_t;
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static constexpr const char* kOp = "Conv2dBackwardX";
+  static constexpr const char* kKey = "bwd_data";
+  static constexpr int kCount = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  static constexpr bool kDeterministic = true, kZeroEmpty = false;
+  static constexpr auto kHeuristics = cudnnGetConvolutionBackwardDataAlgorithm_v7;
+  static constexpr auto kWorkspace = cudnnGetConvolutionBackwardDataWorkspaceSize;
+  static constexpr auto kRun = cudnnConvolutionBackwardData;
+  static constexpr Tensor Args::*kIn0 = &Args::W, Args::*kIn1 = &Args::dy, Args::*kOut = &Args::dx,
+                          Args::*kBatch = &Args::dy;
+  static auto Descs(const ConvPlan& p) { return std::make_tuple(p.w.get(), p.y.get(), p.x.get()); }
+  static void After(cudnnHandle_t, const ConvPlan&, const Args&) {}
+};
+
+struct BackwardFilterPass {
+  using Args = ConvBwdWArgs;
+  using Algo = cudnnConvolutionBwdFilterAlgo_t;
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static constexpr const char* kOp = "Conv2dBackwardW";
+  static constexpr const char* kKey = "bwd_filter";
+  static constexpr int kCount = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  static constexpr bool kDeterministic = true, kZeroEmpty = true;
+  static constexpr auto kHeuristics = cudnnGetConvolutionBackwardFilterAlgorithm_v7;
+  static constexpr auto kWorkspace = cudnnGetConvolutionBackwardFilterWorkspaceSize;
+  static constexpr auto kRun = cudnnConvolutionBackwardFilter;
+  static constexpr Tensor Args::*kIn0 = &Args::x, Args::*kIn1 = &Args::dy, Args::*kOut = &Args::dW,
+                          Args::*kBatch = &Args::x;
+  static auto Descs(const ConvPlan& p) { return std::make_tuple(p.x.get(), p.y.get(), p.w.get()); }
+  static void After(cudnnHandle_t, const ConvPlan&, const Args&) {}
+};
+
+// The one prepare path of every direction: the cached plan (descriptors, the algorithm picked
+// from cuDNN's heuristics, its workspace), and a run step that enqueues the pass's cuDNN call.
+template <typename Pass>
+Prepared<typename Pass::Args> Prepare(const typename Pass::Args& a) {
+  using Args = typename Pass::Args;
+  const Tensor& batch = a.*Pass::kBatch;
+  const size_t N = batch.shape(0);
+  if constexpr (Pass::kZeroEmpty) {
+    if (N == 0) return ZerosOf<Args>(Pass::kOut, Pass::kOp);
+  }
+  const DataType t = batch.data_type();
+  Context* ctx = Ctx(batch);
+  auto plan = Cached(KeyOf(Pass::kKey, a.h, N, t, ctx->device_id), [&] {
     auto p = std::make_shared<ConvPlan>(a.h, N, t);
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    const auto [in0, in1, out] = Pass::Descs(*p);
+    typename Pass::Perf perf[Pass::kCount];
     int n = 0;
-    SINGA_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                          Cudnn(ctx), p->x.get(), p->y.get(), p->conv.get(), p->w.get(),
-                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf),
-                      "Conv2dBackwardW: choosing the algorithm");
-    p->algo = PickAlgo(p.get(), perf, n, true, "Conv2dBackwardW");
-    SINGA_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                          Cudnn(ctx), p->x.get(), p->y.get(), p->conv.get(), p->w.get(),
-                          cudnnConvolutionBwdFilterAlgo_t(p->algo), &p->ws_bytes),
-                      "Conv2dBackwardW: workspace size");
+    SINGA_CUDNN_CHECK(
+        Pass::kHeuristics(Cudnn(ctx), in0, in1, p->conv.get(), out, Pass::kCount, &n, perf),
+        Pass::kOp << ": choosing the algorithm");
+    p->algo = PickAlgo(p.get(), perf, n, Pass::kDeterministic, Pass::kOp);
+    SINGA_CUDNN_CHECK(Pass::kWorkspace(Cudnn(ctx), in0, in1, p->conv.get(), out,
+                                       typename Pass::Algo(p->algo), &p->ws_bytes),
+                      Pass::kOp << ": workspace size");
     return p;
   });
-  Prepared<ConvBwdWArgs> r;
+  Prepared<Args> r;
   r.workspace = WorkspaceFloats(plan->ws_bytes);
-  r.run = [plan](const ConvBwdWArgs& a, float* ws) {
+  r.run = [plan](const Args& a, float* ws) {
     const ConvPlan& p = *plan;
-    SINGA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-                          Cudnn(Ctx(a.dW)), &kOne, p.x.get(), Data(a.x), p.y.get(), Data(a.dy),
-                          p.conv.get(), cudnnConvolutionBwdFilterAlgo_t(p.algo), ws, p.ws_bytes,
-                          &kZero, p.w.get(), MutData(a.dW)),
-                      "Conv2dBackwardW");
+    const cudnnHandle_t h = Cudnn(Ctx(a.*Pass::kOut));
+    const auto [in0, in1, out] = Pass::Descs(p);
+    SINGA_CUDNN_CHECK(Pass::kRun(h, &kOne, in0, Data(a.*Pass::kIn0), in1, Data(a.*Pass::kIn1),
+                                 p.conv.get(), typename Pass::Algo(p.algo), ws, p.ws_bytes,
+                                 &kZero, out, MutData(a.*Pass::kOut)),
+                      Pass::kOp);
+    Pass::After(h, p, a);
   };
   return r;
 }
@@ -259,9 +264,9 @@ Prepared<ConvBwdBArgs> BackwardB(const ConvBwdBArgs& a) {
 }  // namespace
 }  // namespace cuda
 
-SINGA_REGISTER_KERNEL(Conv2dForward, kCuda, cuda::Forward);
-SINGA_REGISTER_KERNEL(Conv2dBackwardX, kCuda, cuda::BackwardX);
-SINGA_REGISTER_KERNEL(Conv2dBackwardW, kCuda, cuda::BackwardW);
+SINGA_REGISTER_KERNEL(Conv2dForward, kCuda, cuda::Prepare<cuda::ForwardPass>);
+SINGA_REGISTER_KERNEL(Conv2dBackwardX, kCuda, cuda::Prepare<cuda::BackwardDataPass>);
+SINGA_REGISTER_KERNEL(Conv2dBackwardW, kCuda, cuda::Prepare<cuda::BackwardFilterPass>);
 SINGA_REGISTER_KERNEL(Conv2dBackwardB, kCuda, cuda::BackwardB);
 
 }  // namespace singa
