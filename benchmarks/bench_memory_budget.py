@@ -14,7 +14,9 @@ max(2, sqrt(n)) segments: its stem, residual blocks and head). Each row runs in 
 process; its peak RSS is VmHWM, reset through /proc/self/clear_refs just before the first step,
 minus the RSS at that point (bench_train.py's measure): activations, workspaces and allocator
 slack, not the parameters. "planned" is singa's persistent + arena bytes; time is the median
-step over --steps after a warm-up, per sample. Default environment; prints a Markdown table.
+step over --steps after a warm-up (for a budgeted singa row, the 6 steps after which its
+planner runs the plan chosen by measured times), per sample. Default environment; prints a
+Markdown table. bench_remat_cost.py compares the planner's cost models side by side.
 
 `--model gpt` is bench_gpt.py's GPT (examples/gpt.py, 4 layers, d_model 256, seq 256, Adam) and
 its torch twin; its checkpointed variant checkpoints each transformer block. `--compile-budgets`
@@ -41,9 +43,9 @@ SHAPES = {"mlp": ((784,), 10), "cnn": ((1, 28, 28), 10), "resnet18": ((3, 32, 32
 GPT = {"vocab": 96, "seq": 256, "d_model": 256, "heads": 4, "layers": 4}
 
 
-def _timed(step, steps, info=None):
+def _timed(step, steps, info=None, warmup=1):
     """(median seconds per step, peak RSS bytes above the RSS before the first step); the first
-    step's seconds go to info["first_step"]."""
+    step's seconds go to info["first_step"]. `warmup` steps run before the timed ones."""
     from bench_train import reset_peak, rss_kb
     reset_peak()
     base = rss_kb("VmRSS")
@@ -51,6 +53,8 @@ def _timed(step, steps, info=None):
     step()  # warm-up (singa: records and plans the graph; torch.compile: compiles)
     if info is not None:
         info["first_step"] = time.perf_counter() - t0
+    for _ in range(warmup - 1):
+        step()
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
@@ -60,13 +64,12 @@ def _timed(step, steps, info=None):
 
 
 
-def run_singa(model, batch, steps, budget, strategy):
+def build_singa(model, batch, dev):
+    """(net, tx, ty): the network with its optimizer and one batch of random data on dev."""
     import numpy as np
     sys.path.insert(0, os.path.join(HERE, "..", "examples"))
     import models
-    from singa import device, graph, opt, singa_wrap, tensor
-    dev = device.create_cpu_device(0)
-    dev.SetRandSeed(0)
+    from singa import opt, tensor
     rng = np.random.default_rng(0)
     if model == "gpt":
         import gpt
@@ -84,12 +87,27 @@ def run_singa(model, batch, steps, budget, strategy):
         net.set_optimizer(opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5))
         tx = tensor.from_numpy(rng.standard_normal((batch,) + shape).astype(np.float32), dev)
         ty = tensor.from_numpy(rng.integers(0, classes, batch).astype(np.int32), dev)
+    return net, tx, ty
+
+
+# Steps before a budgeted graph runs its final plan: the recording step, the graph's timed
+# replays (Graph::kTimedRuns) and the step that replans with those times (graph.h: cost model).
+SINGA_BUDGET_WARMUP = 6
+
+
+def run_singa(model, batch, steps, budget, strategy):
+    import numpy as np
+    from singa import device, graph, singa_wrap
+    dev = device.create_cpu_device(0)
+    dev.SetRandSeed(0)
+    net, tx, ty = build_singa(model, batch, dev)
     if budget is not None:
         dev.SetMemoryBudget(budget, strategy)
     net.compile([tx], is_train=True, use_graph=True)
     info = {}
     try:
-        t, rss = _timed(lambda: net(tx, ty), steps, info)
+        t, rss = _timed(lambda: net(tx, ty), steps, info,
+                        warmup=1 if budget is None else SINGA_BUDGET_WARMUP)
     except singa_wrap.OutOfMemoryError as e:
         return {"error": str(e),
                 "least": int(re.search(r"needs at least (\d+) bytes", str(e)).group(1))}
@@ -272,8 +290,9 @@ def main(argv=None):
         rows.append(("singa batch %d, budget = PyTorch eager's batch-%d peak + parameters "
                      "(%.1f MiB)" % (args.fit_batch, args.batch, b / mib),
                      spawn(args, "singa", budget=b, batch=args.fit_batch)))
-    print("\n%s, batch %d, median of %d steps after one warm-up step\n"
-          % (args.model, args.batch, args.steps))
+    print("\n%s, batch %d, median of %d steps after one warm-up step (%d with a budget: the "
+          "planner times the first replays and replans by the times)\n"
+          % (args.model, args.batch, args.steps, SINGA_BUDGET_WARMUP))
     print("| configuration | planned MiB | arena MiB | recomputed ops | peak RSS MiB | "
           "ms/sample | time vs no budget | first step s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -72,6 +72,7 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
         size_t unconstrained_arena_bytes
         size_t num_recomputed
         double recompute_cost
+        bool cost_measured
     cdef cppclass CGraphBlockInfo "singa::Graph::BlockInfo":
         CBlock* block
         int kind
@@ -79,6 +80,7 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
         bool recomputed
         size_t first, last, offset
     ctypedef int RematStrategy "singa::remat::Strategy"
+    ctypedef int GraphCostModel "singa::Graph::CostModel"
     cdef cppclass CFusionCounts "singa::Graph::FusionCounts":
         size_t batch_norm, add, relu
     cdef cppclass CLayoutCounts "singa::Graph::LayoutCounts":
@@ -95,6 +97,8 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
         size_t memory_budget()
         double memory_budget_fraction()
         void SetRecomputeStrategy(RematStrategy s)
+        void SetCostModel(GraphCostModel m)
+        int timed_runs()
         bool IsRecomputeAt(size_t pos)
         size_t num_nodes()
         const GraphMemoryPlan& memory_plan()

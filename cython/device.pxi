@@ -103,20 +103,28 @@ cdef class Device:
         c = self.c.get().graph().layout_counts()
         return {"blocks": c.blocks, "bytes": c.bytes}
 
-    def SetMemoryBudget(self, budget, strategy="greedy"):
+    def SetMemoryBudget(self, budget, strategy="greedy", cost="measured"):
         """A budget for the graph's memory (its persistent blocks plus the planned arena), met by
         recomputing activations in backward instead of keeping them: an int is bytes, a float
         in (0, 1] a fraction of the unconstrained plan, None (or 0) removes it. Read when the
         graph is next built (the next step replays with it); a budget no plan reaches raises
         OutOfMemoryError there, stating the least budget that works. ``strategy``: "greedy"
         (default, the planner of singa/graph/remat.h) or "sqrt" (Chen et al.'s sqrt(N)
-        checkpoints, for comparison: one plan whatever the budget)."""
+        checkpoints, for comparison: one plan whatever the budget). ``cost``: what the greedy
+        minimises, "measured" (default: the first steps run the estimate's plan and time every
+        operation, and the sixth step replans with those times) or "estimate" (a roofline over
+        bytes and flops, deterministic); graph.h's "Cost model"."""
         strategies = {"greedy": 0, "sqrt": 1}
+        costs = {"measured": 0, "estimate": 1}
         if strategy not in strategies:
             raise ArgumentError("SetMemoryBudget: strategy must be 'greedy' or 'sqrt', got %r"
                                 % (strategy,))
+        if cost not in costs:
+            raise ArgumentError("SetMemoryBudget: cost must be 'measured' or 'estimate', got %r"
+                                % (cost,))
         cdef CGraph* g = self.c.get().graph()
         cdef int sid = strategies[strategy]
+        cdef int cid = costs[cost]
         if budget is None or (not isinstance(budget, type(True)) and budget == 0):
             g.SetMemoryBudget(0)
         elif isinstance(budget, type(True)) or not isinstance(budget, (int, float)):
@@ -134,6 +142,7 @@ cdef class Device:
                                     "int)" % (budget,))
             g.SetMemoryBudgetFraction(budget)
         g.SetRecomputeStrategy(<RematStrategy>sid)
+        g.SetCostModel(<GraphCostModel>cid)
 
     def GetMemoryBudget(self):
         """The graph's memory budget as set: bytes (int), a fraction (float) or None."""
@@ -218,7 +227,8 @@ cdef class Device:
                     recyclable_bytes=p.recyclable_bytes, persistent_bytes=p.persistent_bytes,
                     num_recyclable=p.num_recyclable, budget_bytes=p.budget_bytes,
                     unconstrained_arena_bytes=p.unconstrained_arena_bytes,
-                    num_recomputed=p.num_recomputed, recompute_cost=p.recompute_cost)
+                    num_recomputed=p.num_recomputed, recompute_cost=p.recompute_cost,
+                    cost_measured=p.cost_measured)
 
     # ---- the kernel backend (singa/core/kernel.h): "cpu" (reference), "dnnl", "cuda" ----
     def backend(self):

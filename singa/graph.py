@@ -49,7 +49,10 @@ def render(dev, path, fmt=None):
 def memory_plan(dev):
     """What the static planner decided for the last built graph, in bytes: arena_bytes,
     lower_bound_bytes (the most bytes of recyclable blocks alive at once in the executed order),
-    recyclable_bytes, persistent_bytes (blocks the graph never frees), num_recyclable."""
+    recyclable_bytes, persistent_bytes (blocks the graph never frees), num_recyclable; under a
+    memory budget (Device.SetMemoryBudget) also budget_bytes, unconstrained_arena_bytes,
+    num_recomputed, recompute_cost (ms per step by the cost model) and cost_measured (whether
+    that model used times measured on this graph's replays or the estimate)."""
     return dev.graph_memory_plan()
 
 

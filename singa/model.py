@@ -227,8 +227,9 @@ class Model(layer.Layer, metaclass=ModelMeta):
         None (default) leaves the device's setting alone. ``memory_budget`` (graph mode):
         bytes (int) or a fraction in (0, 1] (float) of the unconstrained plan that the step's
         memory must fit, met by recomputing activations (``Device.SetMemoryBudget``; the
-        results are bit-identical); a budget too small raises ``singa.OutOfMemoryError`` at the
-        first step, stating the least that works; None (default) leaves the device's setting
+        results are bit-identical; what to recompute is chosen by times the graph measures on
+        its steps 2-5, used from the sixth); a budget too small raises
+        ``singa.OutOfMemoryError`` at the first step, stating the least that works; None (default) leaves the device's setting
         alone (no budget unless one was set). ``precision="bfloat16"``: automatic mixed
         precision (autograd/amp.py states the policy): convolutions and matrix products in
         bf16, softmax, losses and reductions in float32, float32 master weights and optimizer

@@ -97,11 +97,14 @@ struct RandomStep {
       hooks.with_epilogue = [f = run(true)](Context* c, const Epilogue&) { f(c); };
       rerun_fused = [f = rerun(true)](Context* c, const Epilogue&) { f(c); };
     }
-    dev->Exec({.reads = {x, running}, .writes = writes, .label = "Norm", .fusion = hooks},
-              run(false));
     std::vector<Block*> rerun_writes{y};
     if (also) rerun_writes.push_back(also);
-    dev->SetRerun(rerun(false), rerun_fused, {x, stat}, rerun_writes);
+    dev->Exec({.reads = {x, running},
+               .writes = writes,
+               .label = "Norm",
+               .fusion = hooks,
+               .rerun = {rerun(false), rerun_fused, {x, stat}, rerun_writes}},
+              run(false));
   }
 
   explicit RandomStep(unsigned seed) {
@@ -278,19 +281,25 @@ TEST(GraphBudget, RandomGraphsBitIdenticalWithinBudgetAndMonotone) {
   EXPECT_GT(norm_rerun_somewhere, 5);   // and operations recomputed through their rerun form
 }
 
-// A rerun form must write the operation's first output first, and only what the operation writes.
+// A rerun form must write the operation's first output first, and only what the operation
+// writes; the same errors whether a graph records or not.
 TEST(GraphBudget, RerunFormIsChecked) {
   auto dev = std::make_shared<CppCPU>();
   auto a = dev->NewBlock(16), b = dev->NewBlock(16), c = dev->NewBlock(16);
-  dev->EnableGraph(true);
-  dev->Exec({.reads = {a.get()}, .writes = {b.get()}, .label = "Op"}, [](Context*) {});
   auto nop = [](Context*) {};
-  EXPECT_THROW(dev->SetRerun(nop, nullptr, {a.get()}, {c.get()}), ValueError);
-  EXPECT_THROW(dev->SetRerun(nop, nullptr, {a.get()}, {b.get(), c.get()}), ValueError);
-  EXPECT_THROW(dev->SetRerun(nullptr, nullptr, {a.get()}, {b.get()}), ValueError);
-  EXPECT_NO_THROW(dev->SetRerun(nop, nullptr, {a.get()}, {b.get()}));
-  dev->EnableGraph(false);
-  EXPECT_NO_THROW(dev->SetRerun(nullptr, nullptr, {}, {}));  // not recording: nothing to attach
+  auto exec = [&](OpRerun r) {
+    dev->Exec({.reads = {a.get()}, .writes = {b.get()}, .label = "Op", .rerun = std::move(r)},
+              nop);
+  };
+  for (bool recording : {true, false}) {
+    dev->EnableGraph(recording);
+    EXPECT_THROW(exec({nop, nullptr, {a.get()}, {c.get()}}), ValueError);
+    EXPECT_THROW(exec({nop, nullptr, {a.get()}, {b.get(), c.get()}}), ValueError);
+    EXPECT_THROW(exec({nullptr, nullptr, {a.get()}, {b.get()}}), ValueError);
+    EXPECT_NO_THROW(exec({nop, nullptr, {a.get()}, {b.get()}}));
+    EXPECT_NO_THROW(exec({}));  // no rerun form
+  }
+  EXPECT_EQ(dev->graph()->num_nodes(), 2u);  // the two accepted while recording
   dev->ResetGraph();
 }
 

@@ -1,5 +1,5 @@
 // Batch norm in training under a memory budget: its output is dropped after the forward and
-// refilled by its rerun form (Device::SetRerun) before the backward reads it again, with the
+// refilled by its rerun form (OpDesc::rerun) before the backward reads it again, with the
 // forward's bits and the running statistics updated once per step; on the reference kernel
 // (a normalisation with the saved batch statistics) and on oneDNN's (the training primitive
 // again, into scratch statistics), with and without a fused ReLU.

@@ -94,6 +94,22 @@ class DropMLP(MLP):
         return self.out(x)
 
 
+class NormMLP(MLP):
+    """Linear -> ReLU -> LayerNorm: the norm's output is the next product's input, which that
+    product's backward reads (as in a transformer's pre-norm blocks)."""
+
+    def __init__(self):
+        super().__init__(width=64, depth=4)
+        self.norms = [layer.LayerNorm() for _ in self.fcs]
+        for i, n in enumerate(self.norms):
+            setattr(self, "ln%d" % i, n)
+
+    def forward(self, x):
+        for fc, norm in zip(self.fcs, self.norms):
+            x = norm(self.relu(fc(x)))
+        return self.out(x)
+
+
 def _data(kind):
     rng = np.random.default_rng(0)
     shape = (32, 20) if kind.__name__.endswith("MLP") else (4, 3, 8, 8)
@@ -101,7 +117,7 @@ def _data(kind):
             rng.integers(0, 5, shape[0]).astype(np.int32))
 
 
-def train(kind, budget=None, steps=3, strategy="greedy"):
+def train(kind, budget=None, steps=3, strategy="greedy", cost="measured"):
     dev = device.create_cpu_device(400)
     dev.SetRandSeed(11)
     x, t = _data(kind)
@@ -109,7 +125,7 @@ def train(kind, budget=None, steps=3, strategy="greedy"):
     net = kind()
     net.set_optimizer(opt.SGD(lr=0.05, momentum=0.9))
     if budget is not None:
-        dev.SetMemoryBudget(budget, strategy)
+        dev.SetMemoryBudget(budget, strategy, cost=cost)
     net.compile([tx], is_train=True, use_graph=True)
     losses = [tensor.to_numpy(net(tx, tt)[1]).copy() for _ in range(steps)]
     params = {k: tensor.to_numpy(v) for k, v in net.get_states().items()}
@@ -173,6 +189,12 @@ def test_dropout_is_recomputed_with_the_mask_it_drew():
     assert "EltwiseMult" in names and "Bernoulli" not in names
 
 
+def test_layer_norm_is_recomputed_with_its_statistics_into_scratch():
+    # The backward reads the saved mean and rstd; the rerun writes its own into scratch.
+    names = _at_least_budget(NormMLP)
+    assert "LayerNormForward" in names
+
+
 def test_fraction_budget_and_compile_argument():
     _, _, free, _ = train(MLP)
     dev = device.create_cpu_device(400)
@@ -192,6 +214,24 @@ def test_fraction_budget_and_compile_argument():
     assert graph.memory_plan(dev)["arena_bytes"] == free["arena_bytes"]
     dev.SetMemoryBudget(12345)
     assert dev.GetMemoryBudget() == 12345
+
+
+def test_measured_costs_replan_bit_identically_within_the_budget():
+    # Steps 1-5 run the estimate's plan and time every operation; the sixth replans by those
+    # times (graph.h: "Cost model"). Whatever it picks, the bits and the budget hold.
+    ref_losses, ref_params, free, _ = train(ResBlock, steps=7)
+    with pytest.raises(singa_wrap.OutOfMemoryError) as err:
+        train(ResBlock, budget=free["persistent_bytes"] + 64, steps=1)
+    budget = (_total(free) + _least(err.value)) // 2
+    for cost, measured in [("measured", True), ("estimate", False)]:
+        losses, params, plan, _ = train(ResBlock, budget=budget, steps=7, cost=cost)
+        np.testing.assert_array_equal(np.array(losses), np.array(ref_losses), err_msg=cost)
+        for k in ref_params:
+            np.testing.assert_array_equal(params[k], ref_params[k], err_msg=k)
+        assert plan["cost_measured"] == measured and plan["num_recomputed"] > 0
+        assert _total(plan) <= budget
+    with pytest.raises(singa_wrap.ArgumentError, match="cost"):
+        device.create_cpu_device(400).SetMemoryBudget(0.5, cost="guess")
 
 
 @pytest.mark.parametrize("bad", [1.5, -3, 0.0 - 0.5, "half", True])

@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +15,21 @@
 
 namespace singa {
 
+namespace {
+// A rerun form refills the operation's first output, and writes nothing the operation does not.
+void CheckRerun(const OpDesc& d) {
+  const OpRerun& r = d.rerun;
+  if (!r.fn && !r.with_epilogue && r.reads.empty() && r.writes.empty()) return;  // none
+  SINGA_CHECK(r.fn, ValueError, d.name() << ": a rerun form (OpDesc::rerun) needs its function");
+  SINGA_CHECK(!d.writes.empty() && !r.writes.empty() && r.writes[0] == d.writes[0], ValueError,
+              d.name() << ": the rerun form must write the operation's first written block "
+                          "first (OpDesc::rerun.writes)");
+  for (Block* b : r.writes)
+    SINGA_CHECK(std::find(d.writes.begin(), d.writes.end(), b) != d.writes.end(), ValueError,
+                d.name() << ": the rerun form writes a block the operation does not");
+}
+}  // namespace
+
 Device::Device(int id, LangType lang, std::unique_ptr<MemPool> pool)
     : id_(id), lang_(lang), pool_(std::move(pool)), graph_(std::make_unique<Graph>(this)) {}
 
@@ -21,6 +37,7 @@ Device::~Device() { graph_.reset(); }
 
 void Device::Exec(OpDesc desc, OpFunc fn) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  CheckRerun(desc);  // the same errors in eager mode as while recording
   if (buffering_) {
     graph_version_.fetch_add(1, std::memory_order_relaxed);
     graph_->AddOperation(std::move(desc), std::move(fn));
@@ -29,14 +46,6 @@ void Device::Exec(OpDesc desc, OpFunc fn) {
     fn(&ctx_);
     if (check_finite_) CheckFinite(desc.writes, desc.name());
   }
-}
-
-void Device::SetRerun(OpFunc fn, EpilogueFn with_epilogue, std::vector<Block*> reads,
-                      std::vector<Block*> writes) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
-  if (buffering_)
-    graph_->SetRerunOfLast({std::move(fn), std::move(with_epilogue), std::move(reads),
-                            std::move(writes)});
 }
 
 namespace {

@@ -56,23 +56,13 @@ void Graph::AddOperation(OpDesc desc, OpFunc fn) {
   n.use_rand = desc.use_rand_generator;
   n.collective = desc.collective;
   n.recomputable = desc.recomputable;
+  n.rerun = std::move(desc.rerun);
+  n.flops = desc.flops;
   n.layouts = desc.layouts;
   nodes_.push_back(std::move(n));
   built_ = false;
-}
-
-void Graph::SetRerunOfLast(OpRerun rerun) {
-  SINGA_CHECK(!nodes_.empty() && rerun.fn, ValueError,
-              "SetRerun: needs a recorded operation and a rerun function");
-  Node& n = nodes_.back();
-  SINGA_CHECK(!n.writes.empty() && !rerun.writes.empty() && rerun.writes[0] == n.writes[0],
-              ValueError, "SetRerun: the rerun of " << n.name
-                              << " must write the operation's first written block first");
-  for (Block* b : rerun.writes)
-    SINGA_CHECK(std::find(n.writes.begin(), n.writes.end(), b) != n.writes.end(), ValueError,
-                "SetRerun: the rerun of " << n.name << " writes a block the operation does not");
-  n.rerun = std::move(rerun);
-  built_ = false;
+  replan_ = false;  // the new operation was never timed
+  timed_runs_ = 0;
 }
 
 void Graph::Reset() {
@@ -89,12 +79,16 @@ void Graph::Reset() {
   plan_ = GraphMemoryPlan{};
   built_ = false;
   iterations_ = 0;
+  timed_runs_ = 0;
+  timing_ = replan_ = false;
+  applied_dropped_.clear();
 }
 
 void Graph::SetFusion(bool on) {
   if (on != fusion_) {
     fusion_ = on;
     built_ = false;
+    replan_ = false;  // other operations: the plan in use does not carry over
   }
 }
 
@@ -118,16 +112,26 @@ void Graph::SetRecomputeStrategy(remat::Strategy s) {
   built_ = false;
 }
 
+void Graph::SetCostModel(CostModel m) {
+  cost_model_ = m;
+  built_ = false;
+}
+
 void Graph::SetPlanning(bool planned) {
   if (planned != planned_) {
     planned_ = planned;
     built_ = false;
+    replan_ = false;
   }
 }
 
 void Graph::Build(bool sequential) {
   DropCapture();
   runs_since_build_ = 0;
+  timing_ = false;
+  // The plan in use is comparable with a replan only on the same execution order.
+  const bool replan = replan_ && sequential == built_sequential_;
+  replan_ = false;
   ReleaseArena();
   // Dependencies, in submission order.
   for (auto& n : nodes_) {
@@ -183,7 +187,7 @@ void Graph::Build(bool sequential) {
   FuseEpilogues();
   ChooseLayouts();
   AnalyseBlocks();
-  if (planned_) PlanArena();
+  if (planned_) PlanArena(replan);
   // Whether the operations themselves allow a capture: fixed per build, so a replay does not
   // scan the nodes again. cuRAND advances its offset on the host at each call (a capture would
   // replay one draw forever); collectives synchronise with other processes outside the stream.
@@ -382,7 +386,7 @@ void Graph::AnalyseBlocks() {
 // The planner's view of this build: block ids in blocks_'s order (Place breaks ties of size by
 // first use, then keeps this order: the placement this graph always had), a fused link's output
 // as its producer's block, a skipped link reading but not writing.
-remat::Problem Graph::MakeProblem(std::vector<Block*>* ids) const {
+remat::Problem Graph::MakeProblem(std::vector<Block*>* ids, bool measured) const {
   remat::Problem p;
   std::unordered_map<Block*, int> id_of;
   for (const auto& [b, info] : blocks_) {
@@ -394,8 +398,6 @@ remat::Problem Graph::MakeProblem(std::vector<Block*>* ids) const {
     p.planned.push_back(info.recyclable);
   }
   for (const auto& [z, y] : aliases_) id_of.emplace(z, id_of.at(y));
-  bool measured = false;
-  for (const Node& n : nodes_) measured = measured || n.total_ms > 0;
   p.steps.resize(order_.size());
   for (size_t pos = 0; pos < order_.size(); ++pos) {
     const Node& n = nodes_[order_[pos]];
@@ -409,7 +411,7 @@ remat::Problem Graph::MakeProblem(std::vector<Block*>* ids) const {
     if (!n.skip)
       for (Block* b : n.writes) add(st.writes, b);
     st.recomputable = n.recomputable && !n.skip && !n.use_rand && !n.collective;
-    st.cost = EstimateCost(n, measured);
+    st.cost = StepCost(n, measured);
     // A fused rerun needs its fused form (and reads what the epilogue reads); a skipped
     // follower is never rerun.
     if (n.rerun.fn && !n.skip && !n.collective && (!n.run_fused || n.rerun.with_epilogue)) {
@@ -424,44 +426,14 @@ remat::Problem Graph::MakeProblem(std::vector<Block*>* ids) const {
   return p;
 }
 
-// Measured time when the graph was profiled; else a roofline guess in nanoseconds on a CPU core:
-// ~10 bytes/ns of memory traffic plus ~100 flops/ns for the products (GEMM, convolution).
-double Graph::EstimateCost(const Node& n, bool measured) const {
-  if (measured) return n.total_ms + 1e-9;
-  double bytes = 0, flops = 0;
-  for (Block* b : n.reads) bytes += static_cast<double>(b->size());
-  for (Block* b : n.writes) bytes += static_cast<double>(b->size());
-  auto elems = [](Block* b) { return static_cast<double>(b->size()) / 4.0; };
-  if (n.id == OpId::kMult && n.reads.size() >= 2 && !n.writes.empty()) {
-    // (m k)(k n)(m n) = (m n k)^2
-    flops = 2 * std::sqrt(elems(n.reads[0]) * elems(n.reads[1]) * elems(n.writes[0]));
-  } else if ((n.id == OpId::kConv2dForward || n.id == OpId::kConv2dForwardReLU) &&
-             n.reads.size() >= 2 && !n.writes.empty() &&
-             n.writes[0]->has_layout() && n.writes[0]->shape().size() == 4) {
-    const double co = static_cast<double>(std::max<size_t>(n.writes[0]->shape()[1], 1));
-    flops = 2 * elems(n.writes[0]) * elems(n.reads[1]) / co;
-  }
-  return bytes / 10.0 + flops / 100.0;
-}
-
-// A rerun's cost: the roofline guess over what it reads and writes (a normalisation reads x
-// once where the batch-norm forward also reduces it twice for the statistics); when the graph
-// was profiled, the operation's measured time scaled by the same ratio of guesses.
-double Graph::RerunCost(const Node& n, bool measured) const {
-  double bytes = 0;
-  for (Block* b : n.rerun.reads) bytes += static_cast<double>(b->size());
-  for (Block* b : n.rerun.writes) bytes += static_cast<double>(b->size());
-  const double guess = bytes / 10.0;
-  if (!measured) return guess;
-  const double ratio = std::min(1.0, guess / std::max(EstimateCost(n, false), 1e-9));
-  return EstimateCost(n, true) * ratio;
-}
-
 // Unconstrained: greedy by size over the blocks' lifetimes (remat::Place). With a budget below
-// that plan, the recomputations remat::PlanForBudget chooses.
-void Graph::PlanArena() {
+// that plan, the recomputations remat::PlanForBudget chooses, by the cost model's times (the
+// file comment: "Cost model"); `replan`: the plan in use was chosen on the same order by the
+// estimate, and is kept when it is cheaper by the times measured since.
+void Graph::PlanArena(bool replan) {
+  const bool measured = cost_model_ == CostModel::kMeasured && timed_runs_ >= kTimedRuns;
   std::vector<Block*> ids;
-  const remat::Problem p = MakeProblem(&ids);
+  const remat::Problem p = MakeProblem(&ids, measured);
   remat::Plan plan = remat::Simulate(p, remat::Analyse(p), {});
   remat::Place(p, &plan);
   plan_.unconstrained_arena_bytes = plan.arena;
@@ -474,6 +446,11 @@ void Graph::PlanArena() {
       const size_t room = budget > plan_.persistent_bytes ? budget - plan_.persistent_bytes : 0;
       size_t least = 0;
       remat::Plan fit = remat::PlanForBudget(p, room, strategy_, &least);
+      if (replan && measured && strategy_ == remat::Strategy::kGreedy) {
+        remat::Plan prev = KeptPlan(p, room);
+        if (prev.feasible && (!fit.feasible || prev.added_cost < fit.added_cost))
+          fit = std::move(prev);
+      }
       SINGA_CHECK(fit.feasible, OutOfMemoryError,
                   "Graph: the memory budget of " << budget << " bytes cannot be met: this step "
                   "needs at least " << plan_.persistent_bytes + least << " bytes ("
@@ -484,9 +461,29 @@ void Graph::PlanArena() {
                   << plan_.persistent_bytes + least << " bytes (a fraction of at least "
                   << static_cast<double>(plan_.persistent_bytes + least) / total << ")");
       plan = std::move(fit);
+      // Time this plan's replays, to replan by measured times (Run), when it recomputes.
+      timing_ = cost_model_ == CostModel::kMeasured && !measured &&
+                strategy_ == remat::Strategy::kGreedy && !plan.dropped.empty();
     }
   }
+  plan_.cost_measured = measured;
+  applied_dropped_ = plan.dropped;
   ApplyPlan(plan, ids);
+}
+
+// The plan in use (applied_dropped_) on problem p, placed; feasible = false when it no longer
+// fits `room` (or is not a plan of p).
+remat::Plan Graph::KeptPlan(const remat::Problem& p, size_t room) const {
+  const remat::Analysis a = remat::Analyse(p);
+  remat::Plan prev;
+  prev.feasible = false;
+  for (int c : applied_dropped_)
+    if (c < 0 || static_cast<size_t>(c) >= a.candidates.size()) return prev;
+  prev = remat::Simulate(p, a, applied_dropped_);
+  if (!prev.feasible) return prev;
+  remat::Place(p, &prev);
+  prev.feasible = prev.arena <= room;
+  return prev;
 }
 
 // Turns a plan into this graph's state: the execution order with its recomputations, each
@@ -569,16 +566,20 @@ void Graph::RunNode(size_t i, bool recompute) {
     else
       (rerun ? n.rerun.fn : n.fn)(ctx);
   };
-  if (!profiling_) {
+  if (!profiling_ && !timing_) {
     run();
   } else {
     auto t0 = std::chrono::steady_clock::now();
     run();
     device_->Sync();
     auto t1 = std::chrono::steady_clock::now();
-    if (iterations_ >= device_->skip_iteration())
-      (recompute ? n.recompute_ms : n.total_ms) +=
-          std::chrono::duration<double, std::milli>(t1 - t0).count();
+    const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    if (profiling_ && iterations_ >= device_->skip_iteration())
+      (recompute ? n.recompute_ms : n.total_ms) += ms;
+    if (runs_since_build_ >= 1) {  // the cost model's: never the first replay after a build
+      double& best = recompute ? n.best_rerun_ms : n.best_ms;
+      best = best > 0 ? std::min(best, ms) : ms;
+    }
   }
   if (device_->check_finite())
     device_->CheckFinite(n.writes, n.run_fused ? n.name + FusedSuffix(n.epilogue) : n.name);
@@ -597,7 +598,7 @@ void Graph::RunAll() {
 }
 
 bool Graph::Capturable() const {
-  return ops_capturable_ && planned_ && !profiling_ && device_->capture_enabled();
+  return ops_capturable_ && planned_ && !profiling_ && !timing_ && device_->capture_enabled();
 }
 
 void Graph::DropCapture() {
@@ -623,6 +624,13 @@ void Graph::Run(bool sequential) {
     device_->LaunchCaptured();
   } else {
     RunAll();
+  }
+  // Every operation timed (RunNode): after enough such replays, the next Run replans with them.
+  if ((profiling_ || timing_) && runs_since_build_ >= 1 && ++timed_runs_ >= kTimedRuns &&
+      timing_) {
+    timing_ = false;
+    replan_ = true;
+    built_ = false;
   }
   ++runs_since_build_;
   ++iterations_;
@@ -720,6 +728,23 @@ std::string Graph::TimeProfile(int skip) const {
        << " ms/iter, " << std::setprecision(1) << (total > 0 ? 100.0 * recomputed / total : 0)
        << "% of the step\n";
   os << "total " << std::fixed << std::setprecision(3) << total << " ms/iter\n";
+  // Each operation's fastest timed run (the cost model's times), summed over the order: the
+  // step as the least disturbed runs saw it, less sensitive to other processes than the means.
+  double fastest = 0, fastest_recomputed = 0;
+  for (size_t pos = 0; pos < order_.size(); ++pos) {
+    const Node& n = nodes_[order_[pos]];
+    if (!recompute_at_[pos]) {
+      fastest += n.best_ms;
+    } else {
+      fastest_recomputed += n.best_rerun_ms > 0 ? n.best_rerun_ms : n.best_ms;
+    }
+  }
+  fastest += fastest_recomputed;
+  if (fastest > 0)
+    os << "fastest runs: " << std::setprecision(3) << fastest
+       << " ms/iter summed over each operation's fastest timed run, recomputations "
+       << fastest_recomputed << " ms (" << std::setprecision(1)
+       << 100.0 * fastest_recomputed / fastest << "%)\n";
   return os.str();
 }
 

@@ -189,7 +189,12 @@ AttentionForwardResult ScaledDotProductAttention(const Tensor& q, const Tensor& 
   a.lse = r.lse;
   if (r.out.Size() == 0 && r.lse.Size() == 0) return r;
   auto* fn = AttentionForwardKernel().For(*dev);
-  dev->Exec({.id = kOpId, .reads = Reads(a), .writes = {a.out.block(), a.lse.block()}},
+  // Two products of L x S pairs: q k^T (E each) and p v (Ev each).
+  const double flops = 2.0 * a.nb * a.L * a.S * (a.E + a.Ev);
+  dev->Exec({.id = kOpId,
+             .reads = Reads(a),
+             .writes = {a.out.block(), a.lse.block()},
+             .flops = flops},
             [fn, a](Context* ctx) { fn(a, ctx); });
   return r;
 }
@@ -234,9 +239,12 @@ std::vector<Tensor> ScaledDotProductAttentionBackward(const Tensor& dout, const 
     std::vector<Block*> reads = Reads(a);
     for (const Tensor* t : {&a.dout, &a.out, &a.lse}) reads.push_back(t->block());
     auto* fn = AttentionBackwardKernel().For(*dev);
+    // Five products of L x S pairs: the scores again, dv, dp, dq and dk.
+    const double flops = 2.0 * a.nb * a.L * a.S * (3 * a.E + 2 * a.Ev);
     dev->Exec({.id = id,
                .reads = reads,
-               .writes = {a.dq.block(), a.dk.block(), a.dv.block(), a.work.block()}},
+               .writes = {a.dq.block(), a.dk.block(), a.dv.block(), a.work.block()},
+               .flops = flops},
               [fn, a](Context* ctx) { fn(a, ctx); });
   }
   return {SumToShape(a.dq, q.shape()), SumToShape(a.dk, k.shape()),

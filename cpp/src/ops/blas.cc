@@ -93,7 +93,10 @@ void Gemm(float alpha, const Tensor& A, const Tensor& B, float beta, const Tenso
   // otherwise would make every product's output a graph input, which the planner never recycles.
   std::vector<Block*> reads{g.a.block(), g.b.block()};
   if (beta != 0.f) reads.push_back(C.block());
-  C.device()->Exec({.id = OpId::kMult, .reads = std::move(reads), .writes = {C.block()}},
+  C.device()->Exec({.id = OpId::kMult,
+                    .reads = std::move(reads),
+                    .writes = {C.block()},
+                    .flops = 2.0 * g.m * g.n * g.k},
                    [k, g](Context* ctx) { k(g, ctx); });
 }
 
@@ -192,7 +195,10 @@ Tensor Mult(const Tensor& A, const Tensor& B) {
   g.n = static_cast<int>(n);
   g.k = static_cast<int>(k);
   auto* kern = (bf16 ? GemmBf16Kernel() : BatchedGemmKernel()).For(*C.device());
-  C.device()->Exec({.id = OpId::kMult, .reads = {ax.block(), bx.block()}, .writes = {C.block()}},
+  C.device()->Exec({.id = OpId::kMult,
+                    .reads = {ax.block(), bx.block()},
+                    .writes = {C.block()},
+                    .flops = 2.0 * Product(batch) * m * n * k},
                    [kern, g](Context* ctx) { kern(g, ctx); });
   if (A.nDim() == 1) out_shape.erase(out_shape.end() - 2);
   if (B.nDim() == 1) out_shape.erase(out_shape.end() - 1);

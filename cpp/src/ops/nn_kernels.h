@@ -26,7 +26,6 @@
 
 #include "singa/core/device.h"
 #include "singa/core/kernel.h"
-#include "singa/graph/graph.h"
 #include "singa/ops/nn.h"
 
 namespace singa {
@@ -210,7 +209,7 @@ struct HasReluPostOp : std::false_type {};
 template <typename Args>
 struct HasReluPostOp<Args, std::void_t<decltype(std::declval<Args&>().relu)>> : std::true_type {};
 
-/// The rerun form (Device::SetRerun) of a batch-norm training forward: y again from x without
+/// The rerun form (OpDesc::rerun) of a batch-norm training forward: y again from x without
 /// touching the running statistics. With the kernel's own rerun (the reference kernel: a
 /// normalisation with the saved batch mean and variance, from which its forward computes y too)
 /// it reads those; else it runs the training kernel again with the statistics written into two
@@ -251,6 +250,49 @@ inline OpRerun RerunOf(const BnTrainArgs& a, const Prepared<BnTrainArgs>& p,
   return r;
 }
 
+/// Ops whose forward also writes statistics that their backward reads (layer norm's mean and
+/// rstd: transformer_kernels.h specialises this) recompute under a memory budget by running
+/// their kernel again with those written into scratch: SavedStats<Args>::Of lists them.
+template <typename Args>
+struct SavedStats {
+  static std::vector<Tensor*> Of(Args&) { return {}; }
+};
+
+/// Such an op's rerun form (OpDesc::rerun): the same kernel on the same reads, y (the first of
+/// `writes`) again with the same bits, the statistics into fresh scratch tensors (added to the
+/// op's `writes`, as a rerun writes only what its op does); empty for the other ops.
+template <typename Args>
+OpRerun StatsRerun(const Args& a, const Prepared<Args>& p, const std::vector<Block*>& reads,
+                   const Tensor& ws, std::vector<Block*>* writes) {
+  Args ra = a;
+  const std::vector<Tensor*> stats = SavedStats<Args>::Of(ra);
+  if (stats.empty() || writes->empty()) return {};
+  OpRerun r;
+  r.reads = reads;
+  r.writes = {writes->front()};
+  for (Tensor* t : stats) {
+    *t = Tensor(t->shape(), t->device(), t->data_type());
+    writes->push_back(t->block());
+    r.writes.push_back(t->block());
+  }
+  if (!ws.empty()) r.writes.push_back(ws.block());
+  r.fn = [ra, ws, run = p.run](Context*) { run(ra, ws.empty() ? nullptr : OutPtr(ws)); };
+  return r;
+}
+
+/// The arithmetic of a call (OpDesc::flops): each output of a convolution, in any direction,
+/// is a dot product of W.Size() / K pairs per image; the other ops count none.
+inline double ConvFlops(const Tensor& out_or_dy, const Tensor& W, const ConvHandle& h) {
+  return 2.0 * out_or_dy.Size() * W.Size() / std::max<size_t>(h.num_filters, 1);
+}
+inline double FlopsOf(const ConvFwdArgs& a) { return ConvFlops(a.y, a.W, a.h); }
+inline double FlopsOf(const ConvBwdXArgs& a) { return ConvFlops(a.dy, a.W, a.h); }
+inline double FlopsOf(const ConvBwdWArgs& a) { return ConvFlops(a.dy, a.dW, a.h); }
+template <typename Args>
+double FlopsOf(const Args&) {
+  return 0;
+}
+
 /// `as_epilogue`: what this operation is as its input's producer's epilogue (FusionHooks).
 template <typename Args>
 void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
@@ -277,8 +319,11 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
     writes.push_back(ws.block());
   }
   OpRerun rerun;
-  if constexpr (std::is_same_v<Args, BnTrainArgs>) {
-    if (dev->graph_enabled()) rerun = RerunOf(a, p, fused, ws, &writes);
+  if (dev->graph_enabled()) {
+    if constexpr (std::is_same_v<Args, BnTrainArgs>)
+      rerun = RerunOf(a, p, fused, ws, &writes);
+    else
+      rerun = StatsRerun(a, p, reads, ws, &writes);
   }
   FusionHooks hooks;
   hooks.as_epilogue = as_epilogue;
@@ -297,13 +342,12 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
              .reads = std::move(reads),
              .writes = std::move(writes),
              .fusion = std::move(hooks),
+             .rerun = std::move(rerun),
+             .flops = FlopsOf(a),
              .layouts = p.layouts},
             [a, ws, run = std::move(p.run)](Context*) {
               run(a, ws.empty() ? nullptr : OutPtr(ws));
             });
-  if (rerun.fn)
-    dev->SetRerun(std::move(rerun.fn), std::move(rerun.with_epilogue), std::move(rerun.reads),
-                  std::move(rerun.writes));
 }
 
 }  // namespace singa

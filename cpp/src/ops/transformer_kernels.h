@@ -27,6 +27,12 @@ struct LnBwdArgs {
   size_t M = 0, N = 0;
 };
 SINGA_KERNEL_SLOT_DECL(LayerNormForward, PrepareFn<LnFwdArgs>);
+/// The backward reads mean and rstd: a recomputation (under a memory budget) writes them into
+/// scratch (nn_kernels.h: StatsRerun), so y can be dropped after the forward.
+template <>
+struct SavedStats<LnFwdArgs> {
+  static std::vector<Tensor*> Of(LnFwdArgs& a) { return {&a.mean, &a.rstd}; }
+};
 SINGA_KERNEL_SLOT_DECL(LayerNormBackward, PrepareFn<LnBwdArgs>);
 
 /// Contiguous in and out (float32 or int32) viewed as (outer, mid, inner); scan along mid.

@@ -51,6 +51,19 @@ namespace singa {
 class Graph;
 using OpFunc = std::function<void(Context*)>;
 
+/// How a graph under a memory budget recomputes an operation when that is not by running it
+/// again (OpDesc::rerun): batch norm in training reruns as a normalisation with the batch
+/// statistics it saved, leaving the running statistics alone. The graph runs `fn`
+/// (`with_epilogue`, given the operation's epilogue, when the graph fused one into it) to refill
+/// the operation's first written block; the rerun reads `reads` and writes `writes`: that block
+/// first, then scratch, all written by the operation too. Its output must be bit-identical to
+/// the operation's. Empty (no fn): the operation has no rerun form.
+struct OpRerun {
+  OpFunc fn = nullptr;
+  EpilogueFn with_epilogue = nullptr;
+  std::vector<Block*> reads{}, writes{};
+};
+
 /// What Device::Exec is asked to run, besides the kernel call itself. Designated initialisers
 /// name the fields in this order; every one has a default.
 struct OpDesc {
@@ -73,6 +86,14 @@ struct OpDesc {
   /// false when the kernel is not a pure function of its reads in ways the graph cannot see
   /// (hidden state): a graph under a memory budget then never reruns it (graph.h).
   bool recomputable = true;
+  /// Its rerun form under a memory budget, when recomputing it is not running it again (an
+  /// operation that updates state in place, as batch norm's running statistics): OpRerun. A
+  /// graph checks it when recording (ValueError); eager execution ignores it.
+  OpRerun rerun{};
+  /// The arithmetic of a product (matrix products, convolutions, attention: 2 per
+  /// multiply-add; 0 for the rest): what a graph's cost estimate counts besides the bytes
+  /// moved, when it has not measured the operation (Graph: cost model).
+  double flops = 0;
   /// Which reads and writes the kernel accepts in a blocked layout (singa/core/layout.h); a
   /// graph keeps an activation blocked only where every operation touching it accepts that.
   LayoutHooks layouts{};
@@ -104,12 +125,6 @@ class Device {
   /// Submits an operation: runs fn now, or records (desc, fn) while a graph buffers. See the
   /// file comment for the contract and OpDesc for the fields.
   void Exec(OpDesc desc, OpFunc fn);
-
-  /// Gives the operation the last Exec recorded a rerun form (singa/graph/graph.h: OpRerun):
-  /// how a graph under a memory budget recomputes it when not by running it again. Nothing
-  /// when not buffering (eager mode never recomputes).
-  void SetRerun(OpFunc fn, EpilogueFn with_epilogue, std::vector<Block*> reads,
-                std::vector<Block*> writes);
 
   /// A block of `size` bytes with no memory yet.
   std::shared_ptr<Block> NewBlock(size_t size);

@@ -64,12 +64,31 @@
 // default), no random numbers (the generator would advance: dropout's mask draw is kept, the
 // multiply that applies it is recomputed, reading the kept mask), no collective, nothing both
 // read and written. An operation that is none of these may still carry a rerun form
-// (Device::SetRerun): the batch-norm training forward updates its running statistics in place,
+// (OpDesc::rerun): the batch-norm training forward updates its running statistics in place,
 // and is recomputed by a rerun that normalises x with the batch statistics it saved.
 // A budget no plan reaches throws OutOfMemoryError at build time stating the least budget that
 // works. Without a budget, or one at least the unconstrained plan, the plan is unchanged. What
 // the budget bounds is persistent_bytes + arena_bytes; the pool adds its rounding on top (each
 // persistent block and the arena rounded up to the pool's 64-byte alignment).
+//
+// Cost model (what the planner minimises: remat::Step::cost, in milliseconds; SetCostModel).
+// Measured (default): a budget that makes the plan recompute is first planned by the estimate
+// below; the replays after that build then time every operation (a steady_clock pair around
+// it, after Device::Sync), except the first replay, which allocates the persistent blocks,
+// touches the arena's pages for the first time and lets oneDNN/cuBLAS fill their caches: its
+// times would charge an operation for memory it happens to touch first. After kTimedRuns
+// timed replays the next Run rebuilds with each operation's fastest time (the one least
+// disturbed by other processes), keeping the estimate's plan when it is the cheaper by those
+// times (or the measured greedy finds nothing within the budget). So a training loop runs the
+// estimate's plan for steps 1-5 (2-5 timed: the fastest of four runs shrugs off most of what a
+// loaded machine does to a few of them) and the measured plan from step 6 (whose replay
+// allocates the new arena). The times stay with the recorded operations until the graph is reset, so a new
+// budget replans at once. Timed replays are not captured. Profiling (SetVerbosity) times the
+// same replays and feeds the same minimum. A budget the step fits times nothing.
+// Estimate (CostModel::kEstimate, and before anything was timed): a roofline per operation,
+// max(bytes read and written / 25 B/ns, OpDesc::flops / 150 flop/ns) + 2 us per launch
+// (graph_cost.cc); products declare their flops (matrix products, convolutions in every
+// direction, attention), everything else counts bytes. A rerun form costs its own bytes.
 #pragma once
 
 #include <chrono>
@@ -84,18 +103,6 @@
 
 namespace singa {
 
-/// How an operation is recomputed when that is not by running it again (Device::SetRerun gives it):
-/// batch norm in training reruns as a normalisation with the batch statistics it saved, leaving
-/// the running statistics alone. A graph under a memory budget runs `fn` (`with_epilogue`, given
-/// the operation's epilogue, when the graph fused one into it) to refill the operation's first written block; the rerun
-/// reads `reads` and writes `writes`: that block and scratch, all written by the operation too.
-/// Its output must be bit-identical to the operation's.
-struct OpRerun {
-  OpFunc fn;
-  EpilogueFn with_epilogue;
-  std::vector<Block*> reads, writes;
-};
-
 /// What the planner decided, for tests, benchmarks and PrintTimeProfiling.
 struct GraphMemoryPlan {
   size_t arena_bytes = 0;        ///< bytes of the planned arena (0 when planning is off)
@@ -107,7 +114,8 @@ struct GraphMemoryPlan {
   size_t budget_bytes = 0;               ///< the budget in bytes (a fraction resolved)
   size_t unconstrained_arena_bytes = 0;  ///< the arena this step needs without recomputation
   size_t num_recomputed = 0;             ///< recomputations per step
-  double recompute_cost = 0;             ///< their estimated (or measured, in ms) cost per step
+  double recompute_cost = 0;             ///< their cost per step in ms, by the cost model
+  bool cost_measured = false;            ///< that cost (and the plan) from timed runs
 };
 
 class Graph {
@@ -127,12 +135,15 @@ class Graph {
     std::vector<Block*> fused_reads;  ///< blocks the epilogue reads (residual, bn parameters)
     bool skip = false;         ///< fused into its producer: nothing to run
     bool recomputable = true;  ///< its submitter says it is a pure function of its reads
-    OpRerun rerun;             ///< how it is recomputed, when not by fn (Device::SetRerun)
+    OpRerun rerun;             ///< how it is recomputed, when not by fn (OpDesc::rerun)
     LayoutHooks layouts;       ///< the layouts its kernel accepts (singa/core/layout.h)
     std::vector<size_t> succ;  ///< nodes that depend on this one
     size_t num_pred = 0;
     double total_ms = 0;       ///< accumulated run time, when profiling
     double recompute_ms = 0;   ///< accumulated time of its recomputations, when profiling
+    double flops = 0;          ///< OpDesc::flops
+    double best_ms = 0;        ///< its fastest timed run (cost model; 0: not timed)
+    double best_rerun_ms = 0;  ///< its fastest timed recomputation (0: none timed)
   };
 
   struct BlockInfo {
@@ -150,8 +161,6 @@ class Graph {
 
   /// Records one operation (called by Device::Exec while buffering).
   void AddOperation(OpDesc desc, OpFunc fn);
-  /// Gives the operation recorded last a rerun form (Device::SetRerun).
-  void SetRerunOfLast(OpRerun rerun);
   /// Runs every recorded operation; builds the graph first if it changed.
   void Run(bool sequential);
   /// Drops every recorded operation and releases planned memory.
@@ -176,6 +185,16 @@ class Graph {
   /// checkpoints for comparison); takes effect at the next build.
   void SetRecomputeStrategy(remat::Strategy s);
   remat::Strategy recompute_strategy() const { return strategy_; }
+  /// Where the planner's per-operation costs come from (see "Cost model" in the file comment):
+  /// times measured on this graph's own replays (default) or the estimate alone. Takes effect
+  /// at the next build.
+  enum class CostModel { kMeasured = 0, kEstimate = 1 };
+  void SetCostModel(CostModel m);
+  CostModel cost_model() const { return cost_model_; }
+  /// Replays that timed every operation (the first after each build not counted); the times
+  /// are used once there are kTimedRuns of them.
+  int timed_runs() const { return timed_runs_; }
+  static constexpr int kTimedRuns = 4;
   /// Whether position `pos` of the execution order reruns an operation (a recomputation).
   bool IsRecomputeAt(size_t pos) const { return pos < recompute_at_.size() && recompute_at_[pos]; }
   /// Operations the last build fused into their producers, by kind, and in all.
@@ -228,9 +247,10 @@ class Graph {
   void ChooseLayouts();
   void ClearLayouts();
   void AnalyseBlocks();
-  void PlanArena();
-  remat::Problem MakeProblem(std::vector<Block*>* ids) const;
-  double EstimateCost(const Node& n, bool measured) const;
+  void PlanArena(bool replan);
+  remat::Plan KeptPlan(const remat::Problem& p, size_t room) const;
+  remat::Problem MakeProblem(std::vector<Block*>* ids, bool measured) const;
+  double StepCost(const Node& n, bool measured) const;
   double RerunCost(const Node& n, bool measured) const;
   void ApplyPlan(const remat::Plan& plan, const std::vector<Block*>& ids);
   void ReleaseArena();
@@ -265,6 +285,11 @@ class Graph {
   size_t budget_bytes_ = 0;
   double budget_fraction_ = 0;
   remat::Strategy strategy_ = remat::Strategy::kGreedy;
+  CostModel cost_model_ = CostModel::kMeasured;
+  int timed_runs_ = 0;
+  bool timing_ = false;  ///< this build's replays are timed for a replan (cost model)
+  bool replan_ = false;  ///< the next build replans with the times just taken
+  std::vector<int> applied_dropped_;  ///< the dropped candidates of the plan in use
   std::vector<char> recompute_at_;  ///< per position of order_
   /// Blocks with several ranges are pointed at the range's offset when it begins.
   std::vector<std::vector<std::pair<Block*, size_t>>> rebind_before_;

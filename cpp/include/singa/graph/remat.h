@@ -35,8 +35,12 @@
 // greedy that is exact about memory and heuristic about time:
 //   repeat: find the position P where the most bytes are live; among the candidates whose gap
 //   spans P, simulate dropping each (chains and extensions included) and take the one that
-//   frees the most bytes at P per unit of recompute cost (measured per-operation times when the
-//   graph was profiled, else a FLOP/byte estimate); stop when nothing frees bytes at P.
+//   frees the most bytes at P per unit of recompute cost (Step::cost); stop when nothing frees
+//   bytes at P.
+// The cost of a step is the time one run of it takes, in milliseconds: Graph measures it on its
+// own replays (the fastest of a few, after a warm-up replay) and falls back to a roofline
+// estimate over bytes moved and declared flops (graph.h: "Cost model"). Only ratios between
+// steps matter here; the added cost of a plan is the sum of its recomputations' costs.
 // Each prefix of that sequence is a plan; the first whose placed arena fits the budget is used.
 // Guarantees:
 //   - the planned arena never exceeds the budget (checked after placement, not estimated); when
@@ -44,7 +48,8 @@
 //     which Graph reports as OutOfMemoryError stating the minimum budget (the least this
 //     planner reaches, not a proof that no schedule does better);
 //   - the sequence does not depend on the budget, so a smaller budget never gets a larger arena
-//     (the first prefix fitting B2 < B1 is the one for B1 or a later one, below B2);
+//     (the first prefix fitting B2 < B1 is the one for B1 or a later one, below B2), for the
+//     same costs (measured times differ from run to run: Graph's estimate is deterministic);
 //   - a budget at or above the unconstrained arena drops nothing: the plan is the unbudgeted one;
 //   - recomputations replay the recorded kernels on identical inputs: results are bit-identical
 //     (a rerun form is its submitter's promise of the same bits: batch norm's normalises through
@@ -68,7 +73,7 @@ namespace remat {
 struct Step {
   std::vector<int> reads, writes;  ///< distinct ids; an aliased block is listed as its owner
   bool recomputable = false;
-  double cost = 1;  ///< time of one run (any unit: only ratios matter)
+  double cost = 1;  ///< time of one run (Graph: ms, measured or estimated; only ratios matter)
   /// A rerun that differs from the run (batch norm in training reruns as a normalisation with
   /// its saved statistics, leaving the running ones alone): what a recomputation reads and
   /// writes instead of reads/writes (its writes a subset of the run's), at rerun_cost. The step
