@@ -551,6 +551,11 @@ void Graph::ReleaseArena() {
     if (info.recyclable) b->SetExternal(nullptr);
   device_->Free(arena_);
   arena_ = nullptr;
+  // The pool would keep the arena's chunk cached; the next plan's arena (another size, after a
+  // replan by measured times or a new budget) would then sit beside it, and a budgeted step's
+  // RSS exceed its budget. Rebuilds are rare: giving wholly free chunks back costs nothing a
+  // step sees.
+  device_->pool()->ReleaseCache();
 }
 
 void Graph::RunNode(size_t i, bool recompute) {
