@@ -85,6 +85,7 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
         size_t batch_norm, add, relu
     cdef cppclass CLayoutCounts "singa::Graph::LayoutCounts":
         size_t blocks, bytes
+        size_t channels_last
     cdef cppclass CGraph "singa::Graph":
         const CFusionCounts& fusion_counts()
         void SetPlanning(bool planned)

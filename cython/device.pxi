@@ -99,9 +99,10 @@ cdef class Device:
         self.c.get().graph().SetLayouts(on)
 
     def graph_layout_counts(self):
-        """What the last graph build kept blocked: {"blocks": count, "bytes": their size}."""
+        """What the last graph build kept in a non-plain layout: {"blocks": count, "bytes": their
+        size, "channels_last": how many of those blocks are NHWC (the others nChw16c)}."""
         c = self.c.get().graph().layout_counts()
-        return {"blocks": c.blocks, "bytes": c.bytes}
+        return {"blocks": c.blocks, "bytes": c.bytes, "channels_last": c.channels_last}
 
     def SetMemoryBudget(self, budget, strategy="greedy", cost="measured"):
         """A budget for the graph's memory (its persistent blocks plus the planned arena), met by

@@ -1,30 +1,34 @@
 // The graph's layout pass (Graph::ChooseLayouts; the model: singa/core/layout.h).
 //
-// Why: every oneDNN convolution computes in a channel-blocked layout (nChw16c) and used to
-// reorder its NCHW input in and its output out at each call: about 10% of its time, more for
-// small CIFAR layers. Within a recorded step the graph knows every reader and writer of an
-// activation, so it can let one stay blocked from the convolution that writes it, through the
-// batch norm, ReLU and residual add that follow, to the convolution that reads it.
+// Why: every oneDNN convolution computes in a layout of its own choosing (nChw16c for float32
+// on AVX-512, NHWC for bfloat16 on AMX) and used to reorder its NCHW input in and its output out
+// at each call: about 10% of its time in float32, more for small CIFAR layers, and a sixth of a
+// bfloat16 ResNet-18 step. Within a recorded step the graph knows every reader and writer of an
+// activation, so it can let one stay in the convolution's layout from the convolution that
+// writes it, through the batch norm, ReLU and residual add that follow, to the convolution that
+// reads it.
 //
 // The rules, decided once per build from what each operation declared (OpDesc::layouts):
 //   1. A candidate is a block of a 4-d float32 / bfloat16 tensor (N, C, H, W) with C % 16 == 0
 //      and H * W > 1, first written inside the step (not an input, parameter or optimizer
-//      state), that no user handle holds (Python never sees a blocked block; the step's outputs
+//      state), that no user handle holds (Python never sees a kept layout; the step's outputs
 //      are held, so they stay plain).
 //   2. Blocks that must share a layout are joined (union-find): the flagged operands of an
 //      operation with one_layout (elementwise ops, batch norm, pooling), a fused link's output
 //      and its producer's block (one memory), a fused residual and the block it is added to.
-//      Joined blocks of different shapes could not share a blocked layout: their group stays
+//      Joined blocks of different shapes could not share a kept layout: their group stays
 //      plain.
-//   3. A group stays plain when one of its blocks is read or written by an operation that does
-//      not accept the blocked layout for it (no kernel for it: a reorder would be needed, and
-//      the pass keeps the block plain instead), or when a one_layout operation mixes it with a
-//      non-candidate operand. (A fused epilogue follows its output's layout: the kernel that
-//      accepts y blocked applies its batch-norm fold, residual add and ReLU in that layout.)
-//   4. Every other group is blocked. Kernels read the tag when they run: a convolution skips the
-//      reorder of a blocked operand, batch norm and pooling pick their blocked primitive,
-//      elementwise kernels need nothing.
-// Sizes are the same in both layouts, so the memory plan and its invariant are untouched.
+//   3. Each group starts allowed both kept layouts; every operation touching one of its blocks
+//      narrows that to the layouts it accepts for the operand (none: the group stays plain, a
+//      reorder would be needed and the pass keeps the block plain instead); a one_layout
+//      operation mixing it with a non-candidate operand keeps it plain. (A fused epilogue
+//      follows its output's layout: the kernel that accepts y kept applies its batch-norm fold,
+//      residual add and ReLU in that layout.)
+//   4. Every other group takes the layout its operations allow: nChw16c when it may (the float32
+//      convolutions' choice), else channels-last (the bfloat16 ones'). Kernels read the tag
+//      when they run: a convolution skips the reorder of a kept operand, batch norm and pooling
+//      pick their path for that layout, elementwise kernels need nothing.
+// Sizes are the same in every layout, so the memory plan and its invariant are untouched.
 // Eager mode and a graph with SetLayouts(false) (or SetFusion(false), which turns every
 // rewrite off, or a memory budget) leave every block plain.
 #include <unordered_map>
@@ -43,12 +47,15 @@ bool FourD(const Block* b) {
 // Stored alike in both layouts: never tagged, never joins a group.
 bool Neutral(const Block* b) { return FourD(b) && b->shape()[2] * b->shape()[3] == 1; }
 
-// Union-find over candidate blocks, with a "must stay plain" mark per group.
+// The kept layouts an operation allows: bit 0 kChannels16, bit 1 kChannelsLast.
+constexpr uint8_t k16 = 1, kLast = 2;
+
+// Union-find over candidate blocks, with the kept layouts each group still allows.
 class Groups {
  public:
   int Add() {
     parent_.push_back(static_cast<int>(parent_.size()));
-    plain_.push_back(0);
+    allowed_.push_back(k16 | kLast);
     return parent_.back();
   }
   int Find(int i) {
@@ -60,15 +67,23 @@ class Groups {
     b = Find(b);
     if (a == b) return;
     parent_[b] = a;
-    plain_[a] |= plain_[b];
+    allowed_[a] &= allowed_[b];
   }
-  void KeepPlain(int i) { plain_[Find(i)] = 1; }
-  bool Plain(int i) { return plain_[Find(i)] != 0; }
+  void Allow(int i, uint8_t layouts) { allowed_[Find(i)] &= layouts; }
+  void KeepPlain(int i) { Allow(i, 0); }
+  uint8_t Allowed(int i) { return allowed_[Find(i)]; }
 
  private:
   std::vector<int> parent_;
-  std::vector<char> plain_;
+  std::vector<uint8_t> allowed_;
 };
+
+// The kept layouts an operation's hooks allow for its operand k (m16 / mlast: the masks of k's
+// direction).
+uint8_t AllowedBy(uint32_t m16, uint32_t mlast, size_t k) {
+  if (k >= 32) return 0;
+  return uint8_t((m16 >> k & 1u ? k16 : 0) | (mlast >> k & 1u ? kLast : 0));
+}
 
 }  // namespace
 
@@ -123,15 +138,16 @@ void Graph::ChooseLayouts() {
   for (const Node& n : nodes_) {
     if (n.skip) continue;
     std::vector<Block*> one;  // the operands of a one-layout operation
-    auto visit = [&](Block* b, bool accepted) {
+    auto visit = [&](Block* b, uint8_t allowed) {
       if (Neutral(b)) return;
-      if (!accepted) keep_plain(b);
-      else if (n.layouts.one_layout) one.push_back(b);
+      if (candidate(b)) groups.Allow(id.at(b), allowed);
+      if (allowed && n.layouts.one_layout) one.push_back(b);
     };
+    const LayoutHooks& h = n.layouts;
     for (size_t k = 0; k < n.reads.size(); ++k)
-      visit(n.reads[k], k < 32 && (n.layouts.reads >> k & 1u));
+      visit(n.reads[k], AllowedBy(h.reads, h.reads_last, k));
     for (size_t k = 0; k < n.writes.size(); ++k)
-      visit(n.writes[k], k < 32 && (n.layouts.writes >> k & 1u));
+      visit(n.writes[k], AllowedBy(h.writes, h.writes_last, k));
     if (!one.empty()) share(one);
     if (!n.run_fused || n.writes.empty()) continue;
     Block* y = n.writes[0];
@@ -140,10 +156,13 @@ void Graph::ChooseLayouts() {
   }
   // Rule 4.
   for (auto& [b, i] : id) {
-    if (groups.Plain(i)) continue;
-    b->set_mem_layout(MemLayout::kChannels16);
+    const uint8_t allowed = groups.Allowed(i);
+    if (!allowed) continue;
+    const bool last = !(allowed & k16);
+    b->set_mem_layout(last ? MemLayout::kChannelsLast : MemLayout::kChannels16);
     layout_counts_.blocks++;
     layout_counts_.bytes += b->size();
+    if (last) layout_counts_.channels_last++;
   }
 }
 

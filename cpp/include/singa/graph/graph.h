@@ -205,9 +205,11 @@ class Graph {
   /// Blocked layouts (see the file comment), on by default; takes effect at the next build.
   void SetLayouts(bool on);
   bool layouts() const { return layouts_; }
-  /// What the last build kept blocked: blocks and their bytes.
+  /// What the last build kept in a layout other than plain: blocks and their bytes, and how
+  /// many of those blocks are channels-last (the others: nChw16c).
   struct LayoutCounts {
     size_t blocks = 0, bytes = 0;
+    size_t channels_last = 0;
   };
   const LayoutCounts& layout_counts() const { return layout_counts_; }
   size_t num_fused() const { return fused_.batch_norm + fused_.add + fused_.relu; }

@@ -13,10 +13,11 @@ namespace singa {
 namespace dnnl_kernel {
 namespace {
 std::atomic<size_t> g_creations{0};
-// A blocked block given to a primitive computing another layout: a bug of the layout pass.
-void CheckKeeps16(bool keeps16) {
-  SINGA_CHECK(keeps16, Error, "oneDNN kernel: a blocked operand reached a primitive that "
-                              "computes it in another layout (the graph's layout pass)");
+// A kept block given to a primitive computing another layout: a bug of the layout pass.
+void CheckKeeps(MemLayout keeps, MemLayout kept) {
+  SINGA_CHECK(keeps == kept, Error, "oneDNN kernel: an operand kept in layout "
+                                        << int(kept) << " reached a primitive that computes it "
+                                        << "in another (the graph's layout pass)");
 }
 std::atomic<bool> g_blocked{true};
 std::atomic<bool> g_batchnorm{false};
@@ -55,7 +56,9 @@ void Operand::Init(const memory::desc& user_md, const memory::desc& prim_md, boo
   user = user_md;
   prim = prim_md;
   reorder = user != prim;
-  keeps16 = prim.dims().size() == 4 && prim == Blocked16(user);
+  keeps = MemLayout::kPlain;
+  if (prim.dims().size() == 4 && prim == Blocked16(user)) keeps = MemLayout::kChannels16;
+  if (prim.dims().size() == 4 && prim == ChannelsLast(user)) keeps = MemLayout::kChannelsLast;
   if (!reorder) return;
   off = ws->Add(prim.get_size());
   dnnl::reorder::primitive_desc pd =
@@ -64,9 +67,11 @@ void Operand::Init(const memory::desc& user_md, const memory::desc& prim_md, boo
   r = Make<dnnl::reorder>(pd);
 }
 
-memory Operand::Input(const void* data, char* ws, bool blocked) const {
-  if (blocked) CheckKeeps16(keeps16);
-  if (blocked) return memory(prim, Engine(), const_cast<void*>(data));
+memory Operand::Input(const void* data, char* ws, MemLayout kept) const {
+  if (kept != MemLayout::kPlain) {
+    CheckKeeps(keeps, kept);
+    return memory(prim, Engine(), const_cast<void*>(data));
+  }
   memory u(user, Engine(), const_cast<void*>(data));
   if (!reorder) return u;
   memory m(prim, Engine(), ws + off);
@@ -74,20 +79,32 @@ memory Operand::Input(const void* data, char* ws, bool blocked) const {
   return m;
 }
 
-memory Operand::Target(void* data, char* ws, bool blocked) const {
-  if (blocked) CheckKeeps16(keeps16);
-  if (blocked) return memory(prim, Engine(), data);
+memory Operand::Target(void* data, char* ws, MemLayout kept) const {
+  if (kept != MemLayout::kPlain) {
+    CheckKeeps(keeps, kept);
+    return memory(prim, Engine(), data);
+  }
   return reorder ? memory(prim, Engine(), ws + off) : memory(user, Engine(), data);
 }
 
-void Operand::Output(const memory& target, void* data, bool blocked) const {
-  if (!reorder || blocked) return;
+void Operand::Output(const memory& target, void* data, MemLayout kept) const {
+  if (!reorder || kept != MemLayout::kPlain) return;
   memory u(user, Engine(), data);
   r.execute(Stream(), const_cast<memory&>(target), u);
 }
 
 memory::desc Blocked16(const memory::desc& plain) {
   return memory::desc(plain.dims(), plain.data_type(), tag::nChw16c);
+}
+
+memory::desc ChannelsLast(const memory::desc& plain) {
+  return memory::desc(plain.dims(), plain.data_type(), tag::nhwc);
+}
+
+memory::desc InLayout(const memory::desc& plain, MemLayout l) {
+  if (l == MemLayout::kChannels16) return Blocked16(plain);
+  if (l == MemLayout::kChannelsLast) return ChannelsLast(plain);
+  return plain;
 }
 
 memory Scratch(const memory::desc& md, char* ws, size_t off) {

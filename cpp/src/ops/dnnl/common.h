@@ -75,27 +75,33 @@ dnnl::primitive_attr Attr();
 
 /// One tensor operand of a primitive: our plain layout (`user`) and the primitive's (`prim`);
 /// when they differ, a reorder (cached with the primitive) through a workspace region. A block
-/// the graph keeps blocked (`blocked`: IsChannels16(t), nn_kernels.h) is already in the primitive's layout when
-/// Keeps16() says so, which is the only case where a kernel offers it to the graph.
+/// the graph keeps in another layout (its MemLayout, singa/core/layout.h) is already in the
+/// primitive's layout when Keeps() names that layout, which is the only case where a kernel
+/// offers it to the graph.
 struct Operand {
   memory::desc user, prim;
-  bool reorder = false, keeps16 = false;
+  bool reorder = false;
+  MemLayout keeps = MemLayout::kPlain;
   dnnl::reorder r;
   size_t off = 0;
   /// input: reorder user -> prim before the primitive; else prim -> user after it.
   void Init(const memory::desc& user_md, const memory::desc& prim_md, bool input, WsLayout* ws);
-  /// The primitive computes this operand in MemLayout::kChannels16 (nChw16c).
-  bool Keeps16() const { return keeps16; }
+  /// The kept layout the primitive computes this operand in (kPlain: neither of them).
+  MemLayout Keeps() const { return keeps; }
   /// The memory the primitive reads: data itself, or its reordered copy in the workspace.
-  memory Input(const void* data, char* ws, bool blocked = false) const;
+  memory Input(const void* data, char* ws, MemLayout kept = MemLayout::kPlain) const;
   /// The memory the primitive writes: data itself, or a workspace region (then call Output).
-  memory Target(void* data, char* ws, bool blocked = false) const;
+  memory Target(void* data, char* ws, MemLayout kept = MemLayout::kPlain) const;
   /// Reorders a workspace result back into data (when the layouts differ).
-  void Output(const memory& target, void* data, bool blocked = false) const;
+  void Output(const memory& target, void* data, MemLayout kept = MemLayout::kPlain) const;
 };
 
 /// nChw16c over the dims of a 4-d plain descriptor (MemLayout::kChannels16).
 memory::desc Blocked16(const memory::desc& plain);
+/// NHWC (oneDNN's acdb) over the dims of a 4-d plain descriptor (MemLayout::kChannelsLast).
+memory::desc ChannelsLast(const memory::desc& plain);
+/// plain as stored in the kept layout l (plain itself for kPlain).
+memory::desc InLayout(const memory::desc& plain, MemLayout l);
 /// The scratchpad memory of a primitive whose scratchpad lies at `ws + off`.
 memory Scratch(const memory::desc& md, char* ws, size_t off);
 

@@ -9,9 +9,11 @@
 // reference im2col + OpenBLAS 1014 ms, oneDNN on plain NCHW / OIHW 1163 ms (its plain-layout
 // backward-weights is slow), oneDNN blocked with the reorders inside the op 769 ms. Inside a
 // recorded graph the reorders of activations go too: each kernel offers the operands its
-// primitive computes in nChw16c (Prepared::layouts), the graph's layout pass (graph/layouts.cc)
-// keeps a block blocked when every operation touching it accepts that, and Run reads such a
-// block in place instead of reordering it. Eager calls and the weights stay plain.
+// primitive computes in a kept layout (Prepared::layouts: nChw16c for float32 here, NHWC for
+// bfloat16 on AMX, ResNet-18's 20 convolutions in all three directions alike), the graph's
+// layout pass (graph/layouts.cc) keeps a block in it when every operation touching it accepts
+// that, and Run reads such a block in place instead of reordering it. Eager calls and the
+// weights stay plain.
 //
 // One path for the three directions (forward, backward data, backward weights): they differ in
 // the primitive and in which of the geometry's tensors (src, weights, dst) each operand is
@@ -144,16 +146,16 @@ struct ConvEntry {
            float* wsf) const {
     char* w = reinterpret_cast<char*>(wsf);
     std::unordered_map<int, memory> args;
-    args[in0_arg] = in0.Input(t0.block()->data(), w, IsChannels16(t0));
-    args[in1_arg] = in1.Input(t1.block()->data(), w, IsChannels16(t1));
-    const bool out_blocked = IsChannels16(to);
+    args[in0_arg] = in0.Input(t0.block()->data(), w, t0.block()->mem_layout());
+    args[in1_arg] = in1.Input(t1.block()->data(), w, t1.block()->mem_layout());
+    const MemLayout out_kept = to.block()->mem_layout();
     void* o = to.block()->mutable_data();
-    const memory target = out.Target(o, w, out_blocked);
+    const memory target = out.Target(o, w, out_kept);
     args[out_arg] = target;
     args[DNNL_ARG_SCRATCHPAD] = Scratch(scratch, w, scratch_off);
     if (b) args[DNNL_ARG_BIAS] = memory(bias, Engine(), const_cast<float*>(b));
     prim.execute(Stream(), args);
-    out.Output(target, o, out_blocked);
+    out.Output(target, o, out_kept);
     Stream().wait();
   }
 };
@@ -230,9 +232,24 @@ std::shared_ptr<ConvEntry> EntryOf(Direction d, const ConvHandle& h, const Tenso
   return e;
 }
 
-// Bit 0 when the graph may keep t blocked for this operand: the primitive computes it so.
-uint32_t Offer(const Operand& o, const Tensor& t) {
-  return o.Keeps16() && OffersChannels16(t) ? 1u : 0u;
+// What the graph may keep t in for this operand: the kept layout the primitive computes it in
+// (bit 0 of the mask of that layout).
+struct Offered {
+  uint32_t c16 = 0, last = 0;
+};
+Offered Offer(const Operand& o, const Tensor& t) {
+  if (!OffersChannels16(t)) return {};
+  return {o.Keeps() == MemLayout::kChannels16 ? 1u : 0u,
+          o.Keeps() == MemLayout::kChannelsLast ? 1u : 0u};
+}
+// reads {r0, r1 (shifted by shift)}, writes {w}: each operand in its primitive's layout.
+LayoutHooks Hooks(Offered r0, Offered r1, unsigned shift, Offered w) {
+  LayoutHooks h;
+  h.reads = r0.c16 | r1.c16 << shift;
+  h.reads_last = r0.last | r1.last << shift;
+  h.writes = w.c16;
+  h.writes_last = w.last;
+  return h;
 }
 
 // The kernel of a cached entry (null: oneDNN has no implementation, the front falls back).
@@ -252,7 +269,7 @@ Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
     const CpuEpilogue epi(a.epi, a.relu, a.h.num_filters, a.h.conv_height * a.h.conv_width);
     if (epi.relu_only()) {
       if (a.relu) ReluInPlace(a.y);  // float32 or bfloat16
-    } else if (IsChannels16(a.y)) {
+    } else if (IsChannels16(a.y)) {  // float32: y is never offered channels-last (below)
       epi.ApplyChannels16(OutPtr(a.y), a.y.shape(0), true);
     } else {
       epi.Apply(OutPtr(a.y), 0, a.y.shape(0) * a.h.num_filters, true);  // float32 only: below
@@ -261,8 +278,14 @@ Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
   // The epilogue pass (epilogue_cpu.h) reads and writes float32; a bfloat16 convolution offers
   // the ReLU only.
   p.epilogue = a.x.data_type() == kFloat32 ? kEpiBatchNorm | kEpiAdd : 0u;
-  // reads {x, W, b}, writes {y}: x and y may stay blocked (the epilogue follows y's layout)
-  if (e) p.layouts = {Offer(e->in0, a.x), Offer(e->out, a.y), false};
+  // reads {x, W, b}, writes {y}: x and y may stay in their primitive's layout; the epilogue
+  // follows y's, and its float32 pass has no channels-last path (bfloat16 offers the ReLU only,
+  // which does not care)
+  if (e) {
+    Offered y = Offer(e->out, a.y);
+    if (a.y.data_type() == kFloat32) y.last = 0;
+    p.layouts = Hooks(Offer(e->in0, a.x), {}, 0, y);
+  }
   return p;
 }
 
@@ -271,7 +294,7 @@ Prepared<ConvBwdXArgs> BackwardX(const ConvBwdXArgs& a) {
   auto p = PreparedOf<ConvBwdXArgs>(e, [](const ConvEntry& e, const ConvBwdXArgs& a, float* ws) {
     e.Run(a.dy, a.W, nullptr, a.dx, ws);
   });
-  if (e) p.layouts = {Offer(e->in0, a.dy), Offer(e->out, a.dx), false};  // reads {dy, W}
+  if (e) p.layouts = Hooks(Offer(e->in0, a.dy), {}, 0, Offer(e->out, a.dx));  // reads {dy, W}
   return p;
 }
 
@@ -281,7 +304,7 @@ Prepared<ConvBwdWArgs> BackwardW(const ConvBwdWArgs& a) {
   auto p = PreparedOf<ConvBwdWArgs>(e, [](const ConvEntry& e, const ConvBwdWArgs& a, float* ws) {
     e.Run(a.x, a.dy, nullptr, a.dW, ws);
   });
-  if (e) p.layouts = {Offer(e->in1, a.dy) | Offer(e->in0, a.x) << 1, 0, false};  // reads {dy, x}
+  if (e) p.layouts = Hooks(Offer(e->in1, a.dy), Offer(e->in0, a.x), 1, {});  // reads {dy, x}
   return p;
 }
 

@@ -1,6 +1,7 @@
 // Max / average pooling with oneDNN (backend kCpuDnnl), on our plain NCHW tensors (no reorders:
-// pooling is bandwidth-bound, a layout change would cost what it saves), float32 or bfloat16, or,
-// for average pooling, on a block a graph keeps in nChw16c (Graph: layouts). Average pooling maps
+// pooling is bandwidth-bound, a layout change would cost what it saves), float32 or bfloat16, or
+// on a block a graph keeps in nChw16c or NHWC (Graph: layouts): one primitive per layout, the
+// run picks x's. Average pooling maps
 // count_include_pad to pooling_avg_include_padding (divisor kh * kw) or _exclude_padding. Max
 // pooling's backward needs the forward's argmax workspace, which our API does not carry from the
 // forward: the backward reruns the forward (training mode) into its own workspace first, as the
@@ -8,14 +9,17 @@
 //
 // NaN: oneDNN's max pooling skips NaN ([[nan, 1], [2, 3]] pooled to 3, an all-NaN window to
 // -3.4e38). After each max pooling primitive, the planes whose input holds a NaN are recomputed
-// by the reference per-plane loops (../cpu/pool_plane.h): NaN propagates as in numpy and
-// PyTorch, and the gradient goes to the window's first NaN. The scan reads x once more
-// (vectorised, in parallel over planes): 3.7 ms on one thread for a (32, 64, 56, 56) input,
+// by the reference per-plane loops (../cpu/pool_plane.h; a kept layout's plane is gathered into a
+// plain one and its result scattered back): NaN propagates as in numpy and PyTorch, and the
+// gradient goes to the window's first NaN. The scan reads x once more (vectorised, in parallel
+// over images, plane by plane only in an image holding a NaN): 3.7 ms on one thread for a
+// (32, 64, 56, 56) input,
 // against about 4 ms for oneDNN's pooling forward itself on two threads (a max pooling layer costs
 // up to about 1.5x what it did; average pooling propagates NaN by itself and pays nothing).
 #include <algorithm>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "../cpu/pool_plane.h"
 #include "../nn_kernels.h"
@@ -35,12 +39,13 @@ struct PoolGeometry {
 };
 
 // dt: the activations' type (float32 or bfloat16: oneDNN averages bf16 in float32).
-PoolGeometry GeometryOf(const PoolingHandle& h, size_t N, memory::data_type dt, bool blocked) {
+PoolGeometry GeometryOf(const PoolingHandle& h, size_t N, memory::data_type dt, MemLayout l) {
   using D = memory::dim;
   PoolGeometry g;
-  const tag t = blocked ? tag::nChw16c : tag::nchw;
-  g.src = memory::desc({D(N), D(h.channels), D(h.height), D(h.width)}, dt, t);
-  g.dst = memory::desc({D(N), D(h.channels), D(h.pooled_height), D(h.pooled_width)}, dt, t);
+  g.src = InLayout(memory::desc({D(N), D(h.channels), D(h.height), D(h.width)}, dt, tag::nchw), l);
+  g.dst = InLayout(
+      memory::desc({D(N), D(h.channels), D(h.pooled_height), D(h.pooled_width)}, dt, tag::nchw),
+      l);
   g.strides = {D(h.stride_h), D(h.stride_w)};
   g.kernel = {D(h.kernel_h), D(h.kernel_w)};
   g.pad = {D(h.pad_h), D(h.pad_w)};  // symmetric, as for convolution (floor mode)
@@ -55,9 +60,9 @@ memory::data_type TypeOf(const Tensor& t) {
 }
 
 std::string KeyOf(const char* op, const PoolingHandle& h, size_t N, memory::data_type dt,
-                  bool blocked) {
-  std::string k = KeyStart(op) + (dt == memory::data_type::bf16 ? ",bf16" : "") +
-                  (blocked ? ",16c" : "");
+                  MemLayout l) {
+  std::string k = KeyStart(op) + (dt == memory::data_type::bf16 ? ",bf16" : "") + ",l" +
+                  std::to_string(int(l));
   for (size_t v : {N, h.channels, h.height, h.width, h.kernel_h, h.kernel_w, h.stride_h,
                    h.stride_w, h.pad_h, h.pad_w, size_t(h.is_max_pooling),
                    size_t(h.count_include_pad)})
@@ -70,22 +75,43 @@ dnnl::pooling_forward::primitive_desc ForwardPd(const PoolGeometry& g, prop_kind
   return dnnl::pooling_forward::primitive_desc(d, Attr(), Engine());
 }
 
-// Reruns fix(plane) on each (n, c) plane of x that holds a NaN (max pooling only).
-template <typename T, typename Fix>
-void FixNaNPlanes(const PoolingHandle& h, size_t N, const T* px, Fix fix) {
+// Reruns the reference loops on each (n, c) plane of x that holds a NaN (max pooling only), in
+// x's layout: fwd(g, x plane, y plane) or bwd(g, x plane, dy plane, dx plane) on contiguous
+// copies, the results scattered back.
+template <typename T>
+void FixNaNForward(const PoolingHandle& h, MemLayout l, size_t N, const T* px, T* py) {
   if (!h.is_max_pooling) return;
-  const size_t in = h.height * h.width;
-  const std::ptrdiff_t planes = std::ptrdiff_t(N * h.channels);
-#pragma omp parallel for schedule(static) if (size_t(planes) * in >= (1 << 14))
-  for (std::ptrdiff_t p = 0; p < planes; ++p)
-    if (cpu::PlaneHasNaN(px + size_t(p) * in, in)) fix(size_t(p));
+  const PoolGeom g = PoolGeom::Of(h);
+  const size_t C = h.channels, in = size_t(g.H) * g.W, out = size_t(g.PH) * g.PW;
+  cpu::ForEachNaNPlane(l, N, C, in, px, [&](size_t n, size_t c) {
+    thread_local std::vector<T> x, y;
+    x.resize(in);
+    y.resize(out);
+    cpu::Gather(px, cpu::PlaneOf(l, C, in, n, c), in, x.data());
+    cpu::PoolPlaneForward(g, x.data(), y.data());
+    cpu::Scatter(y.data(), cpu::PlaneOf(l, C, out, n, c), out, py);
+  });
+}
+template <typename T>
+void FixNaNBackward(const PoolingHandle& h, MemLayout l, size_t N, const T* px, const T* pdy,
+                    T* pdx) {
+  if (!h.is_max_pooling) return;
+  const PoolGeom g = PoolGeom::Of(h);
+  const size_t C = h.channels, in = size_t(g.H) * g.W, out = size_t(g.PH) * g.PW;
+  cpu::ForEachNaNPlane(l, N, C, in, px, [&](size_t n, size_t c) {
+    thread_local std::vector<T> x, dy, dx;
+    x.resize(in);
+    dy.resize(out);
+    dx.resize(in);
+    cpu::Gather(px, cpu::PlaneOf(l, C, in, n, c), in, x.data());
+    cpu::Gather(pdy, cpu::PlaneOf(l, C, out, n, c), out, dy.data());
+    cpu::PoolPlaneBackward(g, x.data(), dy.data(), dx.data());
+    cpu::Scatter(dx.data(), cpu::PlaneOf(l, C, in, n, c), in, pdx);
+  });
 }
 
-// Average pooling may run on nChw16c for a graph's blocked layout (Graph: layouts); max pooling
-// stays plain, where FixNaNPlanes can find a NaN's plane.
-bool Offers16Pool(const PoolingHandle& h, const Tensor& x) {
-  return !h.is_max_pooling && OffersChannels16(x);
-}
+// The graph may keep x (and y, dy, dx: one layout) in either kept layout: a primitive for each.
+bool OffersKept(const Tensor& x) { return OffersChannels16(x); }
 // The pooled image has more than one pixel (else both layouts store it alike).
 bool Spatial(const PoolingHandle& h) { return h.pooled_height * h.pooled_width > 1; }
 
@@ -96,13 +122,13 @@ struct PoolEntry {
   WsLayout ws;
 };
 
-std::shared_ptr<PoolEntry> ForwardEntry(const PoolFwdArgs& a, bool blocked) {
+std::shared_ptr<PoolEntry> ForwardEntry(const PoolFwdArgs& a, MemLayout l) {
   const size_t N = a.x.shape(0);
   const memory::data_type dt = TypeOf(a.x);
-  return Cached<PoolEntry>(KeyOf("pool_fwd", a.h, N, dt, blocked), [&] {
+  return Cached<PoolEntry>(KeyOf("pool_fwd", a.h, N, dt, l), [&] {
     std::shared_ptr<PoolEntry> r;
     try {
-      const PoolGeometry g = GeometryOf(a.h, N, dt, blocked);
+      const PoolGeometry g = GeometryOf(a.h, N, dt, l);
       const auto pd = ForwardPd(g, prop_kind::forward_inference);
       r = std::make_shared<PoolEntry>();
       r->src = g.src;
@@ -117,44 +143,71 @@ std::shared_ptr<PoolEntry> ForwardEntry(const PoolFwdArgs& a, bool blocked) {
   });
 }
 
+// The entries of a call, by MemLayout: plain always, the kept layouts when the graph may keep
+// x in them (null where oneDNN has no primitive for one).
+struct Entries {
+  std::shared_ptr<PoolEntry> by[3];
+  const PoolEntry& Of(const Tensor& x) const {
+    const auto& e = by[int(x.block()->mem_layout())];
+    return e ? *e : *by[0];
+  }
+  size_t WorkspaceFloats() const {
+    size_t w = 0;
+    for (const auto& e : by) w = std::max(w, e ? e->ws.floats() : 0);
+    return w;
+  }
+  // reads / writes masks for the kept layouts that have a primitive
+  LayoutHooks Hooks(uint32_t reads, uint32_t writes) const {
+    LayoutHooks h;
+    h.one_layout = true;
+    if (by[int(MemLayout::kChannels16)]) h.reads = reads, h.writes = writes;
+    if (by[int(MemLayout::kChannelsLast)]) h.reads_last = reads, h.writes_last = writes;
+    return h;
+  }
+};
+
+template <typename Args, typename Make>
+Entries EntriesOf(const Args& a, Make make) {
+  Entries es;
+  es.by[0] = make(a, MemLayout::kPlain);
+  if (es.by[0] && OffersKept(a.x))
+    for (MemLayout l : {MemLayout::kChannels16, MemLayout::kChannelsLast})
+      es.by[int(l)] = make(a, l);
+  return es;
+}
+
 Prepared<PoolFwdArgs> Forward(const PoolFwdArgs& a) {
-  auto e = ForwardEntry(a, false);
+  const Entries es = EntriesOf(a, ForwardEntry);
   Prepared<PoolFwdArgs> p;
-  if (!e) return p;
-  auto b = Offers16Pool(a.h, a.x) ? ForwardEntry(a, true) : nullptr;
-  p.workspace = std::max(e->ws.floats(), b ? b->ws.floats() : 0);
-  // reads {x}, writes {y}: one layout; a 1x1 y is stored alike in both (layout.h) and may be
+  if (!es.by[0]) return p;
+  p.workspace = es.WorkspaceFloats();
+  // reads {x}, writes {y}: one layout; a 1x1 y is stored alike in all (layout.h) and may be
   // any block's view (flattened for a linear layer's gradient, say): not flagged
-  if (b) p.layouts = {1u, Spatial(a.h) ? 1u : 0u, true};
-  p.run = [plain = e, b](const PoolFwdArgs& a, float* wsf) {
-    const auto& e = b && IsChannels16(a.x) ? b : plain;
+  p.layouts = es.Hooks(1u, Spatial(a.h) ? 1u : 0u);
+  p.run = [es](const PoolFwdArgs& a, float* wsf) {
+    const PoolEntry& e = es.Of(a.x);
     char* w = reinterpret_cast<char*>(wsf);
-    e->fwd.execute(Stream(),
-                   {{DNNL_ARG_SRC, memory(e->src, Engine(), const_cast<float*>(InPtr(a.x)))},
-                    {DNNL_ARG_DST, memory(e->dst, Engine(), OutPtr(a.y))},
-                    {DNNL_ARG_SCRATCHPAD, Scratch(e->fwd_scratch, w, e->fwd_scratch_off)}});
+    e.fwd.execute(Stream(),
+                  {{DNNL_ARG_SRC, memory(e.src, Engine(), const_cast<float*>(InPtr(a.x)))},
+                   {DNNL_ARG_DST, memory(e.dst, Engine(), OutPtr(a.y))},
+                   {DNNL_ARG_SCRATCHPAD, Scratch(e.fwd_scratch, w, e.fwd_scratch_off)}});
     Stream().wait();
     cpu::ByElemType(a.x, [&](auto t) {
       using T = decltype(t);
-      const PoolGeom g = PoolGeom::Of(a.h);
-      const size_t in = size_t(g.H) * g.W, out = size_t(g.PH) * g.PW;
-      const T* px = cpu::In<T>(a.x);
-      T* py = cpu::Out<T>(a.y);
-      FixNaNPlanes(a.h, a.x.shape(0), px, [&](size_t plane) {
-        cpu::PoolPlaneForward(g, px + plane * in, py + plane * out);
-      });
+      FixNaNForward(a.h, a.x.block()->mem_layout(), a.x.shape(0), cpu::In<T>(a.x),
+                    cpu::Out<T>(a.y));
     });
   };
   return p;
 }
 
-std::shared_ptr<PoolEntry> BackwardEntry(const PoolBwdArgs& a, bool blocked) {
+std::shared_ptr<PoolEntry> BackwardEntry(const PoolBwdArgs& a, MemLayout l) {
   const size_t N = a.x.shape(0);
   const memory::data_type dt = TypeOf(a.x);
-  return Cached<PoolEntry>(KeyOf("pool_bwd", a.h, N, dt, blocked), [&] {
+  return Cached<PoolEntry>(KeyOf("pool_bwd", a.h, N, dt, l), [&] {
     std::shared_ptr<PoolEntry> r;
     try {
-      const PoolGeometry g = GeometryOf(a.h, N, dt, blocked);
+      const PoolGeometry g = GeometryOf(a.h, N, dt, l);
       const auto fpd = ForwardPd(g, prop_kind::forward_training);
       dnnl::pooling_backward::desc d(g.alg, g.src, g.dst, g.strides, g.kernel, g.pad, g.pad);
       const dnnl::pooling_backward::primitive_desc bpd(d, Attr(), Engine(), fpd);
@@ -180,39 +233,33 @@ std::shared_ptr<PoolEntry> BackwardEntry(const PoolBwdArgs& a, bool blocked) {
 }
 
 Prepared<PoolBwdArgs> Backward(const PoolBwdArgs& a) {
-  auto e = BackwardEntry(a, false);
+  const Entries es = EntriesOf(a, BackwardEntry);
   Prepared<PoolBwdArgs> p;
-  if (!e) return p;
-  auto b = Offers16Pool(a.h, a.x) ? BackwardEntry(a, true) : nullptr;
-  p.workspace = std::max(e->ws.floats(), b ? b->ws.floats() : 0);
-  if (b) p.layouts = {(Spatial(a.h) ? 1u : 0u) | 2u, 1u, true};  // reads {dy, x}, writes {dx}
-  p.run = [plain = e, b, is_max = a.h.is_max_pooling](const PoolBwdArgs& a, float* wsf) {
-    const auto& e = b && IsChannels16(a.x) ? b : plain;
+  if (!es.by[0]) return p;
+  p.workspace = es.WorkspaceFloats();
+  p.layouts = es.Hooks((Spatial(a.h) ? 1u : 0u) | 2u, 1u);  // reads {dy, x}, writes {dx}
+  p.run = [es, is_max = a.h.is_max_pooling](const PoolBwdArgs& a, float* wsf) {
+    const PoolEntry& e = es.Of(a.x);
     char* w = reinterpret_cast<char*>(wsf);
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_DIFF_DST, memory(e->dst, Engine(), const_cast<float*>(InPtr(a.dy)))},
-        {DNNL_ARG_DIFF_SRC, memory(e->src, Engine(), OutPtr(a.dx))},
-        {DNNL_ARG_SCRATCHPAD, Scratch(e->bwd_scratch, w, e->bwd_scratch_off)}};
+        {DNNL_ARG_DIFF_DST, memory(e.dst, Engine(), const_cast<float*>(InPtr(a.dy)))},
+        {DNNL_ARG_DIFF_SRC, memory(e.src, Engine(), OutPtr(a.dx))},
+        {DNNL_ARG_SCRATCHPAD, Scratch(e.bwd_scratch, w, e.bwd_scratch_off)}};
     if (is_max) {
-      const memory ws(e->workspace, Engine(), w + e->workspace_off);
-      e->fwd.execute(Stream(),
-                     {{DNNL_ARG_SRC, memory(e->src, Engine(), const_cast<float*>(InPtr(a.x)))},
-                      {DNNL_ARG_DST, memory(e->dst, Engine(), w + e->y_off)},
-                      {DNNL_ARG_WORKSPACE, ws},
-                      {DNNL_ARG_SCRATCHPAD, Scratch(e->fwd_scratch, w, e->fwd_scratch_off)}});
+      const memory ws(e.workspace, Engine(), w + e.workspace_off);
+      e.fwd.execute(Stream(),
+                    {{DNNL_ARG_SRC, memory(e.src, Engine(), const_cast<float*>(InPtr(a.x)))},
+                     {DNNL_ARG_DST, memory(e.dst, Engine(), w + e.y_off)},
+                     {DNNL_ARG_WORKSPACE, ws},
+                     {DNNL_ARG_SCRATCHPAD, Scratch(e.fwd_scratch, w, e.fwd_scratch_off)}});
       args[DNNL_ARG_WORKSPACE] = ws;
     }
-    e->bwd.execute(Stream(), args);
+    e.bwd.execute(Stream(), args);
     Stream().wait();
     cpu::ByElemType(a.x, [&](auto t) {
       using T = decltype(t);
-      const PoolGeom g = PoolGeom::Of(a.h);
-      const size_t in = size_t(g.H) * g.W, out = size_t(g.PH) * g.PW;
-      const T *px = cpu::In<T>(a.x), *pdy = cpu::In<T>(a.dy);
-      T* pdx = cpu::Out<T>(a.dx);
-      FixNaNPlanes(a.h, a.x.shape(0), px, [&](size_t plane) {
-        cpu::PoolPlaneBackward(g, px + plane * in, pdy + plane * out, pdx + plane * in);
-      });
+      FixNaNBackward(a.h, a.x.block()->mem_layout(), a.x.shape(0), cpu::In<T>(a.x),
+                     cpu::In<T>(a.dy), cpu::Out<T>(a.dx));
     });
   };
   return p;
