@@ -6,6 +6,7 @@ cores).
     .venv/bin/python benchmarks/bench_fusion.py --models resnet18 --batch 32 --steps 3 --rounds 3
     .venv/bin/python benchmarks/bench_fusion.py --models resnet50 --batch 16 --steps 1 --rounds 2
     .venv/bin/python benchmarks/bench_fusion.py --compare layouts --modes train   # fusion on
+    .venv/bin/python benchmarks/bench_fusion.py --compare layouts --modes train --precision bfloat16
 
 --compare layouts switches dev.SetGraphLayouts(on/off) with fusion on both sides (today's fp32
 is fusion without layouts); the "Fused" column then shows the blocks kept blocked.
@@ -28,7 +29,7 @@ from bench_train import eval_step  # noqa: E402  (records the inference forward 
 SHAPES = {"resnet18": ((3, 32, 32), 10), "resnet50": ((3, 224, 224), 1000)}
 
 
-def build(name, batch, inference):
+def build(name, batch, inference, precision="float32"):
     import models
     from singa import device, opt, tensor
     dev = device.get_default_device()
@@ -40,7 +41,7 @@ def build(name, batch, inference):
     net = models.resnet18() if name == "resnet18" else models.resnet50(cifar=False)
     net.set_optimizer(opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5))
     if not inference:
-        net.compile([tx], is_train=True, use_graph=True)
+        net.compile([tx], is_train=True, use_graph=True, precision=precision)
         return dev, lambda: net(tx, ty)
     net.compile([tx], is_train=False, use_graph=False)
     return dev, eval_step(net, dev, tx, graph=True)
@@ -64,6 +65,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--modes", nargs="+", default=["train", "inference"],
                     choices=["train", "inference"])
+    ap.add_argument("--precision", default="float32", choices=["float32", "bfloat16"],
+                    help="training steps in this precision (model.compile's; bfloat16: AMP)")
     ap.add_argument("--compare", default="fusion", choices=["fusion", "layouts"],
                     help="what is switched on and off")
     args = ap.parse_args()
@@ -75,7 +78,7 @@ def main():
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for name in args.models:
         for mode in args.modes:
-            dev, step = build(name, args.batch, mode == "inference")
+            dev, step = build(name, args.batch, mode == "inference", args.precision)
             best = {True: [float("inf")] * 2, False: [float("inf")] * 2}
             counts = None
             for _ in range(args.rounds):

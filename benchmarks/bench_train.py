@@ -3,6 +3,8 @@ order, with and without the static memory planner) beside PyTorch eager, like th
 
     .venv/bin/python benchmarks/bench_train.py --models mlp cnn resnet18 --iters 20
     .venv/bin/python benchmarks/bench_train.py --models resnet50 --batch 16 --iters 3
+    .venv/bin/python benchmarks/bench_train.py --models resnet18 resnet50 --iters 5 --rounds 3 \
+        --modes bfs-bf16 bfs-bf16-nolayout torch-cl-bf16   # bf16 kept layouts on / off
     .venv/bin/python benchmarks/bench_train.py --device gpu --models mlp cnn resnet18
 
 With --device gpu (a CUDA build and a GPU; tests/gpu/run_all.sh runs it) singa trains on GPU 0
@@ -58,7 +60,8 @@ MODES = [("layer", "layer"), ("eager", "model: disable graph"),
          ("bfs-bf16", "model: enable graph, bfs, bf16 AMP"),
          ("torch-bf16", "pytorch eager, autocast bf16"),
          ("torch-cl", "pytorch eager, channels_last"),
-         ("torch-cl-bf16", "pytorch eager, channels_last, autocast bf16")]
+         ("torch-cl-bf16", "pytorch eager, channels_last, autocast bf16"),
+         ("bfs-bf16-nolayout", "model: enable graph, bfs, bf16 AMP, kept layouts off")]
 # capture exists on a GPU only; TF32 is a GPU setting; compile is slow on the CPU
 GPU_ONLY = ("bfs-nocap", "torch-notf32", "torch-compile")
 
@@ -136,6 +139,7 @@ def worker(cfg):
         if graph:
             dev.SetGraphPlanning("noplan" not in mode)
             dev.SetGraphFusion("nofuse" not in mode)
+            dev.SetGraphLayouts("nolayout" not in mode)
             if on_gpu:
                 dev.SetCaptureEnabled("nocap" not in mode)
         if mode.startswith("eval"):  # the forward alone; the graph recorded by hand
@@ -144,7 +148,7 @@ def worker(cfg):
         else:
             net.compile([tx], is_train=True, use_graph=graph,
                         sequential=mode.startswith("serial"),
-                        **({"precision": "bfloat16"} if mode.endswith("-bf16") else {}))
+                        **({"precision": "bfloat16"} if "-bf16" in mode else {}))
         if mode == "layer":
             autograd.training = True
             sce = layer.SoftMaxCrossEntropy()

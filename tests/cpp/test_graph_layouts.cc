@@ -1,5 +1,8 @@
 // The graph's layout pass (cpp/src/graph/layouts.cc): which blocks it keeps channel-blocked,
-// checked with operations that declare their layouts and record what they see when they run.
+// checked with operations that declare their layouts and record what they see when they run,
+// and the batch norm kernels in each layout.
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -116,4 +119,133 @@ TEST(GraphLayouts, IndependentOperandsEachChooseTheirOwn) {
   EXPECT_EQ(c.seen["produce"], MemLayout::kPlain);
   EXPECT_EQ(c.seen["conv"], MemLayout::kChannels16);
   c.dev->ResetGraph();
+}
+
+TEST(GraphLayouts, AChainOfChannelsLastOperationsStaysChannelsLast) {
+  // the bfloat16 convolutions' case: the producer and consumer take NHWC only
+  Chain c;
+  Tensor x(c.shape, c.dev), a(c.shape, c.dev), b(c.shape, c.dev), out(Shape{2}, c.dev);
+  c.dev->EnableGraph(true);
+  c.Op("produce", {x.block()}, {a.block()}, {.writes_last = 1});
+  c.Op("relu", {a.block()}, {b.block()}, LayoutHooks::Flat());
+  c.Op("consume", {b.block()}, {out.block()}, {.reads_last = 1});
+  c.dev->EnableGraph(false);
+  c.dev->RunGraph(false);
+  const Graph::LayoutCounts counts = c.dev->graph()->layout_counts();
+  EXPECT_EQ(counts.blocks, 2u);
+  EXPECT_EQ(counts.channels_last, 2u);
+  EXPECT_EQ(c.seen["produce"], MemLayout::kChannelsLast);
+  EXPECT_EQ(c.seen["relu"], MemLayout::kChannelsLast);
+  c.dev->ResetGraph();
+  EXPECT_EQ(a.block()->mem_layout(), MemLayout::kPlain);
+}
+
+TEST(GraphLayouts, AGroupTakesTheLayoutAllItsOperationsAllow) {
+  // nChw16c where every operation allows it; channels-last where one allows only that; plain
+  // where two allow disjoint layouts
+  struct Case {
+    LayoutHooks produce, consume;
+    MemLayout expected;
+  };
+  const Case cases[] = {
+      {LayoutHooks::Both(0, 1, false), LayoutHooks::Both(1, 0, false), MemLayout::kChannels16},
+      {LayoutHooks::Both(0, 1, false), {.reads_last = 1}, MemLayout::kChannelsLast},
+      {{.writes = 1}, {.reads_last = 1}, MemLayout::kPlain},
+  };
+  for (const Case& k : cases) {
+    Chain c;
+    Tensor x(c.shape, c.dev), a(c.shape, c.dev), b(c.shape, c.dev), out(Shape{2}, c.dev);
+    c.dev->EnableGraph(true);
+    c.Op("produce", {x.block()}, {a.block()}, k.produce);
+    c.Op("relu", {a.block()}, {b.block()}, LayoutHooks::Flat());
+    c.Op("consume", {b.block()}, {out.block()}, k.consume);
+    c.dev->EnableGraph(false);
+    c.dev->RunGraph(false);
+    EXPECT_EQ(c.seen["produce"], k.expected);
+    EXPECT_EQ(c.seen["relu"], k.expected);
+    c.dev->ResetGraph();
+  }
+}
+
+namespace {
+
+// Where element (n, c, s) of an (N, C, S) image batch lies in layout l (singa/core/layout.h).
+size_t IndexIn(MemLayout l, size_t N, size_t C, size_t S, size_t n, size_t c, size_t s) {
+  (void)N;
+  if (l == MemLayout::kChannels16) return (n * C + c / 16 * 16) * S + s * 16 + c % 16;
+  if (l == MemLayout::kChannelsLast) return (n * S + s) * C + c;
+  return (n * C + c) * S + s;
+}
+// v (plain NCHW) stored in layout l, and back.
+std::vector<float> ToLayout(const std::vector<float>& v, MemLayout l, const Shape& sh, bool back) {
+  const size_t N = sh[0], C = sh[1], S = sh[2] * sh[3];
+  std::vector<float> r(v.size());
+  for (size_t n = 0; n < N; ++n)
+    for (size_t c = 0; c < C; ++c)
+      for (size_t s = 0; s < S; ++s) {
+        const size_t p = (n * C + c) * S + s, q = IndexIn(l, N, C, S, n, c, s);
+        if (back) r[p] = v[q];
+        else r[q] = v[p];
+      }
+  return r;
+}
+std::vector<float> Values(const Tensor& t) {
+  std::vector<float> v(t.Size());
+  std::memcpy(v.data(), t.block()->data(), v.size() * sizeof(float));
+  return v;
+}
+
+}  // namespace
+
+TEST(GraphLayouts, BatchNormKernelsGiveThePlainBitsInEveryLayout) {
+  // The reference kernels read the layout the graph chose from x's block; tagged by hand here
+  // (eager), with x and dy stored in it. S = 5 * 7 = 35: two rounds of lanes and a tail.
+  auto dev = std::make_shared<CppCPU>();
+  dev->set_backend(Backend::kCpuRef);
+  const Shape sh{3, 32, 5, 7};
+  const size_t C = sh[1], n = 3 * 32 * 35;
+  std::vector<float> xv(n), dyv(n), sv(C), bv(C);
+  for (size_t i = 0; i < n; ++i) {
+    xv[i] = std::sin(0.37f * float(i)) * 3.f + float(i % 7);
+    dyv[i] = std::cos(0.11f * float(i));
+  }
+  for (size_t c = 0; c < C; ++c) {
+    sv[c] = 0.5f + 0.03f * float(c);
+    bv[c] = 0.1f * float(c) - 1.f;
+  }
+  auto on = [&](const std::vector<float>& v, const Shape& s) {
+    Tensor t = singa_test::FromVector(v, s);
+    return t.ToDevice(dev);
+  };
+  const Tensor scale = on(sv, {C}), bias = on(bv, {C});
+  struct Out {
+    std::vector<float> y, mean, var, dx, dscale, dbias, yinf;
+  };
+  auto run = [&](MemLayout l) {
+    Tensor x = on(ToLayout(xv, l, sh, false), sh), dy = on(ToLayout(dyv, l, sh, false), sh);
+    x.block()->set_mem_layout(l);
+    dy.block()->set_mem_layout(l);
+    auto f = BatchNormForwardTraining(x, scale, bias, nullptr, nullptr, 0.1f, 1e-5f, true);
+    auto b = BatchNormBackward(dy, x, scale, f[1], f[2], 1e-5f);
+    Tensor yi = BatchNormForwardInference(x, scale, bias, f[1], f[2], 1e-5f);
+    dev->Sync();
+    Out o{ToLayout(Values(f[0]), l, sh, true), Values(f[1]), Values(f[2]),
+          ToLayout(Values(b[0]), l, sh, true), Values(b[1]), Values(b[2]),
+          ToLayout(Values(yi), l, sh, true)};
+    x.block()->set_mem_layout(MemLayout::kPlain);
+    dy.block()->set_mem_layout(MemLayout::kPlain);
+    return o;
+  };
+  const Out plain = run(MemLayout::kPlain);
+  for (MemLayout l : {MemLayout::kChannels16, MemLayout::kChannelsLast}) {
+    const Out o = run(l);
+    const char* name = l == MemLayout::kChannels16 ? "nChw16c" : "channels-last";
+    EXPECT_EQ(o.y, plain.y) << name;  // bit for bit: the same lanes in the same order
+    EXPECT_EQ(o.mean, plain.mean) << name;
+    EXPECT_EQ(o.var, plain.var) << name;
+    EXPECT_EQ(o.dx, plain.dx) << name;
+    EXPECT_EQ(o.dscale, plain.dscale) << name;
+    EXPECT_EQ(o.dbias, plain.dbias) << name;
+    EXPECT_EQ(o.yinf, plain.yinf) << name;
+  }
 }
