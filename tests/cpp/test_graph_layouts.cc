@@ -249,3 +249,79 @@ TEST(GraphLayouts, BatchNormKernelsGiveThePlainBitsInEveryLayout) {
     EXPECT_EQ(o.yinf, plain.yinf) << name;
   }
 }
+
+#ifdef SINGA_USE_DNNL
+namespace {
+
+// a and b hold the same values (up to 4 ulps: oneDNN's kernels for each layout may add the
+// gradients of overlapping windows in their own order), NaN where the other has NaN.
+void ExpectSameWithNaN(const std::vector<float>& a, const std::vector<float>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(b[i])) EXPECT_TRUE(std::isnan(a[i])) << what << " at " << i;
+    else EXPECT_FLOAT_EQ(a[i], b[i]) << what << " at " << i;
+  }
+}
+
+}  // namespace
+
+TEST(GraphLayouts, OneDnnMaxPoolingInAKeptLayoutGivesThePlainResultNaNIncluded) {
+  // A recorded step: "fill" writes x and dy (from plain host values, into whatever layout the
+  // graph chose), oneDNN's max pooling forward and backward, "read" converts y and dx back. The
+  // fill and read operations allow one kept layout, so the pooling's group takes it.
+  auto dev = std::make_shared<CppCPU>();
+  ASSERT_EQ(dev->backend(), Backend::kCpuDnnl);
+  const Shape sh{2, 32, 7, 9};
+  const PoolingHandle h(sh, {3, 3}, {2, 2}, {1, 1}, /*is_max=*/true);
+  const Shape ysh = h.OutputShape(2);
+  const size_t n = 2 * 32 * 7 * 9, m = 2 * 32 * 4 * 5;
+  std::vector<float> xv(n), dyv(m);
+  for (size_t i = 0; i < n; ++i) xv[i] = std::sin(0.71f * float(i)) * float(1 + i % 5);
+  for (size_t i = 0; i < m; ++i) dyv[i] = std::cos(0.3f * float(i));
+  // NaN in a window's corner, in a plane's first pixel, in the last plane's last pixel
+  for (size_t at : {size_t(3 * 63 + 2 * 9 + 4), size_t((32 + 17) * 63), n - 1})
+    xv[at] = std::nanf("");
+  struct Out {
+    MemLayout seen = MemLayout::kPlain;
+    std::vector<float> y, dx;
+  };
+  auto run = [&](MemLayout l) {
+    Out o;
+    const LayoutHooks fill = l == MemLayout::kChannels16 ? LayoutHooks{.writes = 1}
+                             : l == MemLayout::kChannelsLast ? LayoutHooks{.writes_last = 1}
+                                                             : LayoutHooks{};
+    const LayoutHooks read = {.reads = fill.writes * 3, .reads_last = fill.writes_last * 3};
+    Tensor src(sh, dev), x(sh, dev), dysrc(ysh, dev), dy(ysh, dev), out(Shape{1}, dev);
+    auto put = [](const std::vector<float>& v, const Tensor& t, const Shape& s) {
+      const std::vector<float> in = ToLayout(v, t.block()->mem_layout(), s, false);
+      std::memcpy(t.block()->mutable_data(), in.data(), in.size() * sizeof(float));
+    };
+    dev->EnableGraph(true);
+    dev->Exec({.reads = {src.block()}, .writes = {x.block()}, .label = "fill", .layouts = fill},
+              [&](Context*) { put(xv, x, sh); });
+    dev->Exec({.reads = {dysrc.block()}, .writes = {dy.block()}, .label = "fill", .layouts = fill},
+              [&](Context*) { put(dyv, dy, ysh); });
+    Tensor y = Pool2dForward(x, h);
+    Tensor dx = Pool2dBackward(dy, x, y, h);
+    dev->Exec({.reads = {y.block(), dx.block()}, .writes = {out.block()}, .label = "read",
+               .layouts = read},
+              [&](Context*) {
+                o.seen = x.block()->mem_layout();
+                o.y = ToLayout(Values(y), y.block()->mem_layout(), ysh, true);
+                o.dx = ToLayout(Values(dx), dx.block()->mem_layout(), sh, true);
+              });
+    dev->EnableGraph(false);
+    dev->RunGraph(false);
+    dev->ResetGraph();
+    return o;
+  };
+  const Out plain = run(MemLayout::kPlain);
+  EXPECT_TRUE(std::isnan(plain.y[3 * 20 + 1 * 5 + 2]));  // the window around (2, 4)
+  for (MemLayout l : {MemLayout::kChannels16, MemLayout::kChannelsLast}) {
+    const Out o = run(l);
+    EXPECT_EQ(o.seen, l);
+    ExpectSameWithNaN(o.y, plain.y, "y");
+    ExpectSameWithNaN(o.dx, plain.dx, "dx");
+  }
+}
+#endif  // SINGA_USE_DNNL

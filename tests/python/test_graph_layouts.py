@@ -1,8 +1,9 @@
-"""Blocked layouts in the graph (graph.h, cpp/src/graph/layouts.cc): activations kept in oneDNN's
-nChw16c between the operations that accept it. A replay with layouts must give the plain-layout
-numbers (every loss and parameter over several training steps, inference outputs), in float32
-and in bfloat16 AMP, on ResNet-style nets with odd spatial sizes, groups and stride 2; the memory
-plan is unchanged (a blocked block has its plain size: channels are multiples of 16)."""
+"""Kept layouts in the graph (graph.h, cpp/src/graph/layouts.cc): activations kept in oneDNN's
+nChw16c (float32 convolutions on AVX-512) or channels-last NHWC (bfloat16 ones on AMX) between
+the operations that accept it. A replay with layouts must give the plain-layout numbers (every
+loss and parameter over several training steps, inference outputs), in float32 and in bfloat16
+AMP, on ResNet-style nets with odd spatial sizes, groups, stride 2 and max pooling (NaN included);
+the memory plan is unchanged (a kept block has its plain size: channels are multiples of 16)."""
 import os
 import sys
 
@@ -18,8 +19,12 @@ import test_graph_epilogue as epilogue  # noqa: E402  (its ResNet block and net)
 from test_graph_epilogue import Block, record_inference  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not singa_wrap.USE_DNNL, reason="layouts need oneDNN kernels")
-# oneDNN computes fp32 convolutions in nChw16c with AVX-512 (nChw8c below it: nothing blocked)
+# oneDNN computes fp32 convolutions in nChw16c with AVX-512 (nChw8c below it: nothing blocked),
+# bf16 ones in NHWC with AMX
 AVX512 = "avx512f" in singa_wrap.cpu_features()
+BF16 = "avx512_bf16" in singa_wrap.cpu_features()
+AMX = "amx_bf16" in singa_wrap.cpu_features()
+needs_bf16 = pytest.mark.skipif(not BF16, reason="bfloat16 AMP needs avx512_bf16")
 
 
 class Net(epilogue.Net):
@@ -137,14 +142,92 @@ def test_resnet18_training_with_layouts_equals_plain():
     check_same(on, off)  # the same bits: reorders are exact, batch norm sums alike
 
 
-@pytest.mark.skipif("avx512_bf16" not in singa_wrap.cpu_features(),
-                    reason="bfloat16 AMP needs avx512_bf16")
+@needs_bf16
 def test_bf16_amp_training_with_layouts_equals_plain():
     on = train(lambda: Net((5, 6)), True, precision="bfloat16")
     off = train(lambda: Net((5, 6)), False, precision="bfloat16")
-    # with AMX, oneDNN's bf16 convolutions compute in channels-last (acdb), not nChw16c: they
-    # offer nothing and the activations between them stay plain (fp32 ones are blocked); the
-    # batch norms and casts between them keep theirs wherever a group still qualifies
     assert off[2]["blocks"] == 0
+    # with AMX, oneDNN's bf16 convolutions compute in channels-last (acdb): the activations
+    # between them, their batch norms, ReLUs, adds and casts stay NHWC (elsewhere the
+    # convolutions' own layout, whichever it is)
+    assert on[2]["blocks"] > 0
+    if AMX:
+        assert on[2]["channels_last"] == on[2]["blocks"]
     # the same bf16 roundings in both layouts, up to the order of float32 accumulations
     check_same(on, off, rtol=2e-2, atol=2e-3)
+    for k in ("lower_bound_bytes", "recyclable_bytes", "persistent_bytes", "num_recyclable"):
+        assert on[3][k] == off[3][k], k
+
+
+@needs_bf16
+def test_bf16_amp_resnet18_keeps_channels_last():
+    on = train(models.resnet18, True, steps=2, shape=(2, 3, 32, 32), precision="bfloat16")
+    off = train(models.resnet18, False, steps=2, shape=(2, 3, 32, 32), precision="bfloat16")
+    assert on[2]["blocks"] > 20  # the activations of the residual stages
+    if AMX:
+        assert on[2]["channels_last"] == on[2]["blocks"]
+    check_same(on, off, rtol=2e-2, atol=2e-3)
+
+
+class PoolNet(Net):
+    """An ImageNet-style stem: conv, batch norm, ReLU, 3x3 max pooling with stride 2 and
+    padding 1 (9x11 -> 5x6), then a stride-2 block (3x3) and global average pooling."""
+
+    def __init__(self):
+        model.Model.__init__(self)
+        self.stem = layer.Conv2d(16, 3, padding=1, bias=False)
+        self.bn = layer.BatchNorm2d()
+        self.relu = layer.ReLU()
+        self.mp = layer.MaxPool2d(3, stride=2, padding=1)
+        self.b1 = Block(16)
+        self.b2 = Block(32, stride=2, down=True)
+        self.pool = layer.AvgPool2d(3, stride=1)
+        self.flat = layer.Flatten()
+        self.fc = layer.Linear(3)
+        self.loss = layer.SoftMaxCrossEntropy()
+
+    def forward(self, x):
+        y = self.mp(self.relu(self.bn(self.stem(x))))
+        return self.fc(self.flat(self.pool(self.b2(self.b1(y)))))
+
+
+@pytest.mark.parametrize("precision", ["float32", pytest.param("bfloat16", marks=needs_bf16)])
+def test_max_pooling_keeps_layouts_and_equals_plain(precision):
+    on = train(PoolNet, True, precision=precision)
+    off = train(PoolNet, False, precision=precision)
+    # the stem's activations around the max pooling are kept too: every activation block of
+    # the net is (stem conv / bn / relu / pool, both blocks, and their gradients)
+    assert on[2]["blocks"] > 0 or not AVX512
+    tol = (1e-5, 1e-6) if precision == "float32" else (2e-2, 2e-3)
+    check_same(on, off, *tol)
+
+
+def max_pool_outputs(precision, layouts, x):
+    dev = make_device(layouts)
+    tx, t = data(dev)
+    net = PoolNet()
+    net.set_optimizer(opt.SGD(lr=0.05))
+    net.compile([tx], is_train=True, use_graph=False, precision=precision)
+    net(tx, t)  # running statistics
+    tx.copy_from_numpy(x)
+    out = record_inference(net, dev, tx)
+    dev.RunGraph(False)
+    counts = dev.graph_layout_counts()
+    res = tensor.to_numpy(out).astype(np.float32)
+    dev.ResetGraph()
+    return res, counts
+
+
+@pytest.mark.parametrize("precision", ["float32", pytest.param("bfloat16", marks=needs_bf16)])
+def test_max_pooling_propagates_nan_in_every_layout(precision):
+    # oneDNN's max pooling skips NaN; the fix-up finds the NaN's planes in the kept layout too
+    x = np.random.default_rng(1).standard_normal((4, 3, 9, 11)).astype(np.float32)
+    x[1, 0, 4, 5] = np.nan  # one pixel of one image
+    on, counts = max_pool_outputs(precision, True, x)
+    off, _ = max_pool_outputs(precision, False, x)
+    assert counts["blocks"] > 0 or not AVX512
+    assert np.isnan(on[1]).all() and np.isnan(off[1]).all()  # the NaN reached the output
+    keep = [0, 2, 3]
+    assert np.isfinite(on[keep]).all()
+    tol = (1e-5, 1e-6) if precision == "float32" else (2e-2, 2e-3)
+    close(on[keep], off[keep], "images without NaN", *tol)

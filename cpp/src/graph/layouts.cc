@@ -16,8 +16,9 @@
 //   2. Blocks that must share a layout are joined (union-find): the flagged operands of an
 //      operation with one_layout (elementwise ops, batch norm, pooling), a fused link's output
 //      and its producer's block (one memory), a fused residual and the block it is added to.
-//      Joined blocks of different shapes could not share a kept layout: their group stays
-//      plain.
+//      Joined blocks of different shapes could not share a kept layout where a kernel reads
+//      them as flat arrays (elementwise ops: a broadcast; LayoutHooks::flat): their group stays
+//      plain (pooling's x and y differ in H and W only: fine).
 //   3. Each group starts allowed both kept layouts; every operation touching one of its blocks
 //      narrows that to the layouts it accepts for the operand (none: the group stays plain, a
 //      reorder would be needed and the pass keeps the block plain instead); a one_layout
@@ -123,10 +124,13 @@ void Graph::ChooseLayouts() {
   auto keep_plain = [&](Block* b) {
     if (candidate(b)) groups.KeepPlain(id.at(b));
   };
-  // Blocks that must share a layout: one group, plain unless all are candidates of one shape.
-  auto share = [&](const std::vector<Block*>& bs) {
+  // Blocks that must share a layout: one group, plain unless all are candidates (of one shape
+  // when they are flat arrays, else of one channel count).
+  auto share = [&](const std::vector<Block*>& bs, bool flat = true) {
     bool ok = true;
-    for (Block* b : bs) ok = ok && candidate(b) && b->shape() == bs[0]->shape();
+    for (Block* b : bs)
+      ok = ok && candidate(b) &&
+           (flat ? b->shape() == bs[0]->shape() : b->shape()[1] == bs[0]->shape()[1]);
     for (Block* b : bs) {
       if (!ok) keep_plain(b);
       else groups.Join(id.at(bs[0]), id.at(b));
@@ -148,7 +152,7 @@ void Graph::ChooseLayouts() {
       visit(n.reads[k], AllowedBy(h.reads, h.reads_last, k));
     for (size_t k = 0; k < n.writes.size(); ++k)
       visit(n.writes[k], AllowedBy(h.writes, h.writes_last, k));
-    if (!one.empty()) share(one);
+    if (!one.empty()) share(one, h.flat);
     if (!n.run_fused || n.writes.empty()) continue;
     Block* y = n.writes[0];
     if (Block* r = n.epilogue.residual)

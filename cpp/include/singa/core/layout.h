@@ -35,11 +35,15 @@ struct LayoutHooks {
   bool one_layout = false;
   uint32_t reads_last = 0;   ///< bit i set: reads[i] may be stored in kChannelsLast
   uint32_t writes_last = 0;  ///< bit i set: writes[i] may
+  /// The one-layout operands are flat arrays of one shape (elementwise ops): operands of other
+  /// shapes (a broadcast) keep all of them plain. Otherwise only the layout is shared (pooling's
+  /// x and y differ in H and W).
+  bool flat = false;
 
   bool any() const { return (reads | writes | reads_last | writes_last) != 0; }
   /// Every operand, one layout, any of them: a kernel that sees its operands as flat arrays of
   /// one shape.
-  static LayoutHooks Flat() { return LayoutHooks{~0u, ~0u, true, ~0u, ~0u}; }
+  static LayoutHooks Flat() { return LayoutHooks{~0u, ~0u, true, ~0u, ~0u, true}; }
   /// The same operands in either kept layout (a kernel with a path for each).
   static LayoutHooks Both(uint32_t reads, uint32_t writes, bool one_layout) {
     return LayoutHooks{reads, writes, one_layout, reads, writes};
