@@ -152,7 +152,8 @@ inline void CheckImage(const char* op, const char* what, const Tensor& t, size_t
                        << "x" << ww);
 }
 
-/// t may be offered to a recording graph in MemLayout::kChannels16 (singa/core/layout.h): a
+/// t may be offered to a recording graph in a kept layout (MemLayout::kChannels16 or
+/// kChannelsLast, singa/core/layout.h): a
 /// contiguous 4-d tensor (N, C, H, W) that is its whole block, C % 16 == 0, H * W > 1, float32
 /// or bfloat16. A kernel offers it only where it can run on it (Prepared::layouts).
 inline bool OffersChannels16(const Tensor& t) {

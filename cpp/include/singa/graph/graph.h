@@ -49,9 +49,10 @@
 // rounds as the batch-norm kernel does; NaN propagates as in numpy).
 //
 // Layouts (SetLayouts(false) turns them off; cpp/src/graph/layouts.cc states the rules): a 4-d
-// activation stays in oneDNN's channel-blocked layout (singa/core/layout.h) from the operation
-// that writes it to the ones that read it when all of them accept that layout, no user handle
-// holds it and it is not an input of the step; kernels then skip the reorders to and from NCHW.
+// activation stays in the layout its convolutions compute in, oneDNN's channel-blocked nChw16c
+// or channels-last NHWC (singa/core/layout.h), from the operation that writes it to the ones
+// that read it when all of them accept that layout, no user handle holds it and it is not an
+// input of the step; kernels then skip the reorders to and from NCHW.
 // Off under a memory budget (a recomputation's rerun form computes in NCHW).
 //
 // Memory budget (planned memory only; SetMemoryBudget): when the unconstrained plan (persistent
