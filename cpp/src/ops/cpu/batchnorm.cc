@@ -36,16 +36,25 @@ constexpr size_t kGrain = 1 << 14;
 
 // x as runs (file comment): run (n, c0) holds channels [c0, c0 + W) of image n, its S positions
 // `stride` apart, at Offset(n, c0). Plain: W = 1, stride 1; nChw16c: W = 16, stride 16 (both at
-// (n * C + c0) * S); channels-last: W = 16 of the C channels, stride C, at n * S * C + c0.
+// (n * C + c0) * S); channels-last: W of the C channels, stride C, at n * S * C + c0, with W the
+// channels of a 64-byte cache line (16 float32, 32 bfloat16 values): two runs sharing a line
+// would each read it, in different threads.
 struct Geometry {
   size_t N, C, S;
   MemLayout layout = MemLayout::kPlain;
+  size_t width = 1;
+  Geometry(size_t n, size_t c, size_t s, MemLayout l = MemLayout::kPlain, bool bf16 = false)
+      : N(n), C(c), S(s), layout(l), width(WidthOf(l, c, bf16)) {}
+  static size_t WidthOf(MemLayout l, size_t c, bool bf16) {
+    if (l == MemLayout::kPlain) return 1;
+    return l == MemLayout::kChannelsLast && bf16 && c % 32 == 0 ? 32 : 16;
+  }
   bool Last() const { return layout == MemLayout::kChannelsLast; }
-  size_t Width() const { return layout == MemLayout::kPlain ? 1 : 16; }
+  size_t Width() const { return width; }
   size_t Stride() const { return Last() ? C : Width(); }
   size_t Offset(size_t n, size_t c0) const { return Last() ? n * S * C + c0 : (n * C + c0) * S; }
   // Channels per thread's task: one run, or 256 plain channels of a 2-d input.
-  size_t Block() const { return layout != MemLayout::kPlain ? 16 : S == 1 ? 256 : 1; }
+  size_t Block() const { return layout != MemLayout::kPlain ? width : S == 1 ? 256 : 1; }
   size_t NumBlocks() const { return (C + Block() - 1) / Block(); }
   bool Parallel() const { return N * C * S >= kGrain && NumBlocks() > 1; }
 };
@@ -126,7 +135,8 @@ void ChannelSums(const Geometry& g, const T* x, F f, std::vector<double>* out) {
 template <typename F>
 void ByWidth(const Geometry& g, F&& f) {
   if (g.Width() == 1) f(std::integral_constant<size_t, 1>{});
-  else f(std::integral_constant<size_t, 16>{});
+  else if (g.Width() == 16) f(std::integral_constant<size_t, 16>{});
+  else f(std::integral_constant<size_t, 32>{});
 }
 
 // y = x * a[c] + b[c] (+ res, a fused residual add: null when none), then max(0, .) when relu.
@@ -168,7 +178,7 @@ const T* Residual(const Epilogue& e) {
 // x's geometry in the layout the graph chose for it (and so for y, dy, dx: one group,
 // graph/layouts.cc).
 Geometry GeometryOf(size_t N, size_t C, size_t S, const Tensor& x) {
-  return Geometry{N, C, S, x.block()->mem_layout()};
+  return Geometry(N, C, S, x.block()->mem_layout(), x.data_type() == kBFloat16);
 }
 // The operands a graph may keep in either layout: reads[0..n) by mask, writes[0].
 LayoutHooks Offer(const Tensor& x, uint32_t reads) {
