@@ -171,8 +171,10 @@ struct Entries {
 // drifted by up to 6% from the plain run's in three steps), the plain one rounds once. Such a
 // backward stays plain (and with it its x: one group).
 bool RoundsOnce(const PoolBwdArgs& a) {
-  return a.x.data_type() != kBFloat16 ||
-         (a.h.kernel_h <= a.h.stride_h && a.h.kernel_w <= a.h.stride_w);
+  const PoolingHandle& h = a.h;  // one window along an axis (global pooling) overlaps nothing
+  const bool overlap_h = h.kernel_h > h.stride_h && h.pooled_height > 1,
+             overlap_w = h.kernel_w > h.stride_w && h.pooled_width > 1;
+  return a.x.data_type() != kBFloat16 || (!overlap_h && !overlap_w);
 }
 bool RoundsOnce(const PoolFwdArgs&) { return true; }
 
