@@ -92,7 +92,7 @@ cdef class Device:
         self.c.get().graph().SetFusion(on)
 
     def SetGraphLayouts(self, bool on):
-        """Blocked layouts (True, default; with fusion on and planned memory, no memory budget):
+        """Blocked layouts (True, default; with fusion on and planned memory, budget or not):
         activations whose every reader and writer has a oneDNN kernel for it stay in oneDNN's
         channel-blocked layout between operations instead of being reordered to NCHW and back
         at each convolution (graph.h). Takes effect when the graph is next built."""
