@@ -82,6 +82,7 @@ void Graph::Reset() {
   timed_runs_ = 0;
   timing_ = replan_ = false;
   applied_dropped_.clear();
+  applied_early_.clear();
 }
 
 void Graph::SetFusion(bool on) {
@@ -468,6 +469,7 @@ void Graph::PlanArena(bool replan) {
   }
   plan_.cost_measured = measured;
   applied_dropped_ = plan.dropped;
+  applied_early_ = plan.early;
   ApplyPlan(plan, ids);
 }
 
@@ -479,7 +481,7 @@ remat::Plan Graph::KeptPlan(const remat::Problem& p, size_t room) const {
   prev.feasible = false;
   for (int c : applied_dropped_)
     if (c < 0 || static_cast<size_t>(c) >= a.candidates.size()) return prev;
-  prev = remat::Simulate(p, a, applied_dropped_);
+  prev = remat::Simulate(p, a, applied_dropped_, applied_early_);
   if (!prev.feasible) return prev;
   remat::Place(p, &prev);
   prev.feasible = prev.arena <= room;

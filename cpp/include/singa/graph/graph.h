@@ -292,6 +292,7 @@ class Graph {
   bool timing_ = false;  ///< this build's replays are timed for a replan (cost model)
   bool replan_ = false;  ///< the next build replans with the times just taken
   std::vector<int> applied_dropped_;  ///< the dropped candidates of the plan in use
+  std::vector<char> applied_early_;   ///< and which of them rerun early (remat::Plan::early)
   std::vector<char> recompute_at_;  ///< per position of order_
   /// Blocks with several ranges are pointed at the range's offset when it begins.
   std::vector<std::vector<std::pair<Block*, size_t>>> rebind_before_;
