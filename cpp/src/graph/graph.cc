@@ -443,11 +443,12 @@ void Graph::PlanArena(bool replan) {
     const size_t budget = budget_bytes_ > 0 ? budget_bytes_
                                             : static_cast<size_t>(budget_fraction_ * total);
     plan_.budget_bytes = budget;
-    if (budget < total || strategy_ != remat::Strategy::kGreedy) {
+    const bool greedy = strategy_ != remat::Strategy::kSqrtN;
+    if (budget < total || !greedy) {
       const size_t room = budget > plan_.persistent_bytes ? budget - plan_.persistent_bytes : 0;
       size_t least = 0;
       remat::Plan fit = remat::PlanForBudget(p, room, strategy_, &least);
-      if (replan && measured && strategy_ == remat::Strategy::kGreedy) {
+      if (replan && measured && greedy) {
         remat::Plan prev = KeptPlan(p, room);
         if (prev.feasible && (!fit.feasible || prev.added_cost < fit.added_cost))
           fit = std::move(prev);
@@ -464,7 +465,7 @@ void Graph::PlanArena(bool replan) {
       plan = std::move(fit);
       // Time this plan's replays, to replan by measured times (Run), when it recomputes.
       timing_ = cost_model_ == CostModel::kMeasured && !measured &&
-                strategy_ == remat::Strategy::kGreedy && !plan.dropped.empty();
+                greedy && !plan.dropped.empty();
     }
   }
   plan_.cost_measured = measured;

@@ -396,7 +396,9 @@ Plan PlanForBudget(const Problem& p, size_t arena_budget, Strategy strategy, siz
     // This prefix's refined plan first (it recomputes less), then the prefix as it is.
     Plan refined = Refine(p, a, cur);
     for (Plan* q : {&refined, &cur}) {
-      if (q == &refined && refined.added_cost >= cur.added_cost) continue;
+      if (q == &refined && (strategy == Strategy::kGreedyUnrefined ||
+                            refined.added_cost >= cur.added_cost))
+        continue;
       if (q->peak > arena_budget) {
         unplaced.push_back(*q);
         continue;

@@ -143,7 +143,9 @@ struct Plan {
   double added_cost = 0;          ///< sum of the recomputed steps' costs
 };
 
-enum class Strategy { kGreedy = 0, kSqrtN = 1 };
+/// kGreedyUnrefined: kGreedy's prefixes as chosen, never refined (no early reruns): the planner
+/// before early reruns, kept for comparison (bench_remat_cost.py).
+enum class Strategy { kGreedy = 0, kSqrtN = 1, kGreedyUnrefined = 2 };
 
 Analysis Analyse(const Problem& p);
 /// The schedule and live ranges when the candidates `dropped` are dropped (feasible = false
