@@ -250,14 +250,10 @@ Plan Simulate(const Problem& p, const Analysis& a, const std::vector<int>& dropp
   return plan;
 }
 
-void Place(const Problem& p, Plan* plan) {
-  std::vector<Segment*> order;
-  for (Segment& g : plan->segments) order.push_back(&g);
-  const std::vector<size_t>& key = p.raw_size.empty() ? p.size : p.raw_size;
-  std::sort(order.begin(), order.end(), [&](const Segment* x, const Segment* y) {
-    if (key[x->block] != key[y->block]) return key[x->block] > key[y->block];
-    return x->first < y->first;
-  });
+namespace {
+// First fit in the given order: each segment at the lowest offset free of every placed segment
+// whose range overlaps its own. Returns the arena.
+size_t PlaceInOrder(const Problem& p, const std::vector<Segment*>& order) {
   std::vector<Segment*> placed;
   size_t arena = 0;
   std::vector<std::pair<size_t, size_t>> busy;
@@ -277,8 +273,48 @@ void Place(const Problem& p, Plan* plan) {
     arena = std::max(arena, offset + sz);
     placed.push_back(g);
   }
-  plan->arena = arena;
+  return arena;
 }
+
+std::vector<Segment*> BySize(const Problem& p, Plan* plan) {
+  std::vector<Segment*> order;
+  for (Segment& g : plan->segments) order.push_back(&g);
+  const std::vector<size_t>& key = p.raw_size.empty() ? p.size : p.raw_size;
+  std::sort(order.begin(), order.end(), [&](const Segment* x, const Segment* y) {
+    if (key[x->block] != key[y->block]) return key[x->block] > key[y->block];
+    return x->first < y->first;
+  });
+  return order;
+}
+}  // namespace
+
+void Place(const Problem& p, Plan* plan) { plan->arena = PlaceInOrder(p, BySize(p, plan)); }
+
+namespace {
+// Place, or another first-fit order where that packs tighter (the least arena of the three):
+// segments by bytes x positions (a long-lived large block first), or by positions alone.
+// Greedy by size leaves holes that cost ~10% over the peak at tight budgets (ResNet-50 b64).
+void PlaceTight(const Problem& p, Plan* plan) {
+  Place(p, plan);
+  auto length = [](const Segment* x) { return double(x->last - x->first + 1); };
+  auto area = [&](const Segment* x) { return double(p.size[x->block]) * length(x); };
+  std::vector<size_t> offsets;
+  for (const Segment& g : plan->segments) offsets.push_back(g.offset);
+  for (int key = 0; key < 2; ++key) {
+    std::vector<Segment*> order;
+    for (Segment& g : plan->segments) order.push_back(&g);
+    std::stable_sort(order.begin(), order.end(), [&](const Segment* x, const Segment* y) {
+      return key == 0 ? area(x) > area(y) : length(x) > length(y);
+    });
+    const size_t arena = PlaceInOrder(p, order);
+    if (arena < plan->arena) {
+      plan->arena = arena;
+      for (size_t i = 0; i < offsets.size(); ++i) offsets[i] = plan->segments[i].offset;
+    }
+  }
+  for (size_t i = 0; i < offsets.size(); ++i) plan->segments[i].offset = offsets[i];
+}
+}  // namespace
 
 namespace {
 
@@ -403,7 +439,7 @@ Plan PlanForBudget(const Problem& p, size_t arena_budget, Strategy strategy, siz
         unplaced.push_back(*q);
         continue;
       }
-      Place(p, q);
+      PlaceTight(p, q);
       if (q->arena <= arena_budget) {
         if (min_arena) *min_arena = q->arena;
         return std::move(*q);
@@ -422,7 +458,7 @@ Plan PlanForBudget(const Problem& p, size_t arena_budget, Strategy strategy, siz
             [](const Plan& x, const Plan& y) { return x.peak < y.peak; });
   for (Plan& u : unplaced) {
     if (u.peak >= best_seen.arena) break;
-    Place(p, &u);
+    PlaceTight(p, &u);
     if (u.arena < best_seen.arena) best_seen = std::move(u);
   }
   if (min_arena) *min_arena = best_seen.arena;

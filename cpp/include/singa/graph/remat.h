@@ -49,7 +49,9 @@
 // Each prefix of that sequence is a plan, tried in two forms: refined, then as chosen. The
 // refined form takes the prefix's dropped blocks in their order and moves each one's main rerun
 // early (above) when that removes a transient rerun, lowers the cost and does not raise the
-// prefix's peak; it depends on the prefix alone, never on the budget. The first form, in that
+// prefix's peak; it depends on the prefix alone, never on the budget. A form is placed three
+// ways (first fit by size as Place does, by bytes x positions, by positions) and keeps the least
+// arena: at tight budgets placement, not liveness, decides what fits. The first form, in that
 // order, whose placed arena fits the budget is used. (ResNet-18 at half its arena: the estimate's
 // plan went from 16 to 9 convolutions recomputed, 9.8% to 5.2% of the step by its own costs.)
 // Guarantees:
