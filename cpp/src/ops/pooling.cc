@@ -1,12 +1,10 @@
 // 2-d max / average pooling (see singa/ops/nn.h): the handle and the device-independent fronts;
-// the kernels are in cpu/pooling.cc (reference) and dnnl/pooling.cc (oneDNN).
+// the kernels are in cpu/pooling.cc (reference), dnnl/pooling.cc (oneDNN) and cuda/pooling.cu;
+// their Args, slots, OpIds and launch are schema/nn.py's rows (generated).
 #include "bf16.h"
 #include "nn_kernels.h"
 
 namespace singa {
-
-SINGA_KERNEL_SLOT(Pool2dForward, PrepareFn<PoolFwdArgs>);
-SINGA_KERNEL_SLOT(Pool2dBackward, PrepareFn<PoolBwdArgs>);
 
 PoolingHandle::PoolingHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
                              const std::vector<size_t>& stride,
@@ -46,8 +44,7 @@ Tensor Pool2dForward(const Tensor& x_in, const PoolingHandle& h) {
   PoolFwdArgs a{x_in.Contiguous(),
                 Tensor(h.OutputShape(x_in.shape(0)), x_in.device(), x_in.data_type()), h};
   if (a.y.Size() == 0) return a.y;
-  LaunchKernel(Pool2dForwardKernel(), a, a.x.device(), {a.x.block()}, {a.y.block()},
-               h.is_max_pooling ? OpId::kMaxPool2dForward : OpId::kAvgPool2dForward);
+  LaunchPool2dForward(a);
   return a.y;
 }
 
@@ -71,9 +68,7 @@ Tensor Pool2dBackward(const Tensor& dy_in, const Tensor& x_in, const Tensor& y_i
   PoolBwdArgs a{dy_in.Contiguous(), x_in.Contiguous(),
                 Tensor(x_in.shape(), x_in.device(), x_in.data_type()), h};
   if (a.dx.Size() == 0) return a.dx;
-  LaunchKernel(Pool2dBackwardKernel(), a, a.x.device(), {a.dy.block(), a.x.block()},
-               {a.dx.block()},
-               h.is_max_pooling ? OpId::kMaxPool2dBackward : OpId::kAvgPool2dBackward);
+  LaunchPool2dBackward(a);
   return a.dx;
 }
 
