@@ -3,7 +3,8 @@
     ids(ops)        SINGA_OP lines                      (op_ids.h, op_ids.cc include them)
     api(ops)        the public declarations             (the end of singa/ops/nn.h)
     args(ops)       Args structs + kernel slot declarations   (nn_kernels.h, before its helpers)
-    launch(ops)     Launch<Name>(const Args&): the op's OpDesc (nn_kernels.h, at its end)
+    launch(ops)     Launch<Name>(const Args&): the op's OpDesc, and Run<Name>(reads..., h): its
+                    writes made by the shape rules, then launched (nn_kernels.h, at its end)
     slots(ops)      the slots' definitions              (ops/nn_schema.cc)
     epilogue(tab)   the graph's epilogue partners by OpId (graph/graph.cc's kEpilogueOps)
     pxi(ops)        Cython declarations, wrappers and singa_wrap.NN_OPS
@@ -73,7 +74,27 @@ inline void Launch%(n)s(const %(A)s& a) {
 """ % {"n": op.name, "A": op.args, "r": ", ".join(op.reads), "w": ", ".join(op.writes),
        "dev": op.reads[0], "rb": blocks(op.reads), "wb": blocks(op.writes), "id": _id(op),
        "rec": "true" if op.recomputable else "false"})
+        out.append(_run(op))
     return "".join(out)
+
+
+def _run(op):
+    """Run<Name>: the reads made contiguous, the writes by their shape rules on reads[0]'s device
+    and dtype, the launch unless the result is empty; returns writes[0]."""
+    first = op.reads[0]
+    made = ", ".join("Tensor(%s, %s.device(), %s.data_type())" % (op.shapes[w], first, first)
+                     for w in op.writes)
+    return """/// %(n)s on checked operands: %(rules)s.
+inline Tensor Run%(n)s(%(p)s, const %(H)s& h) {
+%(c)s  %(A)s a{%(r)s, %(m)s, h};
+  if (a.%(w0)s.Size() != 0) Launch%(n)s(a);
+  return a.%(w0)s;
+}
+""" % {"n": op.name, "H": op.handle.name, "A": op.args, "w0": op.writes[0], "m": made,
+       "rules": "; ".join("%s: %s" % (w, op.shapes[w]) for w in op.writes),
+       "p": ", ".join("const Tensor& %s_in" % r for r in op.reads),
+       "c": "".join("  const Tensor %s = %s_in.Contiguous();\n" % (r, r) for r in op.reads),
+       "r": ", ".join(op.reads)}
 
 
 def slots(ops, theme):

@@ -4,7 +4,8 @@ hand; gen_schema.py (`nn` and `nnpxi`, run by CMake) writes the rest from the ro
 
     OpIds                                 -> build/gen/include/singa/ops/nn_ids.def
     the public declarations               -> .../singa/ops/nn_schema.h (the end of singa/ops/nn.h)
-    Args structs, kernel slots, Launch<Name>(args): the OpDesc (reads, writes, id, recomputable)
+    Args structs, kernel slots, Launch<Name>(args): the OpDesc (reads, writes, id, recomputable),
+    Run<Name>(reads..., h): the writes made by the rows' shape rules, then the launch
                                           -> build/gen/src/nn_args.inc, nn_launch.inc, nn_slots.inc
     the graph's epilogue partners (FUSABLE, by OpId) -> build/gen/src/epilogue_ops.inc
     Cython declarations, wrappers and singa_wrap.NN_OPS -> build/cython/gen/nn_ops.pxi
@@ -22,6 +23,7 @@ OPS = [
     NnOp("Pool2dForward", doc="2-d max or average pooling of x (N, C, H, W) with h's C, H, W and "
                              "geometry; padding never wins a max",
          handle=POOLING, inputs=["x"], args="PoolFwdArgs", reads=["x"], writes=["y"],
+         shapes={"y": "h.OutputShape(x.shape(0))"},
          ids=["MaxPool2dForward", "AvgPool2dForward"], id_by="h.is_max_pooling",
          backends=["kCpuRef", "kCpuDnnl", "kCuda"], backward="Pool2dBackward",
          py_class="_Pooling2d", py_fn="pooling_2d", odd_padding=True,
@@ -31,7 +33,7 @@ OPS = [
                                "spread over the divisor); y, the forward's output, may be "
                                "empty (checked when given)",
          handle=POOLING, inputs=["dy", "x", "y?"], args="PoolBwdArgs", reads=["dy", "x"],
-         writes=["dx"], ids=["MaxPool2dBackward", "AvgPool2dBackward"], id_by="h.is_max_pooling",
+         writes=["dx"], shapes={"dx": "x.shape()"}, ids=["MaxPool2dBackward", "AvgPool2dBackward"], id_by="h.is_max_pooling",
          backends=["kCpuRef", "kCpuDnnl", "kCuda"]),
 ]
 

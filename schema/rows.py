@@ -103,6 +103,8 @@ class NnOp(object):
     args        the Args struct's name: Args{reads..., writes..., h, fields...}
     reads, writes  the Args' tensors, in that order: what the OpDesc lists (writes[0] is the
                 result the C++ function returns)
+    shapes      each write's shape rule: a C++ expression of the reads and `h`; the generated
+                Run<Name>(reads..., h) makes the writes (device and dtype of reads[0]) from them
     fields      Field rows after `h` (typed, with a default)
     ids         OpIds; two with id_by (a C++ condition on the handle `h`): ids[0] when it holds
     backends    backends with a kernel of their own (the kernel bodies register themselves)
@@ -115,11 +117,12 @@ class NnOp(object):
     recomputable  as Op's
     """
 
-    def __init__(self, name, doc, handle, inputs, args, reads, writes, ids, fields=(),
+    def __init__(self, name, doc, handle, inputs, args, reads, writes, ids, shapes, fields=(),
                  id_by=None, backends=("kCpuRef", "kCuda"), backward=None, py_class=None,
                  py_fn=None, odd_padding=False, onnx=(), fusable=False, recomputable=True):
         self.name, self.doc, self.handle, self.args = name, doc, handle, args
         self.inputs, self.reads, self.writes = tuple(inputs), tuple(reads), tuple(writes)
+        self.shapes = dict(shapes)
         self.fields, self.ids, self.id_by = tuple(fields), tuple(ids), id_by
         self.backends, self.backward = tuple(backends), backward
         self.py_class, self.py_fn, self.odd_padding = py_class, py_fn, odd_padding
@@ -133,6 +136,8 @@ class NnOp(object):
         for t in self.reads:
             if t not in self.input_names:
                 raise ValueError("%s: reads %r, not an input" % (name, t))
+        if set(self.shapes) != set(self.writes):
+            raise ValueError("%s: one shape rule per write" % name)
 
     @property
     def input_names(self):
