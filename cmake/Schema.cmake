@@ -9,8 +9,9 @@ else()  # a C++-only build still needs an interpreter for the generator (standar
 endif()
 set(SINGA_GEN_DIR ${CMAKE_BINARY_DIR}/gen)
 set(SINGA_SCHEMA_THEME ${CMAKE_SOURCE_DIR}/schema/activations.py)
-set(SINGA_SCHEMA_DEPS ${SINGA_SCHEMA_THEME} ${CMAKE_SOURCE_DIR}/schema/rows.py
-    ${CMAKE_SOURCE_DIR}/schema/gen_schema.py)
+set(SINGA_SCHEMA_NN ${CMAKE_SOURCE_DIR}/schema/nn.py)
+set(SINGA_SCHEMA_DEPS ${SINGA_SCHEMA_THEME} ${SINGA_SCHEMA_NN} ${CMAKE_SOURCE_DIR}/schema/rows.py
+    ${CMAKE_SOURCE_DIR}/schema/gen_schema.py ${CMAKE_SOURCE_DIR}/schema/gen_nn.py)
 set(_ops ${SINGA_GEN_DIR}/include/singa/ops)
 set(_src ${SINGA_GEN_DIR}/src)
 # The generator rewrites a file only when its text changes (so nothing recompiles for nothing);
@@ -19,15 +20,21 @@ add_custom_command(
   OUTPUT ${SINGA_GEN_DIR}/schema.stamp
   BYPRODUCTS ${_ops}/activation_ids.def ${_ops}/activation.h ${_ops}/activation_functors.h
              ${_src}/activation_fronts.inc ${_src}/activation_cpu.inc ${_src}/activation_cuda.inc
+             ${_ops}/nn_ids.def ${_ops}/nn_schema.h ${_src}/nn_args.inc ${_src}/nn_launch.inc
+             ${_src}/nn_slots.inc ${_src}/epilogue_ops.inc
   COMMAND ${SINGA_GEN_PYTHON} ${CMAKE_SOURCE_DIR}/schema/gen_schema.py cpp ${SINGA_SCHEMA_THEME}
+          ${SINGA_GEN_DIR}
+  COMMAND ${SINGA_GEN_PYTHON} ${CMAKE_SOURCE_DIR}/schema/gen_schema.py nn ${SINGA_SCHEMA_NN}
           ${SINGA_GEN_DIR}
   COMMAND ${CMAKE_COMMAND} -E touch ${SINGA_GEN_DIR}/schema.stamp
   DEPENDS ${SINGA_SCHEMA_DEPS}
-  COMMENT "Generating the op schema's C++ glue from schema/activations.py")
+  COMMENT "Generating the op schema's C++ glue from schema/activations.py and nn.py")
 add_custom_target(singa_schema DEPENDS ${SINGA_GEN_DIR}/schema.stamp)
 # Configure time too: the first compile's dependency scan must find the headers.
 execute_process(COMMAND ${SINGA_GEN_PYTHON} ${CMAKE_SOURCE_DIR}/schema/gen_schema.py cpp
-                        ${SINGA_SCHEMA_THEME} ${SINGA_GEN_DIR} COMMAND_ERROR_IS_FATAL ANY)
+                        ${SINGA_SCHEMA_THEME} ${SINGA_GEN_DIR}
+                COMMAND ${SINGA_GEN_PYTHON} ${CMAKE_SOURCE_DIR}/schema/gen_schema.py nn
+                        ${SINGA_SCHEMA_NN} ${SINGA_GEN_DIR} COMMAND_ERROR_IS_FATAL ANY)
 add_dependencies(singa singa_schema)
 target_include_directories(singa PUBLIC $<BUILD_INTERFACE:${SINGA_GEN_DIR}/include>
                            PRIVATE ${_src})

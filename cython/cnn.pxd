@@ -47,11 +47,6 @@ cdef extern from "singa/ops/nn.h" namespace "singa":
     CTensor c_Conv2dBackwardB "SINGA_NOGIL(singa::Conv2dBackwardB)"(const CTensor& dy,
                                                        const CConvHandle& h) except +raise_py_error
 
-    CTensor c_Pool2dForward "SINGA_NOGIL(singa::Pool2dForward)"(const CTensor& x,
-                                                   const CPoolingHandle& h) except +raise_py_error
-    CTensor c_Pool2dBackward "SINGA_NOGIL(singa::Pool2dBackward)"(const CTensor& dy, const CTensor& x,
-                                                     const CTensor& y, const CPoolingHandle& h) except +raise_py_error
-
     vector[CTensor] c_BatchNormForwardTraining "SINGA_NOGIL(singa::BatchNormForwardTraining)"(
         const CTensor& x, const CTensor& scale, const CTensor& bias, CTensor* running_mean,
         CTensor* running_var, float momentum, float eps, bool relu) except +raise_py_error

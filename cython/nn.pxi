@@ -288,7 +288,7 @@ class CudnnBatchNormHandle(BatchNormHandle):
     """Apache SINGA's cuDNN batch-norm handle: BatchNormHandle, same arguments."""
 
 
-# ---- convolution and pooling ---------------------------------------------------------------
+# ---- convolution (pooling: nn_ops.pxi, from schema/nn.py) ----------------------------------
 def Conv2dForward(Tensor x not None, Tensor W not None, Tensor b, ConvHandle h not None,
                   bool relu=False):
     """conv(x, W) + b; b may be None (or an unwritten Tensor()) for no bias; relu=True returns
@@ -304,12 +304,6 @@ def Conv2dBackwardW(Tensor dy not None, Tensor x not None, ConvHandle h not None
 def Conv2dBackwardB(Tensor dy not None, ConvHandle h not None):
     return wrap(c_Conv2dBackwardB(dy.c, h.c))
 
-def Pool2dForward(Tensor x not None, PoolingHandle h not None):
-    return wrap(c_Pool2dForward(x.c, h.c))
-
-def Pool2dBackward(Tensor dy not None, Tensor x not None, Tensor y, PoolingHandle h not None):
-    """dx of pooling; y (the forward output) is optional (checked when given)."""
-    return wrap(c_Pool2dBackward(dy.c, x.c, opt_tensor(y), h.c))
 
 
 # ---- batch norm ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@
 Layout: csinga.pxd declares the C++ API; this module and the files it includes hold the Python
 classes (device.pxi, tensor.pxi), the hand-written op wrappers (ops.pxi) and the generated
 elementwise wrappers (elementwise_ops.pxi, from cpp/include/singa/ops/elementwise.def) and the
-op schema's (activation_ops.pxi, from schema/activations.py).
+op schema's (activation_ops.pxi and nn_ops.pxi, from schema/activations.py and nn.py).
 """
 cimport numpy as cnp
 import numpy as np
@@ -77,6 +77,7 @@ include "ops.pxi"
 include "elementwise_ops.pxi"
 include "activation_ops.pxi"
 include "nn.pxi"
+include "nn_ops.pxi"
 include "transformer.pxi"
 include "kernels.pxi"
 include "dist.pxi"

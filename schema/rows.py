@@ -19,6 +19,20 @@ Onnx = namedtuple("Onnx", "name first last")
 Onnx.__new__.__defaults__ = (None,)
 
 
+# A handle type of the NN theme: the C++ struct holding an op's geometry (written by hand with its
+# constructor's checks in `header`), its Cython cppclass (cython/cnn.pxd) and Python class
+# (cython/nn.pxi), which the generated declarations and wrappers name.
+Handle = namedtuple("Handle", "name header cython py")
+
+# A typed field of a kernel's Args struct after its tensors and its handle `h`.
+Field = namedtuple("Field", "type name default")
+Field.__new__.__defaults__ = (None,)
+
+# An op written elsewhere (ops/elementwise.def, a hand-written front) that a graph may absorb
+# into its producer's epilogue as `part` (core/fusion.h: kEpiBatchNorm, kEpiAdd, kEpiReLU).
+Fusable = namedtuple("Fusable", "name part")
+
+
 class Op(object):
     """One op of the activation theme: y = forward(x; attrs) elementwise and the backward op
     dx = backward(dy, x; attrs), both C++ expressions over T (float, or the compute type of the
@@ -34,8 +48,11 @@ class Op(object):
     backends    backends with a kernel of their own; kCpuDnnl falls back to kCpuRef
     onnx        Onnx(...) for a plain mapping (one node, attributes renamed), or None
     torch       the torch.nn module computing the same (tests), or None
-    fusable     a graph may absorb it into the producer's epilogue (none of these yet)
-    recomputable  a graph under a memory budget may rerun it (pure elementwise: yes)
+    fusable     the epilogue part (core/fusion.h) a graph may absorb it into its producer as,
+                or False: these rows have none yet (the producers' kernels apply only the parts
+                fusion.h lists)
+    recomputable  a graph under a memory budget may rerun it (OpDesc::recomputable: the front
+                passes it; pure elementwise: yes)
     """
 
     FIELDS = ("name", "attrs", "forward", "backward", "py_class", "py_fn", "doc", "backends",
@@ -71,6 +88,72 @@ class Op(object):
                 self.backends, self.fusable, self.recomputable)
 
 
+class NnOp(object):
+    """One op of the NN theme: an op with a handle and a prepared kernel per backend
+    (cpp/src/ops/nn_kernels.h). Written by hand: the handle, the front's checks (its file in
+    cpp/src/ops/) and the kernel bodies; generated from the row: the OpIds, the public
+    declaration, the Args struct, the kernel slot, the launch (OpDesc: reads, writes, id,
+    recomputable), the Cython declaration and wrapper, and for a forward op its autograd
+    Operator and function.
+
+    name        C++ function and kernel slot (<name>Kernel())
+    doc         one line: the public header's and the wrapper's docstring
+    handle      Handle row: the C++ function's last parameter, the Args' `h`
+    inputs      the C++ function's tensor parameters in order; "y?": may be empty (Python None)
+    args        the Args struct's name: Args{reads..., writes..., h, fields...}
+    reads, writes  the Args' tensors, in that order: what the OpDesc lists (writes[0] is the
+                result the C++ function returns)
+    shapes      each write's shape rule: a C++ expression of the reads and `h`; the generated
+                Run<Name>(reads..., h) makes the writes (device and dtype of reads[0]) from them
+    fields      Field rows after `h` (typed, with a default)
+    ids         OpIds; two with id_by (a C++ condition on the handle `h`): ids[0] when it holds
+    backends    backends with a kernel of their own (the kernel bodies register themselves)
+    backward    the backward op's row name (forward ops), whose inputs name what it reads:
+                "dy", and forward inputs and outputs
+    py_class, py_fn  the autograd Operator and function (forward ops; SINGA's spelling)
+    odd_padding the Operator takes SINGA's odd_padding (zeros added on axes 2, 3 first)
+    onnx        Onnx rows: the ONNX ops it maps to (by hand in singa/sonnx when not plain)
+    fusable     as Op's (None of the NN rows is absorbed by a producer yet)
+    recomputable  as Op's
+    """
+
+    def __init__(self, name, doc, handle, inputs, args, reads, writes, ids, shapes, fields=(),
+                 id_by=None, backends=("kCpuRef", "kCuda"), backward=None, py_class=None,
+                 py_fn=None, odd_padding=False, onnx=(), fusable=False, recomputable=True):
+        self.name, self.doc, self.handle, self.args = name, doc, handle, args
+        self.inputs, self.reads, self.writes = tuple(inputs), tuple(reads), tuple(writes)
+        self.shapes = dict(shapes)
+        self.fields, self.ids, self.id_by = tuple(fields), tuple(ids), id_by
+        self.backends, self.backward = tuple(backends), backward
+        self.py_class, self.py_fn, self.odd_padding = py_class, py_fn, odd_padding
+        self.onnx, self.fusable, self.recomputable = tuple(onnx), fusable, recomputable
+        if not isinstance(handle, Handle):
+            raise TypeError("%s: handle must be a Handle row" % name)
+        if len(self.ids) != (2 if id_by else 1):
+            raise ValueError("%s: one OpId, or two chosen by id_by" % name)
+        if (py_class is None) != (py_fn is None):
+            raise ValueError("%s: py_class and py_fn go together" % name)
+        for t in self.reads:
+            if t not in self.input_names:
+                raise ValueError("%s: reads %r, not an input" % (name, t))
+        if set(self.shapes) != set(self.writes):
+            raise ValueError("%s: one shape rule per write" % name)
+
+    @property
+    def input_names(self):
+        return tuple(i.rstrip("?") for i in self.inputs)
+
+    @property
+    def fallback(self):
+        return {"kCpuDnnl": "kCpuRef"}
+
+    def as_tuple(self):
+        """What the extension carries to autograd (singa_wrap.NN_OPS)."""
+        return (self.name, self.py_class, self.py_fn, self.doc, self.inputs, self.backward,
+                self.odd_padding, tuple(tuple(o) for o in self.onnx), self.backends,
+                self.fusable, self.recomputable)
+
+
 def load(path):
     """The OPS list and NOT_IN_SCHEMA dict of a theme file (CMake's generator and the tests
     both load it by path; the theme imports this module as `rows`)."""
@@ -82,3 +165,15 @@ def load(path):
         sys.path.insert(0, here)
     scope = runpy.run_path(path)
     return scope["OPS"], scope.get("NOT_IN_SCHEMA", {})
+
+
+def fusable_table(themes):
+    """(OpId name, epilogue part) of every op a graph may absorb into an epilogue: the themes'
+    FUSABLE lists (ops written elsewhere) and their rows with a `fusable` part."""
+    import runpy
+    out = []
+    for path in themes:
+        scope = runpy.run_path(path)
+        out += [(f.name, f.part) for f in scope.get("FUSABLE", ())]
+        out += [(op.name, op.fusable) for op in scope["OPS"] if op.fusable]
+    return out

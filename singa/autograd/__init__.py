@@ -43,7 +43,7 @@ from .shape import (Reshape, reshape, Flatten, flatten, Transpose, transpose, Sq
 from .index import (Gather, gather, Slice, slice, Pad, pad, ScatterElements, scatter_elements,
                     OneHot, onehot, Embedding, embedding, Shape, shape, ConstantOfShape,
                     constant_of_shape, NonZero, nonzero)
-from .nn import (_Conv2d, conv2d, _Pooling2d, pooling_2d, BatchNormHandle, _BatchNorm2d,
+from .nn import (_Conv2d, conv2d, BatchNormHandle, _BatchNorm2d,
                  batchnorm_2d, Dropout, dropout)
 from .loss import (SoftMaxCrossEntropy, softmax_cross_entropy, CrossEntropy, cross_entropy,
                    BinaryCrossEntropy, binary_cross_entropy, MeanSquareError, mse_loss,

@@ -1,4 +1,5 @@
-"""Neural-network operators on NCHW tensors: conv2d, pooling_2d, batchnorm_2d and dropout.
+"""Neural-network operators on NCHW tensors: conv2d, batchnorm_2d and dropout (pooling_2d is
+schema/nn.py's row: schema_ops.py defines it on this file's odd-padding helpers).
 
     h = singa_wrap.ConvHandle(x.data, (3, 3), (1, 1), (1, 1), 3, 16, True)   # see cython/nn.pxi
     y = autograd.conv2d(h, x, W, b)
@@ -100,33 +101,6 @@ def conv2d(handle, x, W, b=None, odd_padding=(0, 0, 0, 0), relu=False):
     op = _Conv2d(handle, odd_padding, relu)
     return op(x, W)[0] if b is None else op(x, W, b)[0]
 
-
-class _Pooling2d(Operator):
-    """2-d max or average pooling with the geometry of ``handle``."""
-
-    def __init__(self, handle, odd_padding=(0, 0, 0, 0)):
-        super(_Pooling2d, self).__init__()
-        self.handle = handle
-        self.odd_padding = _norm_odd(odd_padding)
-
-    def forward(self, x):
-        _check_4d(x, "pooling_2d")
-        if any(self.odd_padding):
-            x = _odd_pad(x, self.odd_padding)
-        self.x = x
-        self.y = singa.Pool2dForward(x, self.handle)
-        return self.y
-
-    def backward(self, dy):
-        dx = singa.Pool2dBackward(dy, self.x, self.y, self.handle)
-        if any(self.odd_padding):
-            dx = _odd_unpad(dx, self.odd_padding)
-        return dx
-
-
-def pooling_2d(handle, x, odd_padding=(0, 0, 0, 0)):
-    """2-d pooling of x (N, C, H, W)."""
-    return _Pooling2d(handle, odd_padding)(x)[0]
 
 
 # The settings of a batch normalisation (cython/nn.pxi): BatchNormHandle(x, momentum) or, as

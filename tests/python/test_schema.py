@@ -22,9 +22,13 @@ sys.path.insert(0, os.path.join(ROOT, "schema"))
 import rows  # noqa: E402
 
 OPS, NOT_IN_SCHEMA = rows.load(os.path.join(ROOT, "schema", "activations.py"))
+NN_THEME = os.path.join(ROOT, "schema", "nn.py")
+NN_OPS, NN_NOT_IN_SCHEMA = rows.load(NN_THEME)
 GENERATED = ("activation_ids.def", "activation.h", "activation_functors.h",
              "activation_fronts.inc", "activation_cpu.inc", "activation_cuda.inc",
-             "activation_ops.pxi")
+             "activation_ops.pxi", "nn_ids.def", "nn_schema.h", "nn_args.inc", "nn_launch.inc",
+             "nn_slots.inc", "epilogue_ops.inc", "nn_ops.pxi")
+BACKENDS = {"kCpuRef": "cpu", "kCpuDnnl": "dnnl", "kCuda": "cuda"}
 
 
 def _sources(folders, exts):
@@ -51,6 +55,48 @@ def _restatements(op):
         onnx = r'"%s":|_op_%s\b' % (re.escape(op.onnx.name), re.escape(op.py_class))
         out.append((("singa/sonnx",), (".py",), onnx))
     return out
+
+
+def _nn_restatements(op):
+    """As _restatements, for an NN row: the front's definition and the kernels' bodies and
+    registrations stay hand-written; their declarations, ids, Args, slots and launch do not."""
+    names = re.escape(op.name)
+    ids = "|".join(re.escape(i) for i in op.ids)
+    cpp = (r"SINGA_OP\((%s)\)|OpId::k(%s)\b|SINGA_KERNEL_SLOT(_DECL)?\(%s,|struct %s\b"
+           r"|^Tensor %s\([^{]*;" % (ids, ids, names, re.escape(op.args), names))
+    out = [(("cpp",), (".h", ".cc", ".cu", ".cuh", ".def"), cpp),
+           (("cython",), (".pxd", ".pxi", ".pyx"), r'singa::%s\b|^def %s\(' % (names, names))]
+    if op.py_class:
+        out.append((("singa/autograd", "singa/layers", "singa/sonnx"), (".py",),
+                    r"^class %s\(|^def %s\(" % (re.escape(op.py_class), re.escape(op.py_fn))))
+    return out
+
+
+def _fusable_restatements():
+    """The graph's epilogue partners are schema/nn.py's FUSABLE: no hand-written table."""
+    ids = "|".join(re.escape(n) for n, _ in rows.fusable_table([NN_THEME]))
+    return [(("cpp",), (".h", ".cc"), r"\{\s*OpId::k(%s),\s*kEpi" % ids)]
+
+
+def _found(restatements):
+    found = []
+    for folders, exts, pattern in restatements:
+        rx = re.compile(pattern, re.M)
+        for path, text in _sources(folders, exts):
+            found += ["%s: %s" % (path, m.group(0)) for m in rx.finditer(text)]
+    return found
+
+
+@pytest.mark.parametrize("op", NN_OPS, ids=[op.name for op in NN_OPS])
+def test_no_hand_written_file_restates_an_nn_row(op):
+    found = _found(_nn_restatements(op))
+    assert not found, "written by hand although schema/nn.py has %s:\n  %s" % (
+        op.name, "\n  ".join(found))
+
+
+def test_no_hand_written_table_of_epilogue_partners():
+    found = _found(_fusable_restatements())
+    assert not found, "schema/nn.py's FUSABLE restated by hand:\n  " + "\n  ".join(found)
 
 
 @pytest.mark.parametrize("op", OPS, ids=[op.name for op in OPS])
@@ -82,6 +128,49 @@ def test_every_generated_piece_is_reachable(op):
 
 def test_the_extension_carries_the_schema_as_written():
     assert sw.ACTIVATION_OPS == tuple(op.as_tuple() for op in OPS)
+    assert sw.NN_OPS == tuple(op.as_tuple() for op in NN_OPS)
+
+
+@pytest.mark.parametrize("op", NN_OPS, ids=[op.name for op in NN_OPS])
+def test_every_nn_row_is_reachable_and_its_kernels_are_where_it_says(op):
+    assert callable(getattr(sw, op.name))
+    table = {(name, backend): status for name, backend, status in sw.kernel_table()}
+    built = {"cpu": True, "dnnl": sw.USE_DNNL, "cuda": sw.USE_CUDA}
+    for backend in op.backends:  # each kernel body registers itself in its backend's file
+        if built[BACKENDS[backend]]:
+            assert table.get((op.name, BACKENDS[backend])) == "kernel", (op.name, backend)
+    if op.py_class:
+        cls, function = autograd.schema_ops.OPS[op.name]
+        assert getattr(autograd, op.py_class) is cls and getattr(autograd, op.py_fn) is function
+        assert cls.__name__ == op.py_class and issubclass(cls, autograd.Operator)
+    for onnx_op in op.onnx:  # not plain: imported and exported by hand
+        assert onnx_op.name in sonnx_ops.HANDLERS and onnx_op.name in sonnx.SUPPORTED_OPS
+
+
+def _generated(module, fn, ops):
+    return getattr(module, fn)(ops, "test")
+
+
+@pytest.mark.parametrize("recomputable", [True, False])
+def test_a_rows_recomputable_reaches_the_opdesc_its_front_submits(recomputable):
+    """The generated launches (NN) and fronts (activations) pass the row's value to Exec."""
+    import copy
+    import gen_nn
+    import gen_schema
+    flag = "/*recomputable=*/%s" % ("true" if recomputable else "false")
+    nn_rows, act_rows = copy.deepcopy(NN_OPS), copy.deepcopy(OPS)
+    for op in nn_rows + act_rows:
+        op.recomputable = recomputable
+    assert gen_nn.launch(nn_rows, "nn.py").count(flag) == len(nn_rows)
+    assert gen_schema.fronts(act_rows, "activations.py").count(flag) == 2 * len(act_rows)
+
+
+def test_the_graphs_epilogue_partners_are_generated_from_the_schema():
+    import gen_nn
+    text = gen_nn.epilogue(rows.fusable_table([NN_THEME]), "nn.py")
+    assert [ln for ln in text.splitlines() if ln.startswith("{")] == [
+        "{OpId::kBatchNormForwardInference, kEpiBatchNorm},", "{OpId::kAdd, kEpiAdd},",
+        "{OpId::kReLU, kEpiReLU},"]
 
 
 def test_a_graph_prints_the_schema_op_ids():
@@ -104,6 +193,38 @@ def test_a_graph_prints_the_schema_op_ids():
         assert {op.name, op.backward_name} <= names, (op.name, sorted(names))
 
 
+def test_a_graph_prints_the_nn_rows_op_ids_and_equals_eager():
+    """Each NN row's ids (chosen by id_by: max or average pooling) reach the graph."""
+    dev = sw.create_cpu_device()
+    data = np.random.RandomState(0).randn(2, 3, 6, 6).astype(np.float32)
+
+    def step(graph):
+        x = tensor.from_numpy(data, dev)
+        x.requires_grad = x.stores_grad = True
+        autograd.training = True
+        dev.EnableGraph(graph)
+        try:
+            outs = []
+            for is_max in (True, False):
+                h = sw.PoolingHandle((2, 3, 7, 7), (3, 3), (2, 2), (1, 1), is_max)  # odd-padded
+                y = autograd.pooling_2d(h, x, (0, 1, 0, 1))
+                outs += [y] + list(autograd.gradients(autograd.reduce_sum(y)).values())
+        finally:
+            dev.EnableGraph(False)
+            autograd.training = False
+        if graph:
+            dev.RunGraph()
+        return [tensor.to_numpy(t) for t in outs]
+
+    eager = step(False)
+    replay = step(True)
+    names = set(dev.graph_op_names())
+    for op in NN_OPS:
+        assert set(op.ids) <= names, (op.name, sorted(names))
+    for a, b in zip(eager, replay):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_generated_files_are_not_in_the_source_tree():
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
     if tracked.returncode != 0:
@@ -113,4 +234,5 @@ def test_generated_files_are_not_in_the_source_tree():
 
 
 def test_ops_left_out_of_the_schema_say_why():
-    assert NOT_IN_SCHEMA and all(len(why) > 20 for why in NOT_IN_SCHEMA.values())
+    for table in (NOT_IN_SCHEMA, NN_NOT_IN_SCHEMA):
+        assert table and all(len(why) > 20 for why in table.values())

@@ -13,6 +13,7 @@ constexpr const char* kNames[] = {
 #include "singa/ops/elementwise.def"
 #include "singa/core/op_ids.def"
 #include "singa/ops/activation_ids.def"
+#include "singa/ops/nn_ids.def"
 #undef SINGA_OP
 #undef SINGA_OP_AS
 #undef SINGA_UNARY

@@ -233,9 +233,7 @@ struct EpiloguePattern {
   EpiloguePart part;
 };
 constexpr EpiloguePattern kEpilogueOps[] = {
-    {OpId::kBatchNormForwardInference, kEpiBatchNorm},
-    {OpId::kAdd, kEpiAdd},
-    {OpId::kReLU, kEpiReLU},
+#include "epilogue_ops.inc"  // schema/nn.py's FUSABLE and the rows' fusable parts (generated)
 };
 unsigned PartOf(const Graph::Node& n) {
   for (const auto& p : kEpilogueOps)

@@ -83,8 +83,10 @@ void Finish(const Tensor& result, Tensor* out) {
 
 // Returns the result: a new tensor when out is null, else *out after writing it. `launch`
 // (x, y, ctx) calls the kernel, which was looked up once, at the call: a replay calls it directly.
+// `recomputable`: OpDesc's (a schema row's, for the schema's activations).
 template <typename Launch>
-Tensor RunUnaryWith(OpId id, bool allow_int, const Tensor& in_raw, Tensor* out, Launch launch) {
+Tensor RunUnaryWith(OpId id, bool allow_int, const Tensor& in_raw, Tensor* out, Launch launch,
+                    bool recomputable = true) {
   const char* name = OpName(id);
   SINGA_CHECK(in_raw.block() != nullptr, ValueError, name << ": the input tensor is empty");
   DataType dt = CommonType(name, in_raw.data_type(), in_raw.data_type(), *in_raw.device());
@@ -94,6 +96,7 @@ Tensor RunUnaryWith(OpId id, bool allow_int, const Tensor& in_raw, Tensor* out, 
   in.device()->Exec({.id = id,
                      .reads = {in.block()},
                      .writes = {res.block()},
+                     .recomputable = recomputable,
                      .layouts = FlatLayouts({&in, &res})},
                     [launch, in, res](Context* ctx) { launch(in, res, ctx); });
   Finish(res, out);
@@ -108,7 +111,7 @@ Tensor RunUnary(OpId id, bool allow_int, const KernelSlot<UnaryKernelFn>& slot, 
 // As RunUnaryWith, for two operands of dtype `dt` broadcast against each other.
 template <typename Launch>
 Tensor RunBinaryWith(OpId id, DataType dt, const Tensor& a_raw, const Tensor& b_raw, Tensor* out,
-                     Launch launch) {
+                     Launch launch, bool recomputable = true) {
   const char* name = OpName(id);
   const Shape shape = BroadcastShapes(a_raw.shape(), b_raw.shape(), name);
   const Tensor a = Broadcast(Cast(a_raw, dt), shape), b = Broadcast(Cast(b_raw, dt), shape);
@@ -116,6 +119,7 @@ Tensor RunBinaryWith(OpId id, DataType dt, const Tensor& a_raw, const Tensor& b_
   a.device()->Exec({.id = id,
                     .reads = {a.block(), b.block()},
                     .writes = {res.block()},
+                    .recomputable = recomputable,
                     .layouts = FlatLayouts({&a, &b, &res})},
                    [launch, a, b, res](Context* ctx) { launch(a, b, res, ctx); });
   Finish(res, out);

@@ -68,14 +68,6 @@ struct ConvBwdBArgs {
   Tensor dy, db;
   ConvHandle h;
 };
-struct PoolFwdArgs {
-  Tensor x, y;
-  PoolingHandle h;
-};
-struct PoolBwdArgs {
-  Tensor dy, x, dx;
-  PoolingHandle h;
-};
 /// x viewed as (N, C, S); running_mean / running_var empty: not updated.
 struct BnTrainArgs {
   Tensor x, scale, bias, y, mean, var, running_mean, running_var;
@@ -101,11 +93,11 @@ SINGA_KERNEL_SLOT_DECL(Conv2dForward, PrepareFn<ConvFwdArgs>);
 SINGA_KERNEL_SLOT_DECL(Conv2dBackwardX, PrepareFn<ConvBwdXArgs>);
 SINGA_KERNEL_SLOT_DECL(Conv2dBackwardW, PrepareFn<ConvBwdWArgs>);
 SINGA_KERNEL_SLOT_DECL(Conv2dBackwardB, PrepareFn<ConvBwdBArgs>);
-SINGA_KERNEL_SLOT_DECL(Pool2dForward, PrepareFn<PoolFwdArgs>);
-SINGA_KERNEL_SLOT_DECL(Pool2dBackward, PrepareFn<PoolBwdArgs>);
 SINGA_KERNEL_SLOT_DECL(BatchNormForwardTraining, PrepareFn<BnTrainArgs>);
 SINGA_KERNEL_SLOT_DECL(BatchNormForwardInference, PrepareFn<BnInferArgs>);
 SINGA_KERNEL_SLOT_DECL(BatchNormBackward, PrepareFn<BnBwdArgs>);
+// The schema's NN ops (schema/nn.py): their Args and slots (build/gen/src).
+#include "nn_args.inc"
 
 /// float32, bfloat16 (bf16.h says where it runs natively), or float16 on a device that computes
 /// with CUDA (half conv / pooling there; the CPU keeps float16 as storage only).
@@ -294,12 +286,13 @@ double FlopsOf(const Args&) {
   return 0;
 }
 
-/// `as_epilogue`: what this operation is as its input's producer's epilogue (FusionHooks).
+/// `as_epilogue`: what this operation is as its input's producer's epilogue (FusionHooks);
+/// `recomputable`: OpDesc's (a schema row's, for the schema's ops: nn_launch.inc).
 template <typename Args>
 void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
                   const std::shared_ptr<Device>& dev, std::vector<Block*> reads,
                   std::vector<Block*> writes, OpId id,
-                  const Epilogue& as_epilogue = Epilogue{}) {
+                  const Epilogue& as_epilogue = Epilogue{}, bool recomputable = true) {
   Prepared<Args> p = Prepare(slot, a, *dev);
   // While a graph records, also prepare the same call with the ReLU post-op: the graph runs it,
   // with the epilogue it found, when y's only reader is a ReLU, an Add or a batch norm (Graph:
@@ -343,6 +336,7 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
              .reads = std::move(reads),
              .writes = std::move(writes),
              .fusion = std::move(hooks),
+             .recomputable = recomputable,
              .rerun = std::move(rerun),
              .flops = FlopsOf(a),
              .layouts = p.layouts},
@@ -350,5 +344,8 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
               run(a, ws.empty() ? nullptr : OutPtr(ws));
             });
 }
+
+// The schema's NN ops' Launch<Name>(args) (schema/nn.py): reads, writes, id, recomputable.
+#include "nn_launch.inc"
 
 }  // namespace singa

@@ -1,12 +1,10 @@
 // 2-d max / average pooling (see singa/ops/nn.h): the handle and the device-independent fronts;
-// the kernels are in cpu/pooling.cc (reference) and dnnl/pooling.cc (oneDNN).
+// the kernels are in cpu/pooling.cc (reference), dnnl/pooling.cc (oneDNN) and cuda/pooling.cu;
+// their Args, slots, OpIds, outputs and launch are schema/nn.py's rows (Run<Name>, generated).
 #include "bf16.h"
 #include "nn_kernels.h"
 
 namespace singa {
-
-SINGA_KERNEL_SLOT(Pool2dForward, PrepareFn<PoolFwdArgs>);
-SINGA_KERNEL_SLOT(Pool2dBackward, PrepareFn<PoolBwdArgs>);
 
 PoolingHandle::PoolingHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
                              const std::vector<size_t>& stride,
@@ -43,12 +41,7 @@ Tensor Pool2dForward(const Tensor& x_in, const PoolingHandle& h) {
   CheckImage(op, "input", x_in, h.channels, h.height, h.width);
   if (Bf16ViaFloat32(x_in))  // bf16 pooling on a GPU: through float32 (bf16.h)
     return ToBFloat16(Pool2dForward(ToFloat32(x_in), h));
-  PoolFwdArgs a{x_in.Contiguous(),
-                Tensor(h.OutputShape(x_in.shape(0)), x_in.device(), x_in.data_type()), h};
-  if (a.y.Size() == 0) return a.y;
-  LaunchKernel(Pool2dForwardKernel(), a, a.x.device(), {a.x.block()}, {a.y.block()},
-               h.is_max_pooling ? OpId::kMaxPool2dForward : OpId::kAvgPool2dForward);
-  return a.y;
+  return RunPool2dForward(x_in, h);
 }
 
 Tensor Pool2dBackward(const Tensor& dy_in, const Tensor& x_in, const Tensor& y_in,
@@ -68,13 +61,7 @@ Tensor Pool2dBackward(const Tensor& dy_in, const Tensor& x_in, const Tensor& y_i
   CheckSameDtype(op, {&dy_in, &x_in});
   if (Bf16ViaFloat32(x_in))
     return ToBFloat16(Pool2dBackward(ToFloat32(dy_in), ToFloat32(x_in), Tensor(), h));
-  PoolBwdArgs a{dy_in.Contiguous(), x_in.Contiguous(),
-                Tensor(x_in.shape(), x_in.device(), x_in.data_type()), h};
-  if (a.dx.Size() == 0) return a.dx;
-  LaunchKernel(Pool2dBackwardKernel(), a, a.x.device(), {a.dy.block(), a.x.block()},
-               {a.dx.block()},
-               h.is_max_pooling ? OpId::kMaxPool2dBackward : OpId::kAvgPool2dBackward);
-  return a.dx;
+  return RunPool2dBackward(dy_in, x_in, h);
 }
 
 }  // namespace singa

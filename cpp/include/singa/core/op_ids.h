@@ -4,7 +4,7 @@
 //   singa::OpName(singa::OpId::kReLU);   // "ReLU": what profiles and graph dumps print
 //
 // The list is op_ids.def plus the elementwise table (singa/ops/elementwise.def) and the op
-// schema's generated ids (singa/ops/activation_ids.def, build tree); the graph keys
+// schema's generated ids (singa/ops/activation_ids.def, nn_ids.def, build tree); the graph keys
 // its rewrites on ids (epilogue fusion finds kBatchNormForwardInference, kAdd and kReLU, the
 // recompute cost model kMult and the convolutions), never on printed names. Operations defined outside the library (tests, user
 // kernels) are OpId::kCustom and carry their own label in OpDesc.
@@ -24,6 +24,7 @@ enum class OpId : uint16_t {
 #include "singa/ops/elementwise.def"
 #include "singa/core/op_ids.def"
 #include "singa/ops/activation_ids.def"
+#include "singa/ops/nn_ids.def"
 #undef SINGA_OP
 #undef SINGA_OP_AS
 #undef SINGA_UNARY
@@ -34,12 +35,14 @@ enum class OpId : uint16_t {
 // ggml's tripwire: a new hand-listed id changes this count, which sends its author here. Before
 // updating it, check what keys on OpId: kEpilogueOps and Graph::EstimateCost
 // (cpp/src/graph/graph.cc) and the id <-> name test (tests/cpp/test_op_ids.cc). The schema's
-// ids (activation_ids.def, generated from schema/activations.py) are counted apart: they are
-// elementwise ops that nothing keys on, and a schema row must stay the whole change.
-constexpr size_t kNumListedOpIds = 130;
+// ids (activation_ids.def and nn_ids.def, generated from schema/activations.py and nn.py) are
+// counted apart: nothing keys on them but the schema's own tables (epilogue partners come from
+// schema/nn.py's FUSABLE), and a schema row must stay the whole change.
+constexpr size_t kNumListedOpIds = 126;
 constexpr size_t kNumSchemaOpIds = 0
 #define SINGA_OP(Name) +1
 #include "singa/ops/activation_ids.def"
+#include "singa/ops/nn_ids.def"
 #undef SINGA_OP
     ;
 constexpr size_t kNumOpIds = kNumListedOpIds + kNumSchemaOpIds;

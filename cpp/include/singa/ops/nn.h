@@ -88,11 +88,8 @@ struct PoolingHandle {
   Shape OutputShape(size_t n) const { return {n, channels, pooled_height, pooled_width}; }
 };
 
-/// x: (N, C, H, W) matching the handle's C, H, W. Padding never wins a max.
-Tensor Pool2dForward(const Tensor& x, const PoolingHandle& h);
-/// dx given dy, the forward input x and output y. Max: each window's gradient goes to the first
-/// (row-major) position of its maximum; avg: spread evenly over the divisor.
-Tensor Pool2dBackward(const Tensor& dy, const Tensor& x, const Tensor& y, const PoolingHandle& h);
+// Pool2dForward(x, h) and Pool2dBackward(dy, x, y, h): schema/nn.py's rows, declared in
+// singa/ops/nn_schema.h (generated; included at the end of this header).
 
 /// Batch normalisation over axis 1 of x: (N, C, H, W), (N, C) or any (N, C, ...). scale, bias,
 /// running_mean and running_var hold C float32 values each.
@@ -138,3 +135,5 @@ Tensor IndexSelect(const Tensor& x, int axis, const Tensor& indices);
 Tensor IndexAdd(const Tensor& dy, int axis, const Tensor& indices, const Shape& x_shape);
 
 }  // namespace singa
+
+#include "singa/ops/nn_schema.h"  // the op schema's NN ops (schema/nn.py), on the handles above
