@@ -1,4 +1,5 @@
-# csinga.pxd: the thin layer, C++ declarations of libsinga for Cython (no Python objects here).
+# csinga.pxd: the thin layer, C++ declarations of libsinga for Cython (no Python objects here,
+# but for the one helper every extension module calls at import: register_error_classes).
 #
 #   from csinga cimport CTensor, CDevice, c_Mult
 #
@@ -20,6 +21,15 @@ from libcpp.vector cimport vector
 cdef extern from "error_translate.h":
     void raise_py_error "singa_raise_py_error"()
     void register_exception "singa_register_exception"(int kind, object type)
+
+
+cdef inline int register_error_classes() except -1:
+    """Fills this extension module's translation table with singa's error classes (each module
+    has its own copy of error_translate.h's table): every singa/_wrap_*.pyx calls it at import."""
+    from singa._wrap_errors import BY_KIND
+    for kind, cls in enumerate(BY_KIND):
+        register_exception(kind, cls)
+    return 0
 
 cdef extern from "singa/core/common.h" namespace "singa":
     ctypedef enum DataType "singa::DataType":
