@@ -5,7 +5,8 @@
 #
 # Every call that can fail is declared `except +raise_py_error`, which turns singa::Error and its
 # subclasses into the matching Python exception (cython/error_translate.h). Elementwise operators
-# are declared by the generated elementwise_ops.pxi instead (from cpp/include/singa/ops/elementwise.def).
+# are declared by the generated elementwise_ops.pxi instead (from cpp/include/singa/ops/elementwise.def,
+# included by singa/_wrap_elementwise.pyx).
 #
 # The GIL: the extern blocks of the core classes and the ops are `nogil`, and the wrappers call
 # every call that runs kernels or copies inside `with nogil:`, so other Python threads run

@@ -1,6 +1,6 @@
 """Neural-network operators on NCHW tensors: conv2d, pooling_2d, batchnorm_2d and dropout.
 
-    h = singa_wrap.ConvHandle(x.data, (3, 3), (1, 1), (1, 1), 3, 16, True)   # see cython/nn.pxi
+    h = singa_wrap.ConvHandle(x.data, (3, 3), (1, 1), (1, 1), 3, 16, True)   # see cython/singa/_wrap_nn.pyx
     y = autograd.conv2d(h, x, W, b)
     p = autograd.pooling_2d(singa_wrap.PoolingHandle(y.data, (2, 2), (2, 2), (0, 0), True), y)
     bn = autograd.BatchNormHandle(x, momentum=0.9)
@@ -129,7 +129,7 @@ def pooling_2d(handle, x, odd_padding=(0, 0, 0, 0)):
     return _Pooling2d(handle, odd_padding)(x)[0]
 
 
-# The settings of a batch normalisation (cython/nn.pxi): BatchNormHandle(x, momentum) or, as
+# The settings of a batch normalisation (cython/singa/_wrap_nn.pyx): BatchNormHandle(x, momentum) or, as
 # Apache SINGA's singa_wrap, BatchNormHandle(momentum, x); one class under both names.
 BatchNormHandle = singa.BatchNormHandle
 
