@@ -125,7 +125,7 @@ cdef class Device:
         self.c.get().graph().SetFusion(on)
 
     def SetGraphLayouts(self, bool on):
-        """Blocked layouts (True, default; with fusion on and planned memory, no memory budget):
+        """Blocked layouts (True, default; with fusion on and planned memory, budget or not):
         activations whose every reader and writer has a oneDNN kernel for it stay in oneDNN's
         channel-blocked layout between operations instead of being reordered to NCHW and back
         at each convolution (graph.h). Takes effect when the graph is next built."""
@@ -142,16 +142,17 @@ cdef class Device:
         in (0, 1] a fraction of the unconstrained plan, None (or 0) removes it. Read when the
         graph is next built (the next step replays with it); a budget no plan reaches raises
         OutOfMemoryError there, stating the least budget that works. ``strategy``: "greedy"
-        (default, the planner of singa/graph/remat.h) or "sqrt" (Chen et al.'s sqrt(N)
-        checkpoints, for comparison: one plan whatever the budget). ``cost``: what the greedy
+        (default, the planner of singa/graph/remat.h), or for comparison "sqrt" (Chen et al.'s
+        sqrt(N) checkpoints: one plan whatever the budget) and "greedy-unrefined" (the greedy
+        without early reruns, as it was before them). ``cost``: what the greedy
         minimises, "measured" (default: the first steps run the estimate's plan and time every
         operation, and the sixth step replans with those times) or "estimate" (a roofline over
         bytes and flops, deterministic); graph.h's "Cost model"."""
-        strategies = {"greedy": 0, "sqrt": 1}
+        strategies = {"greedy": 0, "sqrt": 1, "greedy-unrefined": 2}
         costs = {"measured": 0, "estimate": 1}
         if strategy not in strategies:
-            raise ArgumentError("SetMemoryBudget: strategy must be 'greedy' or 'sqrt', got %r"
-                                % (strategy,))
+            raise ArgumentError("SetMemoryBudget: strategy must be 'greedy', 'sqrt' or "
+                                "'greedy-unrefined', got %r" % (strategy,))
         if cost not in costs:
             raise ArgumentError("SetMemoryBudget: cost must be 'measured' or 'estimate', got %r"
                                 % (cost,))

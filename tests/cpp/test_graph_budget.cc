@@ -1,6 +1,7 @@
 // A memory budget met by recomputation (singa/graph/remat.h), property-tested on random graphs:
 // bit-identical results, no two live ranges sharing bytes, the arena within the budget and
-// falling with it, and a clear error below the least budget.
+// falling with it, and a clear error below the least budget; with 4-d blocks whose operations
+// accept the channel-blocked layout, the same under every budget with the layouts kept.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -19,16 +20,39 @@ namespace {
 // ReLU variant followed by a ReLU), then a backward chain that reads the forward values in
 // reverse, with an in-place accumulation now and then; every op is a deterministic pure
 // function of what it reads, so recomputing one gives the same bits.
+//
+// `shaped`: activations are 4-d (1, 16, 2, n / 32) float blocks and each operation accepts
+// each of its operands in the channel-blocked layout at random (as a convolution does), so the
+// graph's layout pass keeps some blocked (graph/layouts.cc); a kernel adds a term that depends
+// on the layout its output has when it runs, so a recomputation that saw another layout than
+// the original run would change the bits.
 struct RandomStep {
   std::shared_ptr<Device> dev = std::make_shared<CppCPU>();
   std::vector<std::shared_ptr<Block>> keep;  // what the recorded lambdas point at
   Block* out = nullptr;
+  bool shaped = false;
+  std::mt19937 layout_rng;
 
   Block* NewFloats(size_t n) {
+    // (activations only: a statistic's or scratch's other floats would be read unwritten)
+    const bool image = shaped && n >= 16;
+    if (image) n = (n + 31) / 32 * 32;
     keep.push_back(dev->NewBlock(n * sizeof(float)));
+    if (image) keep.back()->set_layout(kFloat32, Shape{1, 16, 2, n / 32});
     return keep.back().get();
   }
   static size_t N(Block* b) { return b->size() / sizeof(float); }
+  static float LayoutTerm(Block* y) {
+    return y->mem_layout() == MemLayout::kChannels16 ? 1e-3f : 0.f;
+  }
+  // Each read and the first write accepted blocked with probability 3/4.
+  LayoutHooks Accepts(size_t reads) {
+    LayoutHooks h;
+    if (!shaped) return h;
+    for (size_t k = 0; k < reads; ++k) h.reads |= (layout_rng() % 4 != 0 ? 1u : 0u) << k;
+    h.writes = layout_rng() % 4 != 0 ? 1u : 0u;
+    return h;
+  }
 
   // y = a * x0 (+ b * x1) + c, elementwise with wrap-around; `relu` applies max(0, .).
   void Combine(const std::vector<Block*>& in, Block* y, float c, bool relu, const char* name,
@@ -42,6 +66,7 @@ struct RandomStep {
             const float* x = static_cast<const float*>(in[k]->data());
             v += (0.5f / (k + 1)) * x[(j * 7 + k) % N(in[k])];
           }
+          v += LayoutTerm(y);
           o[j] = r ? (v > 0 ? v : 0.f) : v;
         }
         if (also) static_cast<float*>(also->mutable_data())[0] = c;  // scratch
@@ -54,7 +79,12 @@ struct RandomStep {
       hooks.accepts = kEpiReLU;
       hooks.with_epilogue = [f = make(true)](Context* c, const Epilogue&) { f(c); };
     }
-    dev->Exec({.reads = in, .writes = writes, .label = name, .fusion = hooks}, make(relu));
+    dev->Exec({.reads = in,
+               .writes = writes,
+               .label = name,
+               .fusion = hooks,
+               .layouts = Accepts(in.size())},
+              make(relu));
   }
 
   // A batch norm in training, in miniature: y = (x - m) * 0.5 (+ ReLU) with m = mean(x) saved in
@@ -67,7 +97,7 @@ struct RandomStep {
       const float m = static_cast<const float*>(stat->data())[0];
       float* o = static_cast<float*>(y->mutable_data());
       for (size_t j = 0; j < N(y); ++j) {
-        const float v = (a[j % N(x)] - m) * 0.5f;
+        const float v = (a[j % N(x)] - m) * 0.5f + LayoutTerm(y);
         o[j] = r ? (v > 0 ? v : 0.f) : v;
       }
     };
@@ -103,11 +133,13 @@ struct RandomStep {
                .writes = writes,
                .label = "Norm",
                .fusion = hooks,
-               .rerun = {rerun(false), rerun_fused, {x, stat}, rerun_writes}},
+               .rerun = {rerun(false), rerun_fused, {x, stat}, rerun_writes},
+               .layouts = Accepts(2)},
               run(false));
   }
 
-  explicit RandomStep(unsigned seed) {
+  explicit RandomStep(unsigned seed, bool with_layouts = false)
+      : shaped(with_layouts), layout_rng(seed + 1000) {
     std::mt19937 rng(seed);
     auto size = [&] { return static_cast<size_t>(16 + rng() % 400); };
     Block* x = NewFloats(size());
@@ -139,7 +171,10 @@ struct RandomStep {
       }
       if (fuse) {  // the ReLU that fusion folds into its producer
         Block* z = NewFloats(N(y));
-        dev->Exec({.id = OpId::kReLU, .reads = {y}, .writes = {z}},
+        dev->Exec({.id = OpId::kReLU,
+                   .reads = {y},
+                   .writes = {z},
+                   .layouts = shaped ? LayoutHooks::Flat() : LayoutHooks{}},
                   [y, z](Context*) {
                     const float* a = static_cast<const float*>(y->data());
                     float* o = static_cast<float*>(z->mutable_data());
@@ -218,67 +253,98 @@ void ExpectNoOverlap(Graph* g, const std::string& where) {
 
 size_t Total(Graph* g) { return g->memory_plan().persistent_bytes + g->memory_plan().arena_bytes; }
 
+
+// What the falling-budget runs of random steps covered.
+struct Coverage {
+  int recomputed = 0, fused = 0, norm_rerun = 0, blocked = 0;
+};
+
+// One random step under falling budgets: identical bits, within the budget, the arena never
+// growing, no shared bytes; then the error, whose stated minimum works. The layouts the
+// unbudgeted graph chose stay chosen under every budget.
+void CheckFallingBudgets(unsigned seed, bool with_layouts, Coverage* cov) {
+  RandomStep step(seed, with_layouts);
+  Graph* g = step.dev->graph();
+  const std::vector<float> ref = step.Run();
+  const GraphMemoryPlan free_plan = g->memory_plan();
+  const std::vector<Graph::BlockInfo> free_blocks = g->BlockList();
+  const Graph::LayoutCounts free_layouts = g->layout_counts();
+  ExpectNoOverlap(g, "unbudgeted seed " + std::to_string(seed));
+  cov->fused += g->num_fused() > 0;
+  cov->blocked += free_layouts.blocks > 0;
+  const size_t total = Total(g);
+  auto same_layouts = [&](const std::string& where) {
+    EXPECT_EQ(g->layout_counts().blocks, free_layouts.blocks) << where;
+    EXPECT_EQ(g->layout_counts().bytes, free_layouts.bytes) << where;
+  };
+  // A budget the step already fits changes nothing, to the byte.
+  step.dev->SetMemoryBudget(total);
+  EXPECT_EQ(step.Run(), ref);
+  EXPECT_EQ(g->memory_plan().arena_bytes, free_plan.arena_bytes);
+  EXPECT_EQ(g->memory_plan().num_recomputed, 0u);
+  same_layouts("seed " + std::to_string(seed) + " at the unconstrained total");
+  const auto same_blocks = g->BlockList();
+  ASSERT_EQ(same_blocks.size(), free_blocks.size());
+  for (size_t i = 0; i < same_blocks.size(); ++i)
+    EXPECT_EQ(same_blocks[i].offset, free_blocks[i].offset);
+  // Falling budgets: identical bits, within the budget, arena never growing; then the error.
+  size_t last_arena = free_plan.arena_bytes;
+  std::mt19937 rng(seed);
+  size_t budget = total;
+  for (int k = 0; k < 12; ++k) {
+    budget -= budget / (3 + rng() % 8);
+    step.dev->SetMemoryBudget(budget);
+    const std::string where = "seed " + std::to_string(seed) + " budget " +
+                              std::to_string(budget);
+    try {
+      ASSERT_EQ(step.Run(), ref) << where;
+    } catch (const OutOfMemoryError& e) {
+      const std::string msg = e.what();
+      const size_t at = msg.find("needs at least ");
+      ASSERT_NE(at, std::string::npos) << msg;
+      const size_t least = std::stoull(msg.substr(at + 15));
+      EXPECT_GT(least, budget) << msg;
+      EXPECT_LE(least, last_arena + free_plan.persistent_bytes) << msg;
+      step.dev->SetMemoryBudget(least);  // the stated minimum works
+      EXPECT_EQ(step.Run(), ref) << where;
+      EXPECT_LE(Total(g), least);
+      same_layouts(where + " at the minimum");
+      ExpectNoOverlap(g, where + " at the minimum");
+      break;
+    }
+    EXPECT_LE(Total(g), budget) << where;
+    EXPECT_LE(g->memory_plan().arena_bytes, last_arena) << where;
+    last_arena = g->memory_plan().arena_bytes;
+    cov->recomputed += g->memory_plan().num_recomputed > 0;
+    for (size_t pos = 0; pos < g->order().size(); ++pos)
+      if (g->IsRecomputeAt(pos) && g->OpNameAt(pos) == "Norm") {
+        ++cov->norm_rerun;
+        break;
+      }
+    same_layouts(where);
+    ExpectNoOverlap(g, where);
+  }
+}
+
 }  // namespace
 
 TEST(GraphBudget, RandomGraphsBitIdenticalWithinBudgetAndMonotone) {
-  int recomputed_somewhere = 0, fused_somewhere = 0, norm_rerun_somewhere = 0;
-  for (unsigned seed = 1; seed <= 30; ++seed) {
-    RandomStep step(seed);
-    Graph* g = step.dev->graph();
-    const std::vector<float> ref = step.Run();
-    const GraphMemoryPlan free_plan = g->memory_plan();
-    const std::vector<Graph::BlockInfo> free_blocks = g->BlockList();
-    ExpectNoOverlap(g, "unbudgeted seed " + std::to_string(seed));
-    fused_somewhere += g->num_fused() > 0;
-    const size_t total = Total(g);
-    // A budget the step already fits changes nothing, to the byte.
-    step.dev->SetMemoryBudget(total);
-    EXPECT_EQ(step.Run(), ref);
-    EXPECT_EQ(g->memory_plan().arena_bytes, free_plan.arena_bytes);
-    EXPECT_EQ(g->memory_plan().num_recomputed, 0u);
-    const auto same_blocks = g->BlockList();
-    ASSERT_EQ(same_blocks.size(), free_blocks.size());
-    for (size_t i = 0; i < same_blocks.size(); ++i)
-      EXPECT_EQ(same_blocks[i].offset, free_blocks[i].offset);
-    // Falling budgets: identical bits, within the budget, arena never growing; then the error.
-    size_t last_arena = free_plan.arena_bytes;
-    std::mt19937 rng(seed);
-    size_t budget = total;
-    for (int k = 0; k < 12; ++k) {
-      budget -= budget / (3 + rng() % 8);
-      step.dev->SetMemoryBudget(budget);
-      const std::string where = "seed " + std::to_string(seed) + " budget " +
-                                std::to_string(budget);
-      try {
-        ASSERT_EQ(step.Run(), ref) << where;
-      } catch (const OutOfMemoryError& e) {
-        const std::string msg = e.what();
-        const size_t at = msg.find("needs at least ");
-        ASSERT_NE(at, std::string::npos) << msg;
-        const size_t least = std::stoull(msg.substr(at + 15));
-        EXPECT_GT(least, budget) << msg;
-        EXPECT_LE(least, last_arena + free_plan.persistent_bytes) << msg;
-        step.dev->SetMemoryBudget(least);  // the stated minimum works
-        EXPECT_EQ(step.Run(), ref) << where;
-        EXPECT_LE(Total(g), least);
-        ExpectNoOverlap(g, where + " at the minimum");
-        break;
-      }
-      EXPECT_LE(Total(g), budget) << where;
-      EXPECT_LE(g->memory_plan().arena_bytes, last_arena) << where;
-      last_arena = g->memory_plan().arena_bytes;
-      recomputed_somewhere += g->memory_plan().num_recomputed > 0;
-      for (size_t pos = 0; pos < g->order().size(); ++pos)
-        if (g->IsRecomputeAt(pos) && g->OpNameAt(pos) == "Norm") {
-          ++norm_rerun_somewhere;
-          break;
-        }
-      ExpectNoOverlap(g, where);
-    }
-  }
-  EXPECT_GT(recomputed_somewhere, 10);  // the property covers recomputed blocks
-  EXPECT_GT(fused_somewhere, 10);       // and fused ReLUs
-  EXPECT_GT(norm_rerun_somewhere, 5);   // and operations recomputed through their rerun form
+  Coverage cov;
+  for (unsigned seed = 1; seed <= 30; ++seed) CheckFallingBudgets(seed, false, &cov);
+  EXPECT_GT(cov.recomputed, 10);  // the property covers recomputed blocks
+  EXPECT_GT(cov.fused, 10);       // and fused ReLUs
+  EXPECT_GT(cov.norm_rerun, 5);   // and operations recomputed through their rerun form
+}
+
+// A budget keeps the blocked layouts (a recomputation reruns the same operation on the same
+// blocks, whose layout tags a build sets once), and everything above still holds.
+TEST(GraphBudget, RandomGraphsWithBlockedLayoutsKeepThemUnderEveryBudget) {
+  Coverage cov;
+  for (unsigned seed = 1; seed <= 30; ++seed) CheckFallingBudgets(seed, true, &cov);
+  EXPECT_GT(cov.blocked, 20);  // the layout pass kept blocks blocked
+  EXPECT_GT(cov.recomputed, 10);
+  EXPECT_GT(cov.fused, 10);
+  EXPECT_GT(cov.norm_rerun, 5);
 }
 
 // A rerun form must write the operation's first output first, and only what the operation

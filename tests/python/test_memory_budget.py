@@ -257,6 +257,26 @@ def test_measured_costs_replan_bit_identically_within_the_budget():
         device.create_cpu_device(400).SetMemoryBudget(0.5, cost="guess")
 
 
+def test_early_reruns_recompute_less_than_the_unrefined_greedy():
+    # remat.h, "Early reruns": a block's main rerun moved to the recomputation that needs it
+    # replaces a transient rerun; "greedy-unrefined" is the planner without them. The same bits
+    # and budget either way, fewer recomputations with them (the estimate: deterministic).
+    ref_losses, ref_params, free, _ = train(ResBlock)
+    budget = int(free["persistent_bytes"] + 0.7 * free["arena_bytes"])
+    plans = {}
+    for strategy in ("greedy", "greedy-unrefined"):
+        losses, params, plan, _ = train(ResBlock, budget=budget, strategy=strategy,
+                                        cost="estimate")
+        np.testing.assert_array_equal(np.array(losses), np.array(ref_losses), err_msg=strategy)
+        for k in ref_params:
+            np.testing.assert_array_equal(params[k], ref_params[k], err_msg=k)
+        assert _total(plan) <= budget
+        plans[strategy] = plan
+    early, unrefined = plans["greedy"], plans["greedy-unrefined"]
+    assert 0 < early["num_recomputed"] < unrefined["num_recomputed"]
+    assert early["recompute_cost"] < unrefined["recompute_cost"]
+
+
 @pytest.mark.parametrize("bad", [1.5, -3, 0.0 - 0.5, "half", True])
 def test_bad_budgets_are_refused(bad):
     dev = device.create_cpu_device(400)
@@ -302,3 +322,52 @@ def test_plot_marks_recomputed_ranges_and_profile_counts_them(tmp_path, capfd):
     assert "(recomputed)" in out
     assert re.search(r"recomputed: %d operations per step" % plan["num_recomputed"], out)
     dev.SetVerbosity(0)
+
+
+def _train_with_layouts(make_net, shape, budget=None, steps=3):
+    """(losses, params, layout counts, plan) of a net trained on the dnnl backend with the
+    graph's blocked layouts on (test_graph_layouts.py's setting), under `budget` (a fraction of
+    the arena on top of the persistent blocks, as bench_remat_cost.py sets it)."""
+    import test_graph_layouts as lay
+    dev = lay.make_device(True)
+    x, t = lay.data(dev, shape)
+    net = make_net()
+    net.set_optimizer(opt.SGD(lr=0.05, momentum=0.9))
+    net.compile([x], is_train=True, use_graph=True)
+    if budget is not None:  # bytes from the unconstrained plan, before the first step
+        free = budget["free"]
+        dev.SetMemoryBudget(int(free["persistent_bytes"] + budget["arena"] * free["arena_bytes"]))
+    losses = [tensor.to_numpy(net(x, t)[1]).copy() for _ in range(steps)]
+    params = {k: tensor.to_numpy(v) for k, v in net.get_states().items()}
+    return losses, params, dev.graph_layout_counts(), graph.memory_plan(dev)
+
+
+def _same_bits(got, ref, what):
+    np.testing.assert_array_equal(np.array(got[0]), np.array(ref[0]), err_msg=what)
+    for k in ref[1]:
+        np.testing.assert_array_equal(got[1][k], ref[1][k], err_msg="%s %s" % (what, k))
+
+
+@pytest.mark.skipif(not singa_wrap.USE_DNNL, reason="blocked layouts need oneDNN kernels")
+def test_a_budget_keeps_the_blocked_layouts_bit_identically():
+    # A recomputation reruns its operation on the blocks the layout pass tagged, so a budget
+    # keeps every layout and the bits of the unbudgeted graph with layouts: a small ResNet with
+    # odd sizes, stride 2 and groups at 60% of its arena over 7 steps (the sixth replans by
+    # measured times), and ResNet-18 at 80% of its arena.
+    import test_graph_layouts as lay
+    import models  # examples/ (test_graph_layouts puts it on the path)
+    avx512 = lay.AVX512
+    ref = _train_with_layouts(lambda: lay.Net((5, 6)), (4, 3, 9, 11), steps=7)
+    assert ref[2]["blocks"] > 0 or not avx512
+    got = _train_with_layouts(lambda: lay.Net((5, 6)), (4, 3, 9, 11),
+                              {"free": ref[3], "arena": 0.6}, steps=7)
+    _same_bits(got, ref, "small ResNet")
+    assert got[2] == ref[2]  # the same blocks kept blocked
+    assert got[3]["num_recomputed"] > 0 and got[3]["cost_measured"]
+    assert _total(got[3]) <= got[3]["budget_bytes"]
+    ref = _train_with_layouts(models.resnet18, (2, 3, 32, 32), steps=1)
+    got = _train_with_layouts(models.resnet18, (2, 3, 32, 32),
+                              {"free": ref[3], "arena": 0.8}, steps=1)
+    assert got[3]["num_recomputed"] > 0
+    assert got[2] == ref[2] and (ref[2]["blocks"] > 20 or not avx512)
+    _same_bits(got, ref, "resnet18")

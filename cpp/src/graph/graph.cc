@@ -82,6 +82,7 @@ void Graph::Reset() {
   timed_runs_ = 0;
   timing_ = replan_ = false;
   applied_dropped_.clear();
+  applied_early_.clear();
 }
 
 void Graph::SetFusion(bool on) {
@@ -442,11 +443,12 @@ void Graph::PlanArena(bool replan) {
     const size_t budget = budget_bytes_ > 0 ? budget_bytes_
                                             : static_cast<size_t>(budget_fraction_ * total);
     plan_.budget_bytes = budget;
-    if (budget < total || strategy_ != remat::Strategy::kGreedy) {
+    const bool greedy = strategy_ != remat::Strategy::kSqrtN;
+    if (budget < total || !greedy) {
       const size_t room = budget > plan_.persistent_bytes ? budget - plan_.persistent_bytes : 0;
       size_t least = 0;
       remat::Plan fit = remat::PlanForBudget(p, room, strategy_, &least);
-      if (replan && measured && strategy_ == remat::Strategy::kGreedy) {
+      if (replan && measured && greedy) {
         remat::Plan prev = KeptPlan(p, room);
         if (prev.feasible && (!fit.feasible || prev.added_cost < fit.added_cost))
           fit = std::move(prev);
@@ -463,11 +465,12 @@ void Graph::PlanArena(bool replan) {
       plan = std::move(fit);
       // Time this plan's replays, to replan by measured times (Run), when it recomputes.
       timing_ = cost_model_ == CostModel::kMeasured && !measured &&
-                strategy_ == remat::Strategy::kGreedy && !plan.dropped.empty();
+                greedy && !plan.dropped.empty();
     }
   }
   plan_.cost_measured = measured;
   applied_dropped_ = plan.dropped;
+  applied_early_ = plan.early;
   ApplyPlan(plan, ids);
 }
 
@@ -479,7 +482,7 @@ remat::Plan Graph::KeptPlan(const remat::Problem& p, size_t room) const {
   prev.feasible = false;
   for (int c : applied_dropped_)
     if (c < 0 || static_cast<size_t>(c) >= a.candidates.size()) return prev;
-  prev = remat::Simulate(p, a, applied_dropped_);
+  prev = remat::Simulate(p, a, applied_dropped_, applied_early_);
   if (!prev.feasible) return prev;
   remat::Place(p, &prev);
   prev.feasible = prev.arena <= room;

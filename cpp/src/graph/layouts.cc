@@ -26,7 +26,8 @@
 //      elementwise kernels need nothing.
 // Sizes are the same in both layouts, so the memory plan and its invariant are untouched.
 // Eager mode and a graph with SetLayouts(false) (or SetFusion(false), which turns every
-// rewrite off, or a memory budget) leave every block plain.
+// rewrite off) leave every block plain. A memory budget does not: a recomputation reruns an
+// operation on blocks tagged here, so a recomputed block has the layout of its original.
 #include <unordered_map>
 #include <vector>
 
@@ -89,7 +90,7 @@ void Graph::ClearLayouts() {
 
 void Graph::ChooseLayouts() {
   ClearLayouts();
-  if (!layouts_ || !fusion_ || !planned_ || budget_bytes_ > 0 || budget_fraction_ > 0) return;
+  if (!layouts_ || !fusion_ || !planned_) return;
   // Rule 1: candidates, in execution order (a block read before any write is an input; a
   // fused link, which does not run, still writes its output first: y's memory).
   std::unordered_map<Block*, int> id;

@@ -52,7 +52,9 @@
 // activation stays in oneDNN's channel-blocked layout (singa/core/layout.h) from the operation
 // that writes it to the ones that read it when all of them accept that layout, no user handle
 // holds it and it is not an input of the step; kernels then skip the reorders to and from NCHW.
-// Off under a memory budget (a recomputation's rerun form computes in NCHW).
+// A memory budget keeps them: a recomputation reruns the same operation (or its rerun form,
+// which reads and writes a subset of its operands in the layouts chosen for them) on the same
+// blocks, whose tags one build sets once, so a recomputed block has its original's layout.
 //
 // Memory budget (planned memory only; SetMemoryBudget): when the unconstrained plan (persistent
 // blocks + arena) exceeds the budget, activations are dropped after a use and recomputed before
@@ -290,6 +292,7 @@ class Graph {
   bool timing_ = false;  ///< this build's replays are timed for a replan (cost model)
   bool replan_ = false;  ///< the next build replans with the times just taken
   std::vector<int> applied_dropped_;  ///< the dropped candidates of the plan in use
+  std::vector<char> applied_early_;   ///< and which of them rerun early (remat::Plan::early)
   std::vector<char> recompute_at_;  ///< per position of order_
   /// Blocks with several ranges are pointed at the range's offset when it begins.
   std::vector<std::vector<std::pair<Block*, size_t>>> rebind_before_;
