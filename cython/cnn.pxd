@@ -1,5 +1,5 @@
 # cnn.pxd: C++ declarations of singa/ops/nn.h (convolution, pooling, batch norm, losses, index
-# ops) for Cython; the Python wrappers are in nn.pxi.
+# ops) for Cython; the Python wrappers are in singa/_wrap_nn.pyx.
 #
 #   from cnn cimport CConvHandle, c_Conv2dForward
 #

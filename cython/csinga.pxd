@@ -1,10 +1,12 @@
-# csinga.pxd: the thin layer, C++ declarations of libsinga for Cython (no Python objects here).
+# csinga.pxd: the thin layer, C++ declarations of libsinga for Cython (no Python objects here,
+# but for the one helper every extension module calls at import: register_error_classes).
 #
 #   from csinga cimport CTensor, CDevice, c_Mult
 #
 # Every call that can fail is declared `except +raise_py_error`, which turns singa::Error and its
 # subclasses into the matching Python exception (cython/error_translate.h). Elementwise operators
-# are declared by the generated elementwise_ops.pxi instead (from cpp/include/singa/ops/elementwise.def).
+# are declared by the generated elementwise_ops.pxi instead (from cpp/include/singa/ops/elementwise.def,
+# included by singa/_wrap_elementwise.pyx).
 #
 # The GIL: the extern blocks of the core classes and the ops are `nogil`, and the wrappers call
 # every call that runs kernels or copies inside `with nogil:`, so other Python threads run
@@ -20,6 +22,15 @@ from libcpp.vector cimport vector
 cdef extern from "error_translate.h":
     void raise_py_error "singa_raise_py_error"()
     void register_exception "singa_register_exception"(int kind, object type)
+
+
+cdef inline int register_error_classes() except -1:
+    """Fills this extension module's translation table with singa's error classes (each module
+    has its own copy of error_translate.h's table): every singa/_wrap_*.pyx calls it at import."""
+    from singa._wrap_errors import BY_KIND
+    for kind, cls in enumerate(BY_KIND):
+        register_exception(kind, cls)
+    return 0
 
 cdef extern from "singa/core/common.h" namespace "singa":
     ctypedef enum DataType "singa::DataType":

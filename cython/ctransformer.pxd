@@ -1,6 +1,6 @@
 # ctransformer.pxd: C++ declarations of singa/ops/transformer.h (layer norm, cumsum, the ONNX
 # gathers) and of elementwise.h's MaskedFill, for Cython; the Python wrappers are in
-# transformer.pxi. Same conventions as cnn.pxd (errors translated, the GIL released).
+# singa/_wrap_transformer.pyx. Same conventions as cnn.pxd (errors translated, the GIL released).
 from libcpp cimport bool
 from libcpp.vector cimport vector
 

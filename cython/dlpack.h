@@ -1,6 +1,6 @@
 // dlpack.h: the DLPack exchange structures (ABI version 1.0), declared from the public
 // specification (https://dmlc.github.io/dlpack/latest/c_api.html) for singa's __dlpack__ and
-// from_dlpack (cython/dlpack.pxi, cython/dlpack_bridge.h).
+// from_dlpack (cython/singa/_wrap_dlpack.pyx, cython/dlpack_bridge.h).
 //
 //   DLManagedTensorVersioned* m = ...;   // from a "dltensor_versioned" PyCapsule
 //   float* p = (float*)((char*)m->dl_tensor.data + m->dl_tensor.byte_offset);

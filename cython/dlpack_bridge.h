@@ -1,4 +1,5 @@
-// dlpack_bridge.h: the C++ half of singa's DLPack exchange (cython/dlpack.pxi is the Python half).
+// dlpack_bridge.h: the C++ half of singa's DLPack exchange (cython/singa/_wrap_dlpack.pyx and the
+// buffer protocol in _wrap_tensor.pyx are the Python half; cdlpack.pxd declares this file).
 //
 //   void* m = singa_dlpack::ExportTensor(t, /*versioned=*/true, kSingaDLCPU, 0, code, bits, 0);
 //   // ... put m in a "dltensor_versioned" capsule; the consumer calls m->deleter once done

@@ -2,8 +2,10 @@
 //
 // Cython declarations use `except +singa_raise_py_error`; Cython calls this inside its catch(...)
 // block, so `throw;` rethrows the exception being handled. The Python classes come from
-// singa_wrap.pyx (registered once at import through singa_register_exception), each deriving
-// from the builtin a Python user expects: ShapeError is a ValueError, DTypeError a TypeError...
+// singa/_wrap_errors.py, each deriving from the builtin a Python user expects: ShapeError is a
+// ValueError, DTypeError a TypeError... Every extension module compiles this header, so each
+// registers the classes at import (csinga.pxd: register_error_classes): GCC happens to merge the
+// inline table across the modules (a unique symbol), other toolchains need not.
 #pragma once
 
 #include <Python.h>

@@ -4,7 +4,8 @@
 
 Each SINGA_UNARY / SINGA_BINARY line of the table becomes extern declarations (one per C++
 overload, each under its own Cython name) and one Python function that picks the overload from
-the argument types. The output is included by singa_wrap.pyx; it is build output, never edited.
+the argument types. The output is included by singa/_wrap_elementwise.pyx (which cimports what it
+uses); it is build output, never edited.
 The declarations are `nogil` and every call runs inside `with nogil:` (operands converted first,
 with the GIL), so other Python threads run while a kernel does.
 

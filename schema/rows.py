@@ -21,7 +21,7 @@ Onnx.__new__.__defaults__ = (None,)
 
 # A handle type of the NN theme: the C++ struct holding an op's geometry (written by hand with its
 # constructor's checks in `header`), its Cython cppclass (cython/cnn.pxd) and Python class
-# (cython/nn.pxi), which the generated declarations and wrappers name.
+# (cython/singa/_wrap_nn.pyx), which the generated declarations and wrappers name.
 Handle = namedtuple("Handle", "name header cython py")
 
 # A typed field of a kernel's Args struct after its tensors and its handle `h`.

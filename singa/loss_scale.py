@@ -157,13 +157,6 @@ class LossScaler(object):
             optimizer(scaled_loss)
             return
         self._ensure(scaled_loss.device)
-        optimizer._cache = {}
-        try:
-            self._step(optimizer, scaled_loss)
-        finally:
-            optimizer._cache = {}
-
-    def _step(self, optimizer, scaled_loss):
         pairs = list(autograd.backward(scaled_loss))  # every gradient, before any update
         inv = singa.Reciprocal(self._scale.data)
         grads = [_unscaled(g.data, inv) for _, g in pairs]
@@ -180,9 +173,11 @@ class LossScaler(object):
             singa.Add(singa.EltwiseMult(self._found.data, 0.0), 1.0)
         skip = singa.Sub(1.0, ok)
         for (p, _), g in zip(pairs, grads):
-            _masked_apply(optimizer, p, Tensor(data=g, requires_grad=False), ok, skip)
-        singa.Add(optimizer.step_counter.data, ok, out=optimizer.step_counter.data)
-        optimizer._refresh()
+            _masked_update(optimizer, p, Tensor(data=g, requires_grad=False), ok, skip)
+        # the step counter advances by ok: minus skip here, plus one (and the schedules'
+        # values at the new step) in step()
+        singa.Sub(optimizer.step_counter.data, skip, out=optimizer.step_counter.data)
+        optimizer.step()
         self._found.data.CopyData(skip)
 
     def update(self):
@@ -228,17 +223,14 @@ def _unscaled(g, inv):
     return u if u.data_type() == g.data_type() else u.AsType(g.data_type())
 
 
-def _masked_apply(optimizer, p, g, ok, skip):
-    """optimizer.apply on p, then every tensor it writes (p and p's state) is put back to its
+def _masked_update(optimizer, p, g, ok, skip):
+    """optimizer.update of p, then every tensor it writes (p and p's state) is put back to its
     saved value where ``skip`` is 1 (ok and skip: (1,) 0/1 flags, ok = 1 - skip). The state is
-    created before the update (zeros, as apply would make it), so that a recorded graph saves
-    and restores it at every replay, not only at the step that created it."""
-    key = optimizer._state_key(p)
-    uses = getattr(optimizer, "_uses_state", lambda name: True)
-    written = [p] + [optimizer._state(getattr(optimizer, name), key, p)
-                     for name in optimizer._state_dicts if uses(name)]
+    created before the update (param_state: zeros, as the update would make it), so that a
+    recorded graph saves and restores it at every replay, not only at the step that made it."""
+    written = [p] + list(optimizer.param_state(p).values())
     saved = [t.data.Clone() for t in written]
-    optimizer.apply(key, p, g)
+    optimizer.update(p, g)
     for t, before in zip(written, saved):
         # MaskedFill keeps NaN out of the unchosen branch, so both branches are exact
         singa.Add(singa.MaskedFill(t.data, skip, 0.0), singa.MaskedFill(before, ok, 0.0),

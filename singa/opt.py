@@ -233,7 +233,27 @@ class Optimizer(object):
 
     def update(self, param, grad):
         """Updates one parameter from its gradient (Apache SINGA's older API); no step()."""
-        self.apply(self._state_key(param), param, grad)
+        try:
+            self.apply(self._state_key(param), param, grad)
+        except BaseException:
+            self._cache = {}  # as in call(): nothing half-recorded outlives a failed update
+            raise
+
+    def param_state(self, param):
+        """The optimizer state of ``param``: {state name: Tensor}, named as in get_states()
+        (SGD with momentum: {"moments": buffer}; Adam: {"m": ..., "v": ...}; RMSProp:
+        {"running_average": ...}; SGD without momentum: {}), like PyTorch's
+        ``optimizer.state[param]``. What an update of ``param`` (update(), or a step) writes is
+        ``param`` and exactly these tensors. State not made yet is made now, as zeros, as the
+        first update would make it, so a caller can read or save it before that update
+        (opt.LossScaler saves it to undo a skipped step)."""
+        key = self._state_key(param)
+        return {name: self._state(getattr(self, name), key, param)
+                for name in self._state_dicts if self._uses_state(name)}
+
+    def _uses_state(self, name):
+        """Whether apply() reads and writes state dict ``name`` (SGD: only with momentum)."""
+        return True
 
     def backward_and_update(self, loss):
         """Apache SINGA's name for ``optimizer(loss)``: backward from loss, then update every

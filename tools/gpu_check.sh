@@ -155,7 +155,7 @@ except ValueError as e:
     echo "## $(ldd --version | head -1)"
     "$PY" -c 'import sys; print(sys.version)'
     grep -i 'x86_Thread_features' /proc/self/status || true
-    echo "## ldd singa_wrap"; ldd "$B"/py/singa/singa_wrap*.so 2>&1 | grep -v 'linux-vdso'
+    echo "## ldd _wrap_device (each singa._wrap_* module links libsinga alike)"; ldd "$B"/py/singa/_wrap_device*.so 2>&1 | grep -v 'linux-vdso'
   } >"$d" 2>&1
   for v in plain noshstk preload noprefix; do
     case $v in

@@ -1,7 +1,7 @@
 """Neural-network operators on NCHW tensors: conv2d, batchnorm_2d and dropout (pooling_2d is
 schema/nn.py's row: schema_ops.py defines it on this file's odd-padding helpers).
 
-    h = singa_wrap.ConvHandle(x.data, (3, 3), (1, 1), (1, 1), 3, 16, True)   # see cython/nn.pxi
+    h = singa_wrap.ConvHandle(x.data, (3, 3), (1, 1), (1, 1), 3, 16, True)   # see cython/singa/_wrap_nn.pyx
     y = autograd.conv2d(h, x, W, b)
     p = autograd.pooling_2d(singa_wrap.PoolingHandle(y.data, (2, 2), (2, 2), (0, 0), True), y)
     bn = autograd.BatchNormHandle(x, momentum=0.9)
@@ -103,7 +103,7 @@ def conv2d(handle, x, W, b=None, odd_padding=(0, 0, 0, 0), relu=False):
 
 
 
-# The settings of a batch normalisation (cython/nn.pxi): BatchNormHandle(x, momentum) or, as
+# The settings of a batch normalisation (cython/singa/_wrap_nn.pyx): BatchNormHandle(x, momentum) or, as
 # Apache SINGA's singa_wrap, BatchNormHandle(momentum, x); one class under both names.
 BatchNormHandle = singa.BatchNormHandle
 

@@ -141,7 +141,7 @@ def test_python_thread_runs_during_an_eager_kernel():
 def test_exceptions_from_nogil_calls_keep_their_type_and_message():
     a, b = sw.Tensor((2, 3)), sw.Tensor((4, 5))
     with pytest.raises(sw.ShapeError, match=r"\(2, 3\).*\(4, 5\)|2, 3.*4, 5") as e:
-        sw.Mult(a, b)                              # ops.pxi, with nogil
+        sw.Mult(a, b)                              # _wrap_ops, with nogil
     assert isinstance(e.value, ValueError)
     with pytest.raises(sw.ShapeError):
         sw.Add(a, b)                               # generated elementwise binding, with nogil
@@ -157,7 +157,7 @@ def test_exceptions_from_nogil_calls_keep_their_type_and_message():
     dev.EnableGraph(True)
     try:
         with pytest.raises(sw.SingaError, match="buffering is still on"):
-            dev.RunGraph()                         # device.pxi, with nogil
+            dev.RunGraph()                         # _wrap_device, with nogil
     finally:
         dev.EnableGraph(False)
         dev.ResetGraph()

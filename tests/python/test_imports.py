@@ -18,10 +18,15 @@ from singa import _state, autograd, layer, model, tensor
 
 PKG = pathlib.Path(__file__).resolve().parents[2] / "singa"
 
+# The extension modules (cython/singa/_wrap_NAME.pyx), which singa_wrap gathers.
+WRAP_MODULES = {p.stem for p in (PKG.parent / "cython" / "singa").glob("_wrap_*.pyx")}
+
 # Lowest first. A group is a module of singa, or a sub-package (all its modules).
 LAYERS = [
     # a CUDA wheel's nvidia-* libraries, loaded before the extension; the [dist] extra's libmpi
     {"_cuda_libs", "_mpi_libs"},
+    {"_wrap_errors"},  # the extension modules' error classes (plain Python)
+    WRAP_MODULES,
     {"singa_wrap", "_state"},
     {"_padding"},  # SAME padding arithmetic: plain integers
     {"proto"},  # SINGA's core_pb2 dtype names: singa_wrap's constants

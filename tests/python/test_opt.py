@@ -458,3 +458,42 @@ def test_singa_wrap_has_what_opt_uses():
     for name in ("EltwiseMult", "Add", "Sub", "Div", "Pow", "Sqrt", "Square", "Floor"):
         assert hasattr(singa_wrap, name)
     assert isinstance(layer.Linear(2), layer.Layer)
+
+
+# ---- param_state: the tensors an update writes -----------------------------------------------
+@pytest.mark.parametrize("make,names", [
+    (lambda: opt.SGD(lr=0.1, momentum=0.9), ["moments"]),
+    (lambda: opt.SGD(lr=0.1), []),
+    (lambda: opt.Adam(lr=0.1), ["m", "v"]),
+    (lambda: opt.RMSProp(lr=0.1), ["running_average"]),
+    (lambda: opt.AdaGrad(lr=0.1), ["history"]),
+])
+def test_param_state_is_exactly_what_an_update_writes(make, names, rng):
+    o = make()
+    p = T(rng.standard_normal((2, 3)), requires_grad=True, stores_grad=True, name="p")
+    q = T(rng.standard_normal((4,)), requires_grad=True, stores_grad=True, name="q")
+    o.update(q, T(rng.standard_normal(4)))  # q's state exists; p's does not yet
+    state = o.param_state(p)
+    assert sorted(state) == names
+    for t in state.values():  # made before the first update, as zeros of p's shape
+        np.testing.assert_array_equal(N(t), np.zeros((2, 3), F32))
+    everything = [p, q] + [t for d in o.get_states().values() if isinstance(d, dict)
+                           for t in d.values() if isinstance(t, tensor.Tensor)]
+    before = [N(t).copy() for t in everything]
+    o.update(p, T(rng.standard_normal((2, 3))))
+    changed = {id(t) for t, b in zip(everything, before) if not np.array_equal(N(t), b)}
+    assert changed == {id(p)} | {id(t) for t in state.values()}
+    # the same tensors as the optimizer's own state (get_states), not copies
+    for name, t in state.items():
+        assert o.get_states()[name]["p"] is t
+    assert all(o.param_state(p)[n] is t for n, t in state.items())
+
+
+def test_param_state_of_two_parameters_sharing_a_name_is_each_ones_own():
+    sgd = opt.SGD(lr=0.1, momentum=0.9)
+    a = T(np.ones(2), requires_grad=True, stores_grad=True, name="W")
+    b = T(np.ones(3), requires_grad=True, stores_grad=True, name="W")
+    sgd.update(a, T([1.0, 2.0]))
+    sgd.update(b, T([3.0, 4.0, 5.0]))
+    np.testing.assert_array_equal(N(sgd.param_state(a)["moments"]), [1.0, 2.0])
+    np.testing.assert_array_equal(N(sgd.param_state(b)["moments"]), [3.0, 4.0, 5.0])

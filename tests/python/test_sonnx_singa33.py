@@ -168,7 +168,7 @@ BAD_HANDLES = [
 def test_bad_handle_arguments_raise_the_core_error_classes(what, call, cls, words):
     with pytest.raises(cls) as e:
         call()
-    assert type(e.value).__module__ == "singa_wrap", type(e.value)  # not a generic check error
+    assert type(e.value).__module__ == "singa.singa_wrap", type(e.value)  # not a generic check error
     for w in words:
         assert w in str(e.value), (w, str(e.value))
 

@@ -1,11 +1,20 @@
-# The kernel registry seen from Python (included by singa_wrap.pyx).
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+# singa._wrap_kernels: the kernel registry and the CPU's GEMM library seen from Python.
 #
 #     >>> from singa import singa_wrap as sw
 #     >>> [r for r in sw.kernel_table() if r[0] == "Add"]
 #     [('Add', 'cpu', 'kernel'), ('Add', 'dnnl', 'fallback -> cpu'), ('Add', 'cuda', 'missing')]
 #
 # The rows are turned into strings on the C++ side (below), so that this file needs no Cython
-# declaration of singa::Backend (other .pxi files may declare it for the device switch).
+# declaration of singa::Backend (_wrap_device reaches the device switch the same way).
+from libcpp.string cimport string
+from libcpp.vector cimport vector
+
+from csinga cimport raise_py_error, register_error_classes
+
+register_error_classes()
+
 
 cdef extern from *:
     """

@@ -1,4 +1,6 @@
-# dist.pxi (included by singa_wrap.pyx): distributed collectives (singa/dist/communicator.h).
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+# singa._wrap_dist: distributed collectives (singa/dist/communicator.h).
 #
 #     from singa import singa_wrap as sw
 #     comm = sw.Communicator(4194304)      # MPI world (world size 1 outside mpirun)
@@ -8,7 +10,16 @@
 #     comm.waitBucket(h, 0.5)              # ...a, b <- 0.5 * sum over ranks
 #
 # Method names are Apache SINGA's (its SWIG Communicator). Collectives release the GIL.
+from libcpp cimport bool
 from libcpp.memory cimport unique_ptr
+from libcpp.string cimport string
+from libcpp.vector cimport vector
+
+from csinga cimport *
+from singa._wrap_tensor cimport Tensor
+
+register_error_classes()
+
 
 cdef extern from "singa/dist/communicator.h" namespace "singa" nogil:
     bool c_BuiltWithDist "singa::BuiltWithDist"()

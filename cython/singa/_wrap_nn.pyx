@@ -1,4 +1,6 @@
-# nn.pxi (included by singa_wrap.pyx): wrappers of singa/ops/nn.h, the neural-network kernels.
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+# singa._wrap_nn: wrappers of singa/ops/nn.h, the neural-network kernels.
 #
 #   h = ConvHandle(x, (3, 3), (1, 1), (1, 1), 3, 16, True)    # x: a Tensor or its shape
 #   y = Conv2dForward(x, W, b, h)                             # b may be None; relu=True fuses
@@ -17,7 +19,17 @@
 #
 # Bad arguments raise ShapeError (the input's shape, a kernel larger than the padded input)
 # or ArgumentError (a size of 0, a bad preference), TypeError for a value of the wrong type.
+import numpy as np
+from libcpp cimport bool
+from libcpp.vector cimport vector
+
+from csinga cimport *
 from cnn cimport *
+from singa._wrap_tensor cimport Tensor, wrap, as_shape, opt_tensor
+
+from singa._wrap_errors import ArgumentError, ShapeError
+
+register_error_classes()
 
 
 _PY_BOOLS = (type(True), np.bool_)  # `bool` here is C++'s (cimported from libcpp)
@@ -75,14 +87,6 @@ cdef size_t as_count(str op, str what, v) except? 0:
     if v < 0:
         raise ArgumentError("%s: %s must be >= 0, got %d" % (op, what, v))
     return <size_t>v
-
-
-cdef CTensor opt_tensor(Tensor t):
-    """t's C++ tensor, or an empty one for None or a never-written 0-d Tensor() (the Python
-    spelling of C++'s empty Tensor(): Tensor() here has shape () and one element)."""
-    if t is None or (t.c.nDim() == 0 and (t.c.block() == NULL or not t.c.block().initialized())):
-        return CTensor()
-    return t.c
 
 
 cdef class ConvHandle:
@@ -363,3 +367,7 @@ def IndexSelect(Tensor x not None, int axis, Tensor indices not None):
 def IndexAdd(Tensor dy not None, int axis, Tensor indices not None, x_shape):
     """The backward of IndexSelect: zeros of x_shape with dy's slices added at the indices."""
     return wrap(c_IndexAdd(dy.c, axis, indices.c, as_shape("IndexAdd", x_shape)))
+
+# The op schema's NN rows (schema/nn.py, generated): pooling's wrappers and NN_OPS; after the
+# handles above, which they use.
+include "nn_ops.pxi"

@@ -1,4 +1,33 @@
-# tensor.pxi (included by singa_wrap.pyx): the core Tensor class and numpy interop.
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+"""singa._wrap_tensor: the core Tensor class, numpy copies and the buffer protocol.
+
+    from singa import singa_wrap as sw      # re-exports every name below
+    t = sw.Tensor((2, 3), sw.get_default_device(), sw.kFloat32)
+    sw.copy_from_numpy(t, np.ones((2, 3)))
+    a = sw.to_numpy(t)
+
+The op modules cimport Tensor, wrap and the argument converters from _wrap_tensor.pxd. In-place
+arithmetic and DLPack are methods here whose work is done by _wrap_elementwise and _wrap_dlpack,
+which build on this module: those are imported when first called.
+"""
+cimport numpy as cnp
+import numpy as np
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE
+from libc.stdint cimport int32_t
+from libcpp cimport bool
+from libcpp.memory cimport shared_ptr
+from libcpp.vector cimport vector
+
+from csinga cimport *
+from cdlpack cimport BufferCtx, NewBufferCtx, DeleteBufferCtx, HostData
+from singa._wrap_device cimport Device, wrap_device, as_device
+
+from singa._wrap_errors import ArgumentError, DTypeError, ShapeError
+
+cnp.import_array()
+register_error_classes()
+
 
 _NP_OF = {kFloat32: np.float32, kInt: np.int32, kFloat16: np.float16}
 _DT_OF = {np.dtype(np.float32): kFloat32, np.dtype(np.int32): kInt,
@@ -52,14 +81,6 @@ cdef float as_float(str op, x) except? -1:
     return <float>float(x)
 
 
-cdef shared_ptr[CDevice] as_device(dev) except *:
-    if dev is None:
-        return defaultDevice()
-    if not isinstance(dev, Device):
-        raise TypeError("expected a singa_wrap.Device, got %s" % type(dev).__name__)
-    return (<Device>dev).c
-
-
 cdef DataType as_dtype(dtype) except *:
     if isinstance(dtype, int) and dtype in (kFloat32, kFloat16, kInt, kBFloat16):
         return <DataType>dtype
@@ -78,9 +99,6 @@ cdef class Tensor:
     as zeros until written (Block::ZeroOnFirstAlloc, as Apache SINGA's CppCPU zeroes memory).
     Calls that run kernels or copy data release the GIL.
     """
-    cdef CTensor c
-    cdef shared_ptr[CBlock] held
-
     def __init__(self, shape=(), Device device=None, dtype=kFloat32):
         self.c = CTensor(as_shape("Tensor", shape), as_device(device), as_dtype(dtype))
         if self.c.block() != NULL:
@@ -276,18 +294,20 @@ cdef class Tensor:
     # (every handle of the block sees the change). The elementwise front computes into a
     # temporary first when the operand aliases this tensor with another layout (x += x.T).
     def __iadd__(self, other):
-        return self._inplace("+=", Add, other)
+        return self._inplace("+=", "Add", other)
 
     def __isub__(self, other):
-        return self._inplace("-=", Sub, other)
+        return self._inplace("-=", "Sub", other)
 
     def __imul__(self, other):
-        return self._inplace("*=", EltwiseMult, other)
+        return self._inplace("*=", "EltwiseMult", other)
 
     def __itruediv__(self, other):
-        return self._inplace("/=", Div, other)
+        return self._inplace("/=", "Div", other)
 
-    def _inplace(self, str sym, fn, other):
+    def _inplace(self, str sym, str fn_name, other):
+        from singa import _wrap_elementwise  # builds on this module (see the module comment)
+        fn = getattr(_wrap_elementwise, fn_name)
         op = "singa_wrap.Tensor " + sym
         if isinstance(getattr(other, "data", None), Tensor):
             raise TypeError("%s: the operand is a singa.tensor.Tensor; pass its core tensor "
@@ -315,22 +335,25 @@ cdef class Tensor:
         return self
 
     def __array__(self, dtype=None, copy=None):
-        """np.asarray(t): a view of a host tensor's memory (zero-copy, see dlpack.pxi)."""
+        """np.asarray(t): a view of a host tensor's memory (zero-copy, see _wrap_dlpack)."""
+        from singa._wrap_dlpack import _as_array
         return _as_array(self, dtype, copy)
 
-    # DLPack (the Python array API's protocol; cython/dlpack.pxi): np.from_dlpack(t),
-    # torch.from_dlpack(t) share this tensor's memory.
     def __getbuffer__(self, Py_buffer* view, int flags):
-        """The buffer protocol (memoryview(t), np.frombuffer(t, ...)): host memory, see dlpack.pxi."""
+        """The buffer protocol (memoryview(t), np.frombuffer(t, ...)): host memory, see below."""
         _get_buffer(self, view, flags)
 
     def __releasebuffer__(self, Py_buffer* view):
         _release_buffer(view)
 
+    # DLPack (the Python array API's protocol; cython/singa/_wrap_dlpack.pyx): np.from_dlpack(t),
+    # torch.from_dlpack(t) share this tensor's memory.
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from singa._wrap_dlpack import _dlpack_export
         return _dlpack_export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
+        from singa._wrap_dlpack import _dlpack_device
         return _dlpack_device(self)
 
     def __repr__(self):
@@ -349,6 +372,14 @@ cdef Tensor wrap(CTensor c):
     t.c = c
     t._hold()
     return t
+
+
+cdef CTensor opt_tensor(Tensor t):
+    """t's C++ tensor, or an empty one for None or a never-written 0-d Tensor() (the Python
+    spelling of C++'s empty Tensor(): Tensor() here has shape () and one element)."""
+    if t is None or (t.c.nDim() == 0 and (t.c.block() == NULL or not t.c.block().initialized())):
+        return CTensor()
+    return t.c
 
 
 def to_numpy(Tensor t not None):
@@ -403,3 +434,66 @@ def from_numpy(arr, Device dev=None):
     t = Tensor(a.shape, dev, _DT_OF[a.dtype])
     copy_from_numpy(t, a)
     return t
+
+
+cdef void check_not_graph_owned(Tensor t, str op="__dlpack__") except *:
+    """BufferError when t's memory cannot be handed out (DLPack export, the buffer protocol)."""
+    cdef CDevice* dev = t.c.device().get()
+    if dev.graph_enabled():
+        raise BufferError("%s: the tensor's device is recording a graph "
+                          "(EnableGraph(True)): nothing has run yet, so its memory holds no "
+                          "values; export after the training step or outside train_one_batch"
+                          % op)
+    cdef CBlock* b = t.c.block()
+    if b == NULL:
+        return
+    cdef vector[CGraphBlockInfo] infos = dev.graph().BlockList()
+    cdef size_t i
+    for i in range(infos.size()):
+        if infos[i].block == b and infos[i].recyclable:
+            raise BufferError("%s: the tensor's memory belongs to the device's graph "
+                              "(a recyclable block, shared with other tensors in the planned "
+                              "arena); Clone() it, or export after dev.ResetGraph()" % op)
+
+
+# ---- the buffer protocol (Tensor.__getbuffer__): memoryview(t), np.frombuffer, bytes(t)... ----
+# The same rules as a DLPack export of a host tensor: the view holds the block (user-held, so a
+# graph never recycles it) until released, a broadcast view is read-only, GPU tensors and a
+# device recording a graph are refused with BufferError.
+_BUFFER_FORMATS = {kFloat32: b"f", kInt: b"i", kFloat16: b"e"}
+
+
+cdef int _get_buffer(Tensor t, Py_buffer* view, int flags) except -1:
+    if not t.c.device().get().is_host():
+        raise BufferError("Tensor buffer: the tensor is on %r; the buffer protocol exposes host "
+                          "memory (to_host() first, or __dlpack__ for GPU consumers)"
+                          % wrap_device(t.c.device()))
+    check_not_graph_owned(t, "Tensor buffer")
+    dt = t.c.data_type()
+    if dt not in _BUFFER_FORMATS:
+        raise BufferError("Tensor buffer: dtype %s has no buffer format" % _dtype_name(dt))
+    read_only = any(st == 0 and d > 1 for st, d in zip(t.c.stride(), t.c.shape()))
+    if read_only and (flags & PyBUF_WRITABLE):
+        raise BufferError("Tensor buffer: a broadcast view is read-only (one element at many "
+                          "places); Clone() it for a writable buffer")
+    if not t.c.IsContiguous() and not (flags & PyBUF_STRIDES):
+        raise BufferError("Tensor buffer: the tensor is a strided view and the consumer did "
+                          "not ask for strides")
+    cdef BufferCtx* ctx = NewBufferCtx(t.c)
+    cdef Py_ssize_t esize = SizeOf(<DataType>dt)
+    view.buf = HostData(t.c)
+    view.obj = t
+    view.len = <Py_ssize_t>t.c.Size() * esize
+    view.readonly = 1 if read_only else 0
+    view.itemsize = esize
+    view.format = <char*>(<bytes>_BUFFER_FORMATS[dt]) if flags & PyBUF_FORMAT else NULL
+    view.ndim = <int>ctx.shape.size()
+    view.shape = ctx.shape.data() if flags & PyBUF_ND else NULL
+    view.strides = ctx.strides.data() if flags & PyBUF_STRIDES else NULL
+    view.suboffsets = NULL
+    view.internal = <void*>ctx
+    return 0
+
+
+cdef void _release_buffer(Py_buffer* view) noexcept:
+    DeleteBufferCtx(view.internal)

@@ -1,5 +1,7 @@
-# dlpack.pxi (included by singa_wrap.pyx after tensor.pxi): zero-copy exchange with numpy,
-# PyTorch, CuPy... through DLPack (the Python array API's __dlpack__ / from_dlpack protocol).
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+# singa._wrap_dlpack: zero-copy exchange with numpy, PyTorch, CuPy... through DLPack (the Python
+# array API's __dlpack__ / from_dlpack protocol); Tensor.__dlpack__ and __array__ call in here.
 #
 #   a = np.from_dlpack(t)            # t: a singa_wrap.Tensor on the host; a shares its memory
 #   t2 = from_dlpack(torch_tensor)   # a singa_wrap.Tensor sharing the torch tensor's memory
@@ -23,65 +25,26 @@
 #           a graph built while a consumer holds it never recycles or moves it, so the view
 #           stays valid and sees every replay's writes. A block the device's current graph
 #           planned as recyclable (its memory is shared in the arena) is refused.
+cimport numpy as cnp
+import numpy as np
 from cpython.pycapsule cimport (PyCapsule_New, PyCapsule_IsValid, PyCapsule_GetPointer,
                                 PyCapsule_SetName)
-from libc.stdint cimport uint8_t, uint16_t, uint32_t, int64_t, uintptr_t
-from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE
+from libc.stdint cimport uint8_t, int32_t, uint64_t, uintptr_t
+from libcpp cimport bool
+from libcpp.memory cimport shared_ptr
+from libcpp.vector cimport vector
 
-cdef extern from "dlpack.h" nogil:
-    enum:
-        kSingaDLCPU
-        kSingaDLCUDA
-        kSingaDLCUDAHost
-        kSingaDLInt
-        kSingaDLUInt
-        kSingaDLFloat
-        kSingaDLBfloat
-        kSingaDLComplex
-        kSingaDLBool
-    uint64_t SINGA_DLPACK_FLAG_READ_ONLY
-    uint64_t SINGA_DLPACK_FLAG_IS_COPIED
-    ctypedef struct DLPackVersion:
-        uint32_t major
-        uint32_t minor
-    ctypedef struct DLDevice:
-        int32_t device_type
-        int32_t device_id
-    ctypedef struct DLDataType:
-        uint8_t code
-        uint8_t bits
-        uint16_t lanes
-    ctypedef struct DLTensor:
-        void* data
-        DLDevice device
-        int32_t ndim
-        DLDataType dtype
-        int64_t* shape
-        int64_t* strides
-        uint64_t byte_offset
-    ctypedef struct DLManagedTensor:
-        DLTensor dl_tensor
-        void* manager_ctx
-        void (*deleter)(DLManagedTensor*)
-    ctypedef struct DLManagedTensorVersioned:
-        DLPackVersion version
-        void* manager_ctx
-        void (*deleter)(DLManagedTensorVersioned*)
-        uint64_t flags
-        DLTensor dl_tensor
+from csinga cimport *
+from cdlpack cimport *
+from singa._wrap_device cimport Device, wrap_device
+from singa._wrap_tensor cimport Tensor, wrap, as_shape, _dtype_name, check_not_graph_owned
 
-cdef extern from "dlpack_bridge.h" namespace "singa_dlpack" nogil:
-    uintptr_t DeviceStream(CDevice* device)
-    cdef cppclass BufferCtx:
-        vector[Py_ssize_t] shape
-        vector[Py_ssize_t] strides
-    BufferCtx* NewBufferCtx(const CTensor& t)
-    void DeleteBufferCtx(void* ctx)
-    void* HostData(const CTensor& t)
-    void* ExportTensor(const CTensor& t, bool versioned, int32_t device_type, int32_t device_id,
-                       uint8_t code, uint8_t bits, uint64_t flags) except +raise_py_error
-    CTensor ImportTensor(shared_ptr[CDevice] device, void* data, const vector[size_t]& shape,
-                         DataType dtype, void* managed, bool versioned) except +raise_py_error
+from singa._wrap_device import USE_CUDA, create_cuda_gpu_on
+from singa._wrap_errors import DTypeError, SingaNotImplementedError
+from singa._wrap_tensor import _NP_OF, copy_from_numpy, to_numpy
+
+cnp.import_array()
+register_error_classes()
 
 
 # singa dtype <-> DLPack (code, bits)
@@ -127,25 +90,6 @@ def _dlpack_device(Tensor t not None):
     return _dl_device_of(t.c.device().get())
 
 
-cdef void _check_not_graph_owned(Tensor t, str op="__dlpack__") except *:
-    cdef CDevice* dev = t.c.device().get()
-    if dev.graph_enabled():
-        raise BufferError("%s: the tensor's device is recording a graph "
-                          "(EnableGraph(True)): nothing has run yet, so its memory holds no "
-                          "values; export after the training step or outside train_one_batch"
-                          % op)
-    cdef CBlock* b = t.c.block()
-    if b == NULL:
-        return
-    cdef vector[CGraphBlockInfo] infos = dev.graph().BlockList()
-    cdef size_t i
-    for i in range(infos.size()):
-        if infos[i].block == b and infos[i].recyclable:
-            raise BufferError("%s: the tensor's memory belongs to the device's graph "
-                              "(a recyclable block, shared with other tensors in the planned "
-                              "arena); Clone() it, or export after dev.ResetGraph()" % op)
-
-
 def _dlpack_export(Tensor t not None, stream=None, max_version=None, dl_device=None, copy=None):
     """Tensor.__dlpack__: a "dltensor" capsule, or a "dltensor_versioned" one (DLPack 1.0) when
     max_version >= (1, 0). See the file comment for what is shared and what is refused."""
@@ -172,7 +116,7 @@ def _dlpack_export(Tensor t not None, stream=None, max_version=None, dl_device=N
         if stream is not None and (not isinstance(stream, int) or stream == 0 or stream < -1):
             raise ValueError("__dlpack__: stream must be None, -1 or a CUDA stream handle "
                              "(0 is ambiguous and disallowed by DLPack), got %r" % (stream,))
-    _check_not_graph_owned(t)
+    check_not_graph_owned(t)
     dt = t.c.data_type()
     if dt not in _DL_OF:
         raise DTypeError("__dlpack__: dtype %s has no DLPack export" % _dtype_name(dt))
@@ -376,46 +320,3 @@ cdef _copy_dl_into(Tensor out, cap, DLTensor* dl, char* data, shape, strides):
         "typestr": np.dtype(_NP_OF[_DT_OF_DL[(dl.dtype.code, dl.dtype.bits)]]).str,
         "data": (<uintptr_t>data, True)}
     copy_from_numpy(out, np.asarray(holder))
-
-
-# ---- the buffer protocol (Tensor.__getbuffer__): memoryview(t), np.frombuffer, bytes(t)... ----
-# The same rules as a DLPack export of a host tensor: the view holds the block (user-held, so a
-# graph never recycles it) until released, a broadcast view is read-only, GPU tensors and a
-# device recording a graph are refused with BufferError.
-_BUFFER_FORMATS = {kFloat32: b"f", kInt: b"i", kFloat16: b"e"}
-
-
-cdef int _get_buffer(Tensor t, Py_buffer* view, int flags) except -1:
-    if not t.c.device().get().is_host():
-        raise BufferError("Tensor buffer: the tensor is on %r; the buffer protocol exposes host "
-                          "memory (to_host() first, or __dlpack__ for GPU consumers)"
-                          % wrap_device(t.c.device()))
-    _check_not_graph_owned(t, "Tensor buffer")
-    dt = t.c.data_type()
-    if dt not in _BUFFER_FORMATS:
-        raise BufferError("Tensor buffer: dtype %s has no buffer format" % _dtype_name(dt))
-    read_only = any(st == 0 and d > 1 for st, d in zip(t.c.stride(), t.c.shape()))
-    if read_only and (flags & PyBUF_WRITABLE):
-        raise BufferError("Tensor buffer: a broadcast view is read-only (one element at many "
-                          "places); Clone() it for a writable buffer")
-    if not t.c.IsContiguous() and not (flags & PyBUF_STRIDES):
-        raise BufferError("Tensor buffer: the tensor is a strided view and the consumer did "
-                          "not ask for strides")
-    cdef BufferCtx* ctx = NewBufferCtx(t.c)
-    cdef Py_ssize_t esize = SizeOf(<DataType>dt)
-    view.buf = HostData(t.c)
-    view.obj = t
-    view.len = <Py_ssize_t>t.c.Size() * esize
-    view.readonly = 1 if read_only else 0
-    view.itemsize = esize
-    view.format = <char*>(<bytes>_BUFFER_FORMATS[dt]) if flags & PyBUF_FORMAT else NULL
-    view.ndim = <int>ctx.shape.size()
-    view.shape = ctx.shape.data() if flags & PyBUF_ND else NULL
-    view.strides = ctx.strides.data() if flags & PyBUF_STRIDES else NULL
-    view.suboffsets = NULL
-    view.internal = <void*>ctx
-    return 0
-
-
-cdef void _release_buffer(Py_buffer* view) noexcept:
-    DeleteBufferCtx(view.internal)

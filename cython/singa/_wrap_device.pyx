@@ -1,4 +1,39 @@
-# device.pxi (included by singa_wrap.pyx): the Device class and device-level functions.
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+"""singa._wrap_device: the Device class, device-level functions, dtype and device-kind numbers.
+
+    from singa import singa_wrap as sw      # re-exports every name below
+    dev = sw.get_default_device()
+    dev.EnableGraph(True); ...; dev.RunGraph()
+
+The root of the extension modules (cython/singa/): the others cimport Device and wrap_device
+from _wrap_device.pxd.
+"""
+from libc.stdint cimport uint64_t
+from libcpp cimport bool
+from libcpp.memory cimport shared_ptr, make_shared
+from libcpp.utility cimport pair
+from libcpp.vector cimport vector
+
+from csinga cimport *
+
+from singa._wrap_errors import ArgumentError
+
+register_error_classes()
+
+# Data types and device kinds (the numbers of Apache SINGA's core.proto).
+# (The C enums of the same names are cimported, so the Python attributes go through globals().)
+for _name, _value in (("kFloat32", <int>kFloat32), ("kFloat16", <int>kFloat16), ("kInt", <int>kInt),
+                      ("kChar", <int>kChar), ("kDouble", <int>kDouble), ("kUChar", <int>kUChar),
+                      ("kBFloat16", <int>kBFloat16),
+                      ("kCpp", <int>kCpp), ("kCuda", <int>kCuda), ("kOpencl", <int>kOpencl)):
+    globals()[_name] = _value
+del _name, _value
+
+# Build flags, as Apache SINGA exposes them (USE_DIST: _wrap_dist).
+USE_PYTHON3 = True
+USE_OPENCL = False
+
 
 cdef class Device:
     """A device: where tensors live and operations run (wraps std::shared_ptr<singa::Device>).
@@ -7,8 +42,6 @@ cdef class Device:
     wrapper goes, a recorded graph is reset, so a dropped device does not keep its graph's
     tensors (and itself) alive. RunGraph, ResetGraph and Sync release the GIL.
     """
-    cdef shared_ptr[CDevice] c
-
     def __dealloc__(self):
         if self.c.get() != NULL:
             self.c.get().RemoveHandle()
@@ -288,6 +321,7 @@ def built_with_dnnl():
 
 
 cdef Device wrap_device(shared_ptr[CDevice] d):
+    """A Python handle of d (counted on the C++ device, see the class comment)."""
     cdef Device dev = Device.__new__(Device)
     dev.c = d
     if d.get() != NULL:
@@ -352,3 +386,14 @@ def create_cuda_gpu_on(int id):
     with nogil:
         d = CreateCudaGPUOn(id)
     return wrap_device(d)
+
+
+cdef shared_ptr[CDevice] as_device(dev) except *:
+    if dev is None:
+        return defaultDevice()
+    if not isinstance(dev, Device):
+        raise TypeError("expected a singa_wrap.Device, got %s" % type(dev).__name__)
+    return (<Device>dev).c
+
+
+USE_DNNL = built_with_dnnl()

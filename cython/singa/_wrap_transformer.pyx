@@ -1,4 +1,6 @@
-# transformer.pxi (included by singa_wrap.pyx): wrappers of singa/ops/transformer.h and of
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+# singa._wrap_transformer: wrappers of singa/ops/transformer.h and of
 # MaskedFill (elementwise.h), the ops autograd's transformer functions call.
 #
 #   y, mean, rstd = LayerNormForward(x, w, b, (512,), 1e-5)      # w, b may be None
@@ -8,7 +10,15 @@
 #   m = MaskedFill(x, mask, -1e9)                                 # value where mask != 0
 #
 # The GELU, IsNaN and IsInf rows are generated with the rest of elementwise.def.
+from libcpp cimport bool
+from libcpp.vector cimport vector
+
+from csinga cimport *
+from singa._wrap_tensor cimport Tensor, wrap, as_shape, opt_tensor
+
 from ctransformer cimport *
+
+register_error_classes()
 
 
 cdef object wrap_or_none(CTensor c):

@@ -1,4 +1,6 @@
-# attention.pxi (included by singa_wrap.pyx): the fused scaled dot-product attention of
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+# singa._wrap_attention: the fused scaled dot-product attention of
 # singa/ops/attention.h.
 #
 #   out, lse, seed = ScaledDotProductAttention(q, k, v, mask=None, causal=True)
@@ -8,6 +10,14 @@
 # mask: None, an int32 tensor (nonzero: the key takes part) or a float32 one (added to the
 # scores), broadcast to (..., L, S). scale 0 means 1/sqrt(E). seed is None without dropout.
 # autograd.scaled_dot_product_attention (singa/autograd/attention.py) is the differentiable op.
+from libcpp cimport bool
+from libcpp.vector cimport vector
+
+from csinga cimport *
+from singa._wrap_tensor cimport Tensor, wrap
+
+register_error_classes()
+
 cdef extern from "singa/ops/attention.h" namespace "singa":
     cdef cppclass CAttentionOptions "singa::AttentionOptions":
         float scale, dropout_p

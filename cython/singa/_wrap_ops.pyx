@@ -1,7 +1,20 @@
-# ops.pxi (included by singa_wrap.pyx): wrappers of the reductions, BLAS, shape and random ops.
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+# singa._wrap_ops: wrappers of the reductions, BLAS, shape, random and optimizer-update ops.
 # Names follow the C++ API (and Apache SINGA's singa_wrap). Elementwise ops are generated.
 # Every call that runs a kernel releases the GIL (`with nogil:`); Python-level argument
 # conversions happen before, while the GIL is held.
+import numpy as np
+from libcpp cimport bool
+from libcpp.vector cimport vector
+
+from csinga cimport *
+from singa._wrap_tensor cimport Tensor, wrap, as_shape, as_float
+
+from singa._wrap_errors import AxisError
+
+register_error_classes()
+
 
 cdef vector[int] as_axes(axes) except *:
     cdef vector[int] out
