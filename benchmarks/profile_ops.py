@@ -27,6 +27,8 @@ def main():
     ap.add_argument("--skip", type=int, default=2)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--precision", default="float32", help="model.compile's precision")
+    ap.add_argument("--no-layouts", action="store_true",
+                    help="dev.SetGraphLayouts(False): every activation plain (NCHW)")
     args = ap.parse_args()
     import numpy as np
     import models
@@ -40,6 +42,8 @@ def main():
     net.set_optimizer(opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5))
     tx = tensor.from_numpy(rng.standard_normal((bs,) + shape).astype(np.float32), dev)
     ty = tensor.from_numpy(rng.integers(0, classes, bs).astype(np.int32), dev)
+    if args.no_layouts:
+        dev.SetGraphLayouts(False)
     net.compile([tx], is_train=True, use_graph=True, precision=args.precision)
     net(tx, ty)  # records and runs once
     dev.SetSkipIteration(args.skip)
