@@ -257,6 +257,22 @@ def test_measured_costs_replan_bit_identically_within_the_budget():
         device.create_cpu_device(400).SetMemoryBudget(0.5, cost="guess")
 
 
+@pytest.mark.parametrize("kind", [CNN, ResBlock], ids=["cnn-bn-dropout", "resblock"])
+def test_the_least_budget_holds_through_the_measured_replan(kind):
+    # The error names the least budget; a graph given exactly that budget must keep running
+    # after the sixth step replans by measured times (the plan it keeps is placed as it was
+    # first placed, not more loosely).
+    ref_losses, ref_params, free, _ = train(kind, steps=7)
+    with pytest.raises(singa_wrap.OutOfMemoryError) as err:
+        train(kind, budget=free["persistent_bytes"] + 64, steps=1)
+    least = _least(err.value)
+    losses, params, plan, _ = train(kind, budget=least, steps=7)
+    assert plan["cost_measured"] and _total(plan) <= least
+    np.testing.assert_array_equal(np.array(losses), np.array(ref_losses))
+    for k in ref_params:
+        np.testing.assert_array_equal(params[k], ref_params[k], err_msg=k)
+
+
 def test_early_reruns_recompute_less_than_the_unrefined_greedy():
     # remat.h, "Early reruns": a block's main rerun moved to the recomputation that needs it
     # replaces a transient rerun; "greedy-unrefined" is the planner without them. The same bits

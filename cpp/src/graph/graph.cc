@@ -482,7 +482,8 @@ remat::Plan Graph::KeptPlan(const remat::Problem& p, size_t room) const {
     if (c < 0 || static_cast<size_t>(c) >= a.candidates.size()) return prev;
   prev = remat::Simulate(p, a, applied_dropped_, applied_early_);
   if (!prev.feasible) return prev;
-  remat::Place(p, &prev);
+  // Placed as PlanForBudget placed it: a plan chosen at the least budget must still fit it.
+  remat::PlaceTight(p, &prev);
   prev.feasible = prev.arena <= room;
   return prev;
 }

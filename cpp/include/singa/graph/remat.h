@@ -157,6 +157,10 @@ Plan Simulate(const Problem& p, const Analysis& a, const std::vector<int>& dropp
 /// Greedy by size: largest segment first, each at the lowest offset free of every placed
 /// segment whose range overlaps its own. Sets the offsets and plan->arena.
 void Place(const Problem& p, Plan* plan);
+/// Place, or one of two other first-fit orders (by bytes x lifetime, by lifetime) where that
+/// packs tighter: the least arena of the three. Every budgeted plan is placed this way, so a
+/// plan kept across a replan (Graph) fits the arena it was chosen for.
+void PlaceTight(const Problem& p, Plan* plan);
 /// The placed plan whose arena fits `arena_budget` (see the file comment). When none does, the
 /// plan with the least arena reached, with feasible = false (the caller reports it). `*min_arena`
 /// receives the least arena reached when nothing fits, else the returned plan's arena.
