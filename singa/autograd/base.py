@@ -65,8 +65,8 @@ def float_dtype(like):
 
 def _as_output_dtype(dy, dtype):
     """A gradient in its output's float dtype: under mixed precision a float32 gradient can
-    reach a bfloat16 output (and back), as in torch's autocast."""
-    floats = (singa.kFloat32, singa.kBFloat16)
+    reach a bfloat16 or float16 output (and back), as in torch's autocast."""
+    floats = (singa.kFloat32, singa.kBFloat16, singa.kFloat16)
     if dy.data_type() != dtype and dy.data_type() in floats and dtype in floats:
         return dy.AsType(dtype)
     return dy

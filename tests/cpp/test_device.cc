@@ -23,6 +23,24 @@ TEST(Device, ExecRunsWithContextAndBlocks) {
   EXPECT_EQ(out, 3.f);
 }
 
+// A kernel may reach its outputs from several OpenMP threads at once: Exec (and a graph's
+// replay) must hand it blocks that already have memory, or each thread could allocate its own.
+TEST(Device, ExecAllocatesTheWritesBeforeTheKernelRuns) {
+  auto dev = std::make_shared<CppCPU>();
+  for (bool graph : {false, true}) {
+    auto out = dev->NewBlock(64), in = dev->NewBlock(64);
+    bool out_ready = false;
+    if (graph) dev->EnableGraph(true);
+    dev->Exec({.reads = {in.get()}, .writes = {out.get()}, .label = "Probe"},
+              [&](Context*) { out_ready = out->allocated(); });
+    if (graph) {
+      dev->EnableGraph(false);
+      dev->RunGraph();
+    }
+    EXPECT_TRUE(out_ready) << (graph ? "graph" : "eager");
+  }
+}
+
 TEST(Device, HostCopiesAreBoundsChecked) {
   auto dev = std::make_shared<CppCPU>();
   auto b = dev->NewBlock(8);

@@ -155,3 +155,18 @@ def test_a_cpu_without_avx512_bf16_refuses_naming_it():
     assert r.returncode == 0, r.stderr
     assert "refused: precision='bfloat16' needs the avx512_bf16 instruction set" in r.stdout, (
         r.stdout, r.stderr)
+
+
+@pytest.mark.parametrize("low", ["bfloat16", "float16"])
+def test_a_float32_gradient_reaching_a_low_precision_output_takes_its_dtype(low):
+    """Under AMP a float32 gradient can reach a matmul's low-precision output (the bias add
+    after it computes in float32); the operator's backward must get its own output's dtype
+    (float16 was missed: the first GPU run's float16 AMP rows failed in Matmul's backward)."""
+    from singa.autograd.base import _as_output_dtype
+    dtype = amp.PRECISIONS[low]
+    dy = tensor.from_numpy(np.array([0.5, -2.0, 3.0], np.float32)).data
+    got = _as_output_dtype(dy, dtype)
+    assert got.data_type() == dtype
+    assert _as_output_dtype(got, singa_wrap.kFloat32).data_type() == singa_wrap.kFloat32
+    ints = tensor.from_numpy(np.array([1, 2], np.int32)).data
+    assert _as_output_dtype(ints, dtype).data_type() == singa_wrap.kInt

@@ -112,3 +112,20 @@ def test_each_module_fills_its_translation_table_at_import():
     for name in SOURCES:
         text = (ROOT / "cython" / "singa" / (name + ".pyx")).read_text()
         assert re.search(r"^register_error_classes\(\)$", text, re.M), name
+
+
+def test_libsinga_links_libstdcxx_instead_of_carrying_a_copy():
+    """A libsinga that defines libstdc++'s own functions (linked from libstdc++.a where the
+    compiler found no libstdc++.so: cmake/StdCxx.cmake) crashed Python at the first exception
+    message on the GPU image, while its C++ tests passed."""
+    import shutil
+    if shutil.which("nm") is None:
+        pytest.skip("no nm to read libsinga's symbols")
+    maps = pathlib.Path("/proc/self/maps").read_text().split("\n")
+    libs = {line.split()[-1] for line in maps if "/libsinga.so" in line}
+    assert libs, "libsinga is not loaded"
+    for lib in libs:
+        out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True,
+                             text=True, check=True).stdout
+        assert "_ZNSo9_M_insertImEERSoT_" not in out, lib  # std::ostream::_M_insert<unsigned long>
+        assert re.search(r" T singa::|_ZN5singa", out), lib  # read the right file

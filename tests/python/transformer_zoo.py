@@ -25,6 +25,15 @@ def _torchvision(torch):
     import fails (``operator torchvision::nms does not exist``) unless its two custom ops are
     declared first. Declared once per process, only when torch lacks them."""
     if not hasattr(_torchvision, "lib"):
+        try:  # a torchvision whose compiled ops load (the GPU image's) must not be redeclared:
+            import glob  # defining them first makes its own registration abort the process
+            import importlib.util
+            import os
+            spec = importlib.util.find_spec("torchvision")
+            for path in glob.glob(os.path.join(os.path.dirname(spec.origin), "_C*.so")):
+                torch.ops.load_library(path)
+        except (OSError, RuntimeError, AttributeError, TypeError):
+            pass
         try:
             torch.ops.torchvision.nms
         except (AttributeError, RuntimeError):

@@ -43,6 +43,7 @@ void Device::Exec(OpDesc desc, OpFunc fn) {
     graph_->AddOperation(std::move(desc), std::move(fn));
   } else {
     Activate();
+    AllocateBlocks(desc.writes);  // before the kernel's threads could race to allocate them
     fn(&ctx_);
     if (check_finite_) CheckFinite(desc.writes, desc.name());
   }

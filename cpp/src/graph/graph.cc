@@ -566,6 +566,7 @@ void Graph::RunNode(size_t i, bool recompute) {
   // A recomputation runs the rerun form where the operation has one (MakeProblem: a fused one
   // has its fused form), else the operation itself; a fused operation applies its epilogue.
   const bool rerun = recompute && n.rerun.fn;
+  AllocateBlocks(n.writes);  // as Device::Exec: never lazily from the kernel's threads
   auto run = [&] {
     Context* ctx = device_->context();
     if (n.run_fused)
