@@ -47,16 +47,6 @@ cdef extern from "singa/ops/nn.h" namespace "singa":
     CTensor c_Conv2dBackwardB "SINGA_NOGIL(singa::Conv2dBackwardB)"(const CTensor& dy,
                                                        const CConvHandle& h) except +raise_py_error
 
-    vector[CTensor] c_BatchNormForwardTraining "SINGA_NOGIL(singa::BatchNormForwardTraining)"(
-        const CTensor& x, const CTensor& scale, const CTensor& bias, CTensor* running_mean,
-        CTensor* running_var, float momentum, float eps, bool relu) except +raise_py_error
-    CTensor c_BatchNormForwardInference "SINGA_NOGIL(singa::BatchNormForwardInference)"(
-        const CTensor& x, const CTensor& scale, const CTensor& bias, const CTensor& running_mean,
-        const CTensor& running_var, float eps, bool relu) except +raise_py_error
-    vector[CTensor] c_BatchNormBackward "SINGA_NOGIL(singa::BatchNormBackward)"(
-        const CTensor& dy, const CTensor& x, const CTensor& scale, const CTensor& batch_mean,
-        const CTensor& batch_var, float eps) except +raise_py_error
-
     CTensor c_SoftmaxCrossEntropyForward "SINGA_NOGIL(singa::SoftmaxCrossEntropyForward)"(
         const CTensor& logits, const CTensor& target) except +raise_py_error
     CTensor c_SoftmaxCrossEntropyBackward "SINGA_NOGIL(singa::SoftmaxCrossEntropyBackward)"(

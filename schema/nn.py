@@ -14,7 +14,7 @@ hand; gen_schema.py (`nn` and `nnpxi`, run by CMake) writes the rest from the ro
 The rows' fields: rows.NnOp's docstring. A new NN op is a row, its front's checks (one function
 that makes the outputs and calls Launch<Name>), its kernel bodies and its tests.
 """
-from rows import Fusable, Handle, NnOp, Onnx  # noqa: F401  (schema/rows.py)
+from rows import Field, Fusable, Handle, NnOp, Onnx, Param  # noqa: F401  (schema/rows.py)
 
 POOLING = Handle("PoolingHandle", header="singa/ops/nn.h", cython="CPoolingHandle",
                  py="PoolingHandle")
@@ -37,19 +37,60 @@ OPS = [
          backends=["kCpuRef", "kCpuDnnl", "kCuda"]),
 ]
 
+# Batch normalisation over axis 1 of x (N, C, ...): the per-channel tensors (scale, bias, the
+# statistics) hold C float32 values; x views as (N, C, S) (the Args' N, C, S). The autograd
+# Operator (_BatchNorm2d, autograd/nn.py) is written by hand: it picks training or inference.
+_BN_NCS = [Field("size_t", "N", "0", "x.shape(0)"), Field("size_t", "C", "0", "x.shape(1)"),
+           Field("size_t", "S", "1", "Product(x.shape(), 2)")]
+_BN_STAT = ("Shape{C}", "kFloat32")
+_EPS = Param("float", "eps", None, "1e-5")
+_RELU = Param("bool", "relu", "false", "False")
+
+OPS += [
+    NnOp("BatchNormForwardTraining",
+         doc="Batch normalisation with the batch's statistics: returns y, batch_mean and "
+             "batch_var, batch_var biased (pass both to BatchNormBackward with the same "
+             "eps); updates running_mean and running_var in place (either may be null): "
+             "running = (1 - momentum) * running + momentum * batch, the variance unbiased "
+             "(PyTorch's convention); relu: y = max(0, y) in the same pass",
+         handle=None, inputs=["x", "scale", "bias", "running_mean*", "running_var*"],
+         params=[Param("float", "momentum", None, "0.1"), _EPS, _RELU],
+         args="BnTrainArgs", reads=["x", "scale", "bias"], writes=["y", "mean", "var"],
+         fields=_BN_NCS + [Field("Epilogue", "epi")],
+         shapes={"y": "x.shape()", "mean": _BN_STAT, "var": _BN_STAT},
+         ids=["BatchNormForwardTrainingReLU", "BatchNormForwardTraining"], id_by="relu",
+         backends=["kCpuRef", "kCpuDnnl", "kCuda"], backward="BatchNormBackward",
+         rerun="RerunOf"),
+    NnOp("BatchNormForwardInference",
+         doc="y = (x - running_mean) / sqrt(running_var + eps) * scale + bias (then "
+             "max(0, y) when relu)",
+         handle=None, inputs=["x", "scale", "bias", "running_mean", "running_var"],
+         params=[_EPS, _RELU], args="BnInferArgs",
+         reads=["x", "scale", "bias", "running_mean", "running_var"], writes=["y"],
+         fields=_BN_NCS + [Field("Epilogue", "epi")], shapes={"y": "x.shape()"},
+         ids=["BatchNormForwardInferenceReLU", "BatchNormForwardInference"], id_by="relu",
+         backends=["kCpuRef", "kCpuDnnl", "kCuda"], onnx=[Onnx("BatchNormalization", 1)],
+         fusable="kEpiBatchNorm", as_epilogue="BnAsEpilogue"),
+    NnOp("BatchNormBackward",
+         doc="dx, dscale and dbias of the training forward; mean and var are the batch "
+             "statistics BatchNormForwardTraining returned",
+         handle=None, inputs=["dy", "x", "scale", "mean", "var"], params=[_EPS],
+         args="BnBwdArgs", reads=["dy", "x", "scale", "mean", "var"],
+         writes=["dx", "dscale", "dbias"], fields=_BN_NCS,
+         shapes={"dx": "x.shape()", "dscale": _BN_STAT, "dbias": _BN_STAT},
+         ids=["BatchNormBackward"], backends=["kCpuRef", "kCpuDnnl", "kCuda"]),
+]
+
 # Ops written elsewhere that a graph absorbs into a producer's epilogue (Graph::FuseEpilogues
 # matches these OpIds; a producer's kernel says which parts it applies: FusionHooks::accepts).
 FUSABLE = [
-    Fusable("BatchNormForwardInference", "kEpiBatchNorm"),
     Fusable("Add", "kEpiAdd"),
     Fusable("ReLU", "kEpiReLU"),
 ]
 
 NOT_IN_SCHEMA = {
-    "Conv2d": "its kernels' ReLU/epilogue variants (HasReluPostOp), the flops it declares and "
-              "its bias-less form need Args fields the generated launch does not pass yet",
-    "BatchNorm": "its training forward's rerun form (RerunOf) and the running statistics it "
-                 "updates in place: a launch the generator does not write yet",
+    "Conv2d": "its bias is an optional read (in the OpDesc only when given), which the row "
+              "type cannot say yet; its ReLU variant (params, id_by) and flops (flops=) it can",
     "MaxPool1d, AvgPool1d, GlobalAveragePool": "layers over Pool2dForward (1 x L windows) and "
                                                "ReduceMean: no op of their own",
 }

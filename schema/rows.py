@@ -24,9 +24,16 @@ Onnx.__new__.__defaults__ = (None,)
 # (cython/singa/_wrap_nn.pyx), which the generated declarations and wrappers name.
 Handle = namedtuple("Handle", "name header cython py")
 
-# A typed field of a kernel's Args struct after its tensors and its handle `h`.
-Field = namedtuple("Field", "type name default")
-Field.__new__.__defaults__ = (None,)
+# A typed field of a kernel's Args struct after its tensors, handle `h` and parameters: its
+# default, and `value`, the C++ expression of the (contiguous) reads that Run<Name> sets it to
+# (None: left at its default, for the kernel or the graph to set, as an epilogue).
+Field = namedtuple("Field", "type name default value")
+Field.__new__.__defaults__ = (None, None)
+
+# A scalar parameter of an NN op's C++ function (after its tensors and handle), also an Args
+# field: its C++ default (None: none) and the Python wrapper's default (None: none).
+Param = namedtuple("Param", "type name default py_default")
+Param.__new__.__defaults__ = (None, None)
 
 # An op written elsewhere (ops/elementwise.def, a hand-written front) that a graph may absorb
 # into its producer's epilogue as `part` (core/fusion.h: kEpiBatchNorm, kEpiAdd, kEpiReLU).
@@ -89,46 +96,70 @@ class Op(object):
 
 
 class NnOp(object):
-    """One op of the NN theme: an op with a handle and a prepared kernel per backend
+    """One op of the NN theme: an op with a prepared kernel per backend
     (cpp/src/ops/nn_kernels.h). Written by hand: the handle, the front's checks (its file in
     cpp/src/ops/) and the kernel bodies; generated from the row: the OpIds, the public
     declaration, the Args struct, the kernel slot, the launch (OpDesc: reads, writes, id,
-    recomputable), the Cython declaration and wrapper, and for a forward op its autograd
-    Operator and function.
+    recomputable, flops, rerun form, what it is as an epilogue), Run<Name> (the outputs made by
+    the shape rules), the Cython declaration and wrapper, and for a forward op with py_class its
+    autograd Operator and function.
 
     name        C++ function and kernel slot (<name>Kernel())
     doc         one line: the public header's and the wrapper's docstring
-    handle      Handle row: the C++ function's last parameter, the Args' `h`
-    inputs      the C++ function's tensor parameters in order; "y?": may be empty (Python None)
-    args        the Args struct's name: Args{reads..., writes..., h, fields...}
+    handle      Handle row: the C++ function's parameter after the tensors, the Args' `h`; or
+                None (no handle)
+    inputs      the C++ function's tensor parameters in order; "y?": may be empty (Python
+                None); "s*": a Tensor* (Python None: null) the op reads and updates in place
+                (the running statistics), listed after reads and writes in the OpDesc
+    params      Param rows: scalar parameters after the tensors (and handle), Args fields too
+    args        the Args struct's name: Args{reads..., writes..., in-place..., h, params...,
+                fields...}
     reads, writes  the Args' tensors, in that order: what the OpDesc lists (writes[0] is the
-                result the C++ function returns)
-    shapes      each write's shape rule: a C++ expression of the reads and `h`; the generated
-                Run<Name>(reads..., h) makes the writes (device and dtype of reads[0]) from them
-    fields      Field rows after `h` (typed, with a default)
-    ids         OpIds; two with id_by (a C++ condition on the handle `h`): ids[0] when it holds
+                block an epilogue applies to); the C++ function returns writes[0], or every
+                write (a std::vector, a Python tuple) when there are several
+    shapes      each write's rule: a C++ expression of the reads, `h`, params and fields, or
+                (expression, dtype); the dtype defaults to reads[0]'s, the device is reads[0]'s.
+                Run<Name> launches unless every write is empty
+    fields      Field rows after the params (typed, with a default and the value Run sets)
+    ids         OpIds; two with id_by (a C++ condition on the Args `a`'s members): ids[0] when
+                it holds
     backends    backends with a kernel of their own (the kernel bodies register themselves)
     backward    the backward op's row name (forward ops), whose inputs name what it reads:
                 "dy", and forward inputs and outputs
-    py_class, py_fn  the autograd Operator and function (forward ops; SINGA's spelling)
+    py_class, py_fn  the autograd Operator and function (forward ops; SINGA's spelling); None
+                when the Operator is written by hand (it chooses between rows, say)
     odd_padding the Operator takes SINGA's odd_padding (zeros added on axes 2, 3 first)
     onnx        Onnx rows: the ONNX ops it maps to (by hand in singa/sonnx when not plain)
-    fusable     as Op's (None of the NN rows is absorbed by a producer yet)
+    fusable     the epilogue part (core/fusion.h) a graph may absorb it into its producer as;
+                `as_epilogue` then names the hand-written function (nn_kernels.h) that says,
+                from the Args, what it is as one (OpDesc's FusionHooks::as_epilogue)
     recomputable  as Op's
+    flops       C++ expression of the Args `a`: the arithmetic the graph's cost model counts
+                (OpDesc::flops; None: 0, the bytes moved alone)
+    rerun       the hand-written function (nn_kernels.h) making its rerun form under a memory
+                budget (OpDesc::rerun; None: StatsRerun, running the kernel again)
     """
 
     def __init__(self, name, doc, handle, inputs, args, reads, writes, ids, shapes, fields=(),
-                 id_by=None, backends=("kCpuRef", "kCuda"), backward=None, py_class=None,
-                 py_fn=None, odd_padding=False, onnx=(), fusable=False, recomputable=True):
+                 params=(), id_by=None, backends=("kCpuRef", "kCuda"), backward=None,
+                 py_class=None, py_fn=None, odd_padding=False, onnx=(), fusable=False,
+                 recomputable=True, flops=None, rerun=None, as_epilogue=None):
         self.name, self.doc, self.handle, self.args = name, doc, handle, args
         self.inputs, self.reads, self.writes = tuple(inputs), tuple(reads), tuple(writes)
-        self.shapes = dict(shapes)
-        self.fields, self.ids, self.id_by = tuple(fields), tuple(ids), id_by
+        self.shapes = {w: r if isinstance(r, tuple) else (r, None) for w, r in shapes.items()}
+        self.fields, self.params = tuple(fields), tuple(params)
+        self.ids, self.id_by = tuple(ids), id_by
         self.backends, self.backward = tuple(backends), backward
         self.py_class, self.py_fn, self.odd_padding = py_class, py_fn, odd_padding
         self.onnx, self.fusable, self.recomputable = tuple(onnx), fusable, recomputable
-        if not isinstance(handle, Handle):
-            raise TypeError("%s: handle must be a Handle row" % name)
+        self.flops, self.rerun, self.as_epilogue = flops, rerun, as_epilogue
+        if handle is not None and not isinstance(handle, Handle):
+            raise TypeError("%s: handle must be a Handle row or None" % name)
+        if bool(fusable) != bool(as_epilogue):
+            raise ValueError("%s: a fusable row names its as_epilogue function" % name)
+        for f in self.fields + self.params:
+            if not isinstance(f, (Field, Param)):
+                raise TypeError("%s: fields are Field rows, params Param rows" % name)
         if len(self.ids) != (2 if id_by else 1):
             raise ValueError("%s: one OpId, or two chosen by id_by" % name)
         if (py_class is None) != (py_fn is None):
@@ -138,10 +169,18 @@ class NnOp(object):
                 raise ValueError("%s: reads %r, not an input" % (name, t))
         if set(self.shapes) != set(self.writes):
             raise ValueError("%s: one shape rule per write" % name)
+        if set(self.in_place) & set(self.reads + self.writes):
+            raise ValueError("%s: an input updated in place is neither a read nor a write"
+                             % name)
 
     @property
     def input_names(self):
-        return tuple(i.rstrip("?") for i in self.inputs)
+        return tuple(i.rstrip("?*") for i in self.inputs)
+
+    @property
+    def in_place(self):
+        """The inputs it updates in place (Tensor*, may be null), in order."""
+        return tuple(i[:-1] for i in self.inputs if i.endswith("*"))
 
     @property
     def fallback(self):

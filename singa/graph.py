@@ -101,7 +101,7 @@ def name_blocks(model=None, inputs=(), results=None, optimizer=None, **tensors):
         if optimizer is None:
             optimizer = getattr(model, "optimizer", None)
     if optimizer is not None:
-        for key in getattr(optimizer, "_state_dicts", ()):
+        for key in (optimizer.state_names() if hasattr(optimizer, "state_names") else ()):
             states = getattr(optimizer, key, None)
             if isinstance(states, dict):
                 for pname, t in states.items():

@@ -578,8 +578,8 @@ def _optimizer_states(opt, entries, params, result, mismatched):
     set_states' form, after checking them against ``opt`` and the model's ``params``; what does
     not fit goes to result.unexpected_keys / ``mismatched``. None when nothing can be loaded."""
     states = {}
-    dicts = getattr(opt, "_state_dicts", ())
-    hypers = getattr(opt, "_hyper_names", {})
+    dicts = opt.state_names() if hasattr(opt, "state_names") else ()
+    hypers = opt.hyper_parameter_names() if hasattr(opt, "hyper_parameter_names") else ()
     for key, (path, a, attr) in sorted(entries.items()):
         top = path[0]
         if path == ["step_counter"] or (top == "hyper_parameters" and len(path) == 2 and

@@ -255,6 +255,17 @@ class Optimizer(object):
         """Whether apply() reads and writes state dict ``name`` (SGD: only with momentum)."""
         return True
 
+    def state_names(self):
+        """The names of the per-parameter state dicts, each an attribute {parameter key:
+        Tensor} and a key of get_states() (SGD: ("moments",); Adam: ("m", "v")), whether or
+        not this optimizer's settings use them (param_state says which do)."""
+        return tuple(self._state_dicts)
+
+    def hyper_parameter_names(self):
+        """The hyper-parameters that may be set between steps ("lr", "momentum", ...), as
+        declared (get_states() saves those that are numbers under "hyper_parameters")."""
+        return tuple(self._hyper_names)
+
     def backward_and_update(self, loss):
         """Apache SINGA's name for ``optimizer(loss)``: backward from loss, then update every
         parameter."""

@@ -292,7 +292,7 @@ class CudnnBatchNormHandle(BatchNormHandle):
     """Apache SINGA's cuDNN batch-norm handle: BatchNormHandle, same arguments."""
 
 
-# ---- convolution (pooling: nn_ops.pxi, from schema/nn.py) ----------------------------------
+# ---- convolution (pooling, batch norm: nn_ops.pxi, from schema/nn.py) ----------------------
 def Conv2dForward(Tensor x not None, Tensor W not None, Tensor b, ConvHandle h not None,
                   bool relu=False):
     """conv(x, W) + b; b may be None (or an unwritten Tensor()) for no bias; relu=True returns
@@ -308,37 +308,6 @@ def Conv2dBackwardW(Tensor dy not None, Tensor x not None, ConvHandle h not None
 def Conv2dBackwardB(Tensor dy not None, ConvHandle h not None):
     return wrap(c_Conv2dBackwardB(dy.c, h.c))
 
-
-
-# ---- batch norm ----------------------------------------------------------------------------
-def BatchNormForwardTraining(Tensor x not None, Tensor scale not None, Tensor bias not None,
-                             Tensor running_mean, Tensor running_var, float momentum=0.1,
-                             float eps=1e-5, bool relu=False):
-    """(y, batch_mean, batch_var) with the biased batch variance; updates running_mean and
-    running_var in place (either may be None): running = (1 - momentum) running + momentum
-    batch, the variance unbiased. relu=True: y = max(0, y), in the same kernel."""
-    cdef CTensor* rm = NULL
-    cdef CTensor* rv = NULL
-    if running_mean is not None:
-        rm = &running_mean.c
-    if running_var is not None:
-        rv = &running_var.c
-    cdef vector[CTensor] r = c_BatchNormForwardTraining(x.c, scale.c, bias.c, rm, rv, momentum,
-                                                        eps, relu)
-    return wrap(r[0]), wrap(r[1]), wrap(r[2])
-
-def BatchNormForwardInference(Tensor x not None, Tensor scale not None, Tensor bias not None,
-                              Tensor running_mean not None, Tensor running_var not None,
-                              float eps=1e-5, bool relu=False):
-    return wrap(c_BatchNormForwardInference(x.c, scale.c, bias.c, running_mean.c,
-                                            running_var.c, eps, relu))
-
-def BatchNormBackward(Tensor dy not None, Tensor x not None, Tensor scale not None,
-                      Tensor batch_mean not None, Tensor batch_var not None, float eps=1e-5):
-    """(dx, dscale, dbias); batch_mean / batch_var from BatchNormForwardTraining."""
-    cdef vector[CTensor] r = c_BatchNormBackward(dy.c, x.c, scale.c, batch_mean.c, batch_var.c,
-                                                 eps)
-    return wrap(r[0]), wrap(r[1]), wrap(r[2])
 
 
 # ---- losses --------------------------------------------------------------------------------

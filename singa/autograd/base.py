@@ -156,6 +156,14 @@ class Operator(object):
         """The name of output ``idx``'s gradient: its output_name with ``_g``."""
         return "{}_g".format(self.output_name(idx))
 
+    def input_shapes(self):
+        """The shapes of the inputs of the last call (sonnx's export reads them)."""
+        return self._x_shapes
+
+    def output_meta(self):
+        """(shape, dtype) of each output of the last call."""
+        return self._y_meta
+
     def _do_forward(self, *xs):
         for i, x in enumerate(xs):
             if not isinstance(x, Tensor):
@@ -182,7 +190,7 @@ class Operator(object):
         # creators hold only weakly and nothing else may keep alive until the export.
         self.trace_src = [(c, i, x if t is None and isinstance(c, Dummy) else t, s)
                           for (c, i, t, s), x in zip(src, xs)]
-        self._x_shapes = tuple(x.data.shape() for x in xs)
+        self._x_shapes = tuple(x.data.shape() for x in xs)  # input_shapes()
         ys = self.forward(*(x.data for x in xs))
         if not isinstance(ys, tuple):
             ys = (ys,)

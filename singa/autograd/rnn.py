@@ -290,6 +290,11 @@ class _RNN(base.Operator):
             self._inner = (y, ins)  # the sub-graph that backward runs through
         return y.data
 
+    def inner_graph(self):
+        """(y, inputs) of the autograd sub-graph forward recorded (backward runs through it;
+        sonnx exports it), or None: not recorded, or released by backward."""
+        return getattr(self, "_inner", None)
+
     def backward(self, grad):
         if getattr(self, "_inner", None) is None:
             raise RNNUsageError("_RNN.backward: forward did not record (set "

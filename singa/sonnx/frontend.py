@@ -95,7 +95,7 @@ class _Exporter(TensorExports, TransformerExports):
             raise SonnxError("to_onnx: operator %s recorded no inputs; run the forward with "
                              "autograd.training = True and inputs with requires_grad" % op.name)
         ins = [self.tensor_name(c, xid, t) for c, xid, t, _ in src]
-        outs = [op.output_name(i) for i in range(len(op._y_meta))]
+        outs = [op.output_name(i) for i in range(len(op.output_meta()))]
         self.emit(op, ins, outs)
 
     def node(self, op_type, ins, outs, **attrs):

@@ -217,7 +217,7 @@ class TensorExports(object):
         """autograd._RNN (cuDNN's fused RNN) runs its cells as autograd operators: that inner
         graph is exported node by node, its inputs (x, hx, cx, the flat weights) bound to the
         operator's. The flat weight vector stays one initializer, split inside the graph."""
-        inner = getattr(op, "_inner", None)
+        inner = op.inner_graph()
         if inner is None:
             raise SonnxError("to_onnx: %s has no recorded inner graph; export before "
                              "backward releases it" % op.name)

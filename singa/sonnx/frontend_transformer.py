@@ -33,12 +33,12 @@ class TransformerExports(object):
         if isinstance(creator, _ag_base.Dummy):
             t = stored if stored is not None else creator.tensor
             return t.data.data_type()
-        return creator._y_meta[creator.y_id2idx.get(x_id, 0)][1]
+        return creator.output_meta()[creator.y_id2idx.get(x_id, 0)][1]
 
     def _op_ScaledDotProductAttention(self, op, ins, outs):
         # dropout is left out: the exported graph is for inference (as Dropout's Identity)
         q, k, v = ins[:3]
-        q_shape, k_shape = op._x_shapes[0], op._x_shapes[1]
+        q_shape, k_shape = op.input_shapes()[:2]
         L, S, rank = q_shape[-2], k_shape[-2], len(k_shape)
         scale = op.scale or 1.0 / math.sqrt(q_shape[-1])
         kt, prod, s = self._mid(op, "k_t"), self._mid(op, "qk"), self._mid(op, "scores")
@@ -133,7 +133,7 @@ class TransformerExports(object):
         ``weight`` / ``bias``: ONNX names or None."""
         if self.opset >= 17:
             if weight is None:
-                weight = self._init(op, "ones", np.ones(op._x_shapes[0][-n_axes:], np.float32))
+                weight = self._init(op, "ones", np.ones(op.input_shapes()[0][-n_axes:], np.float32))
             self.node("LayerNormalization", [ins[0], weight] + ([bias] if bias else []), outs,
                       axis=-n_axes, epsilon=float(eps))
             return

@@ -168,8 +168,8 @@ def test_a_rows_recomputable_reaches_the_opdesc_its_front_submits(recomputable):
 def test_the_graphs_epilogue_partners_are_generated_from_the_schema():
     import gen_nn
     text = gen_nn.epilogue(rows.fusable_table([NN_THEME]), "nn.py")
-    assert [ln for ln in text.splitlines() if ln.startswith("{")] == [
-        "{OpId::kBatchNormForwardInference, kEpiBatchNorm},", "{OpId::kAdd, kEpiAdd},",
+    assert sorted(ln for ln in text.splitlines() if ln.startswith("{")) == [
+        "{OpId::kAdd, kEpiAdd},", "{OpId::kBatchNormForwardInference, kEpiBatchNorm},",
         "{OpId::kReLU, kEpiReLU},"]
 
 
@@ -193,34 +193,53 @@ def test_a_graph_prints_the_schema_op_ids():
         assert {op.name, op.backward_name} <= names, (op.name, sorted(names))
 
 
+def _nn_rows_step(dev, data, graph):
+    """Every NN row under each of its ids: max and average pooling (odd-padded), batch norm in
+    training (with and without its ReLU, and backward) and inference (both); returns the
+    outputs, gradients and running statistics as numpy arrays."""
+    x = tensor.from_numpy(data, dev)
+    x.requires_grad = x.stores_grad = True
+    c = data.shape[1]
+    scale, bias = (tensor.from_numpy(np.linspace(lo, 1, c, dtype=np.float32), dev)
+                   for lo in (0.5, -1))
+    for p in (scale, bias):
+        p.requires_grad = p.stores_grad = True
+    running = [tensor.from_numpy(np.full(c, v, np.float32), dev) for v in (0.1, 1.5)]
+    bn = sw.BatchNormHandle(0.8, data.shape)
+    autograd.training = True
+    dev.EnableGraph(graph)
+    try:
+        outs = []
+        for is_max in (True, False):
+            h = sw.PoolingHandle((2, 3, 7, 7), (3, 3), (2, 2), (1, 1), is_max)
+            y = autograd.pooling_2d(h, x, (0, 1, 0, 1))
+            outs += [y] + list(autograd.gradients(autograd.reduce_sum(y)).values())
+        for relu in (False, True):
+            y = autograd.batchnorm_2d(bn, x, scale, bias, *running, relu=relu)
+            loss = autograd.reduce_sum(autograd.mul(y, y))
+            outs += [y] + list(autograd.gradients(loss).values())
+        autograd.training = False
+        outs += [autograd.batchnorm_2d(bn, x, scale, bias, *running, relu=relu)
+                 for relu in (False, True)]
+    finally:
+        dev.EnableGraph(False)
+        autograd.training = False
+    if graph:
+        dev.RunGraph()
+    return [tensor.to_numpy(t) for t in outs + running]
+
+
 def test_a_graph_prints_the_nn_rows_op_ids_and_equals_eager():
-    """Each NN row's ids (chosen by id_by: max or average pooling) reach the graph."""
-    dev = sw.create_cpu_device()
+    """Each NN row's ids (chosen by id_by: max or average pooling, batch norm with or without
+    its ReLU) reach the graph, which computes what eager mode does."""
     data = np.random.RandomState(0).randn(2, 3, 6, 6).astype(np.float32)
-
-    def step(graph):
-        x = tensor.from_numpy(data, dev)
-        x.requires_grad = x.stores_grad = True
-        autograd.training = True
-        dev.EnableGraph(graph)
-        try:
-            outs = []
-            for is_max in (True, False):
-                h = sw.PoolingHandle((2, 3, 7, 7), (3, 3), (2, 2), (1, 1), is_max)  # odd-padded
-                y = autograd.pooling_2d(h, x, (0, 1, 0, 1))
-                outs += [y] + list(autograd.gradients(autograd.reduce_sum(y)).values())
-        finally:
-            dev.EnableGraph(False)
-            autograd.training = False
-        if graph:
-            dev.RunGraph()
-        return [tensor.to_numpy(t) for t in outs]
-
-    eager = step(False)
-    replay = step(True)
+    eager = _nn_rows_step(sw.create_cpu_device(), data, False)
+    dev = sw.create_cpu_device()
+    replay = _nn_rows_step(dev, data, True)
     names = set(dev.graph_op_names())
     for op in NN_OPS:
         assert set(op.ids) <= names, (op.name, sorted(names))
+    assert len(eager) == len(replay)
     for a, b in zip(eager, replay):
         np.testing.assert_array_equal(a, b)
 

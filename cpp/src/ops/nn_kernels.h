@@ -1,6 +1,8 @@
 // nn_kernels.h (private): the kernel interface of convolution, pooling and batch norm, shared by
 // the fronts (ops/conv.cc, pooling.cc, batchnorm.cc), the reference kernels (ops/cpu/) and the
-// oneDNN kernels (ops/dnnl/).
+// oneDNN kernels (ops/dnnl/). Pooling's and batch norm's Args, slots and launches are
+// generated from schema/nn.py (nn_args.inc, nn_launch.inc); the helpers their rows name
+// (BnAsEpilogue, RerunOf) are here.
 //
 //   // A backend's kernel prepares one call: it sees the checked operands and the outputs the
 //   // front created, and returns the scratch it needs and the function Exec will run.
@@ -48,6 +50,16 @@ struct Prepared {
 };
 template <typename Args>
 using PrepareFn = Prepared<Args>(const Args&);
+/// Makes an op's rerun form (OpDesc::rerun) from its call, its prepared kernel, the same with
+/// the ReLU post-op (`fused`, empty when not prepared) and the workspace; adds the scratch the
+/// rerun writes to `writes`. A schema row names its own (`rerun`), else StatsRerun applies.
+template <typename Args>
+struct RerunMakerOf {  // a struct, so that LaunchKernel deduces Args from its slot alone
+  using type = OpRerun (*)(const Args& a, const Prepared<Args>& p, const Prepared<Args>& fused,
+                           const Tensor& ws, std::vector<Block*>* writes);
+};
+template <typename Args>
+using RerunMaker = typename RerunMakerOf<Args>::type;
 
 // The operands of each kernel: inputs checked and contiguous, outputs created and non-empty.
 struct ConvFwdArgs {
@@ -68,34 +80,10 @@ struct ConvBwdBArgs {
   Tensor dy, db;
   ConvHandle h;
 };
-/// x viewed as (N, C, S); running_mean / running_var empty: not updated.
-struct BnTrainArgs {
-  Tensor x, scale, bias, y, mean, var, running_mean, running_var;
-  size_t N = 0, C = 0, S = 1;
-  float momentum = 0.f, eps = 0.f;
-  bool relu = false;
-  Epilogue epi;
-};
-struct BnInferArgs {
-  Tensor x, scale, bias, running_mean, running_var, y;
-  size_t N = 0, C = 0, S = 1;
-  float eps = 0.f;
-  bool relu = false;
-  Epilogue epi;
-};
-struct BnBwdArgs {
-  Tensor dy, x, scale, mean, var, dx, dscale, dbias;
-  size_t N = 0, C = 0, S = 1;
-  float eps = 0.f;
-};
-
 SINGA_KERNEL_SLOT_DECL(Conv2dForward, PrepareFn<ConvFwdArgs>);
 SINGA_KERNEL_SLOT_DECL(Conv2dBackwardX, PrepareFn<ConvBwdXArgs>);
 SINGA_KERNEL_SLOT_DECL(Conv2dBackwardW, PrepareFn<ConvBwdWArgs>);
 SINGA_KERNEL_SLOT_DECL(Conv2dBackwardB, PrepareFn<ConvBwdBArgs>);
-SINGA_KERNEL_SLOT_DECL(BatchNormForwardTraining, PrepareFn<BnTrainArgs>);
-SINGA_KERNEL_SLOT_DECL(BatchNormForwardInference, PrepareFn<BnInferArgs>);
-SINGA_KERNEL_SLOT_DECL(BatchNormBackward, PrepareFn<BnBwdArgs>);
 // The schema's NN ops (schema/nn.py): their Args and slots (build/gen/src).
 #include "nn_args.inc"
 
@@ -177,6 +165,20 @@ inline void UpdateRunningStats(const BnTrainArgs& a, const float* mean, const fl
     float* r = OutPtr(a.running_var);
     for (size_t c = 0; c < a.C; ++c) r[c] = (1.f - m) * r[c] + m * float(var[c] * unbias);
   }
+}
+
+/// What a batch norm in inference is as its producer's epilogue (schema/nn.py's `as_epilogue`:
+/// it folds into the convolution that produced x); nothing with its own ReLU.
+inline Epilogue BnAsEpilogue(const BnInferArgs& a) {
+  Epilogue e;
+  if (!a.relu) {
+    e.bn_scale = a.scale.block();
+    e.bn_bias = a.bias.block();
+    e.bn_mean = a.running_mean.block();
+    e.bn_var = a.running_var.block();
+    e.bn_eps = a.eps;
+  }
+  return e;
 }
 
 /// Asks the device's backend to prepare the call. A kernel that cannot do this one (an empty
@@ -287,12 +289,14 @@ double FlopsOf(const Args&) {
 }
 
 /// `as_epilogue`: what this operation is as its input's producer's epilogue (FusionHooks);
-/// `recomputable`: OpDesc's (a schema row's, for the schema's ops: nn_launch.inc).
+/// `recomputable`, `rerun_of`: OpDesc's recomputable and the maker of its rerun form (null:
+/// StatsRerun) (a schema row's, for the schema's ops: nn_launch.inc).
 template <typename Args>
 void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
                   const std::shared_ptr<Device>& dev, std::vector<Block*> reads,
                   std::vector<Block*> writes, OpId id,
-                  const Epilogue& as_epilogue = Epilogue{}, bool recomputable = true) {
+                  const Epilogue& as_epilogue = Epilogue{}, bool recomputable = true,
+                  RerunMaker<Args> rerun_of = nullptr) {
   Prepared<Args> p = Prepare(slot, a, *dev);
   // While a graph records, also prepare the same call with the ReLU post-op: the graph runs it,
   // with the epilogue it found, when y's only reader is a ReLU, an Add or a batch norm (Graph:
@@ -314,10 +318,7 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
   }
   OpRerun rerun;
   if (dev->graph_enabled()) {
-    if constexpr (std::is_same_v<Args, BnTrainArgs>)
-      rerun = RerunOf(a, p, fused, ws, &writes);
-    else
-      rerun = StatsRerun(a, p, reads, ws, &writes);
+    rerun = rerun_of ? rerun_of(a, p, fused, ws, &writes) : StatsRerun(a, p, reads, ws, &writes);
   }
   FusionHooks hooks;
   hooks.as_epilogue = as_epilogue;

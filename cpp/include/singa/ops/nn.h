@@ -91,25 +91,11 @@ struct PoolingHandle {
 // Pool2dForward(x, h) and Pool2dBackward(dy, x, y, h): schema/nn.py's rows, declared in
 // singa/ops/nn_schema.h (generated; included at the end of this header).
 
-/// Batch normalisation over axis 1 of x: (N, C, H, W), (N, C) or any (N, C, ...). scale, bias,
-/// running_mean and running_var hold C float32 values each.
-/// Returns {y, batch_mean, batch_var}, where batch_var is the *biased* variance of the batch (the
-/// one used to normalise; pass it to BatchNormBackward with the same eps). Updates, in place,
-///   running_mean = (1 - momentum) * running_mean + momentum * batch_mean
-///   running_var  = (1 - momentum) * running_var  + momentum * unbiased_batch_var
-/// (PyTorch's convention); either pointer may be null to skip its update. relu: y = max(0, y).
-std::vector<Tensor> BatchNormForwardTraining(const Tensor& x, const Tensor& scale,
-                                             const Tensor& bias, Tensor* running_mean,
-                                             Tensor* running_var, float momentum, float eps,
-                                             bool relu = false);
-/// y = (x - running_mean) / sqrt(running_var + eps) * scale + bias (then max(0, y) when relu).
-Tensor BatchNormForwardInference(const Tensor& x, const Tensor& scale, const Tensor& bias,
-                                 const Tensor& running_mean, const Tensor& running_var, float eps,
-                                 bool relu = false);
-/// Returns {dx, dscale, dbias}; batch_mean and batch_var come from BatchNormForwardTraining.
-std::vector<Tensor> BatchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& scale,
-                                      const Tensor& batch_mean, const Tensor& batch_var,
-                                      float eps);
+// BatchNormForwardTraining(x, scale, bias, &running_mean, &running_var, momentum, eps, relu),
+// BatchNormForwardInference(x, scale, bias, running_mean, running_var, eps, relu) and
+// BatchNormBackward(dy, x, scale, batch_mean, batch_var, eps): schema/nn.py's rows, declared
+// in singa/ops/nn_schema.h. Over axis 1 of x (N, C, ...); the per-channel tensors hold C
+// float32 values.
 
 /// Per-sample cross entropy of softmax(logits), computed stably through log-softmax.
 /// logits: (N, C). target: int32 class indices (N,) or (N, 1); float32 indices of shape (N,);
