@@ -218,9 +218,6 @@ cdef extern from "singa/ops/reduce.h" namespace "singa" nogil:
     CTensor c_SumRows "singa::SumRows"(const CTensor&) except +raise_py_error
     CTensor c_SumColumns "singa::SumColumns"(const CTensor&) except +raise_py_error
     CTensor c_RowMax "singa::RowMax"(const CTensor&) except +raise_py_error
-    CTensor c_SoftMax "singa::SoftMax"(const CTensor&, int) except +raise_py_error
-    CTensor c_SoftMaxBackward "singa::SoftMaxBackward"(const CTensor&, const CTensor&, int) except +raise_py_error
-    CTensor c_LogSoftMax "singa::LogSoftMax"(const CTensor&, int) except +raise_py_error
 
 cdef extern from "singa/ops/blas.h" namespace "singa" nogil:
     CTensor c_Mult "singa::Mult"(const CTensor&, const CTensor&) except +raise_py_error

@@ -71,7 +71,12 @@ namespace singa {
 def args(ops, theme):
     out = [BANNER % theme, "// The NN ops' kernel arguments and slots (nn_kernels.h includes "
            "this inside namespace singa).\n"]
+    made = set()
     for op in ops:
+        if op.args in made:  # rows sharing one Args (SoftMax, LogSoftMax): one struct
+            out.append("SINGA_KERNEL_SLOT_DECL(%s, PrepareFn<%s>);\n" % (op.name, op.args))
+            continue
+        made.add(op.args)
         tensors = op.reads + op.writes + op.in_place
         members = ["  Tensor %s;\n" % ", ".join(tensors)]
         if op.handle:

@@ -81,6 +81,34 @@ OPS += [
          ids=["BatchNormBackward"], backends=["kCpuRef", "kCpuDnnl", "kCuda"]),
 ]
 
+
+# Softmax along one axis of any tensor, viewed as (outer, dim, inner) around it (float32, or
+# float16 on a CUDA device; bfloat16 through float32 in the front). The autograd Operators
+# (SoftMax, LogSoftMax: autograd/activation.py) and the losses stay hand-written.
+def _around(t, op):
+    return [Field("size_t", "ax", "0", 'NormalizeAxis(axis, %s.nDim(), "%s")' % (t, op)),
+            Field("size_t", "outer", "1", "Product(%s.shape(), 0, ax)" % t),
+            Field("size_t", "dim", "1", "%s.shape(ax)" % t),
+            Field("size_t", "inner", "1", "Product(%s.shape(), ax + 1)" % t)]
+
+
+_AXIS = Param("int", "axis", "-1", "-1")
+OPS += [
+    NnOp("SoftMax", doc="exp(x - max) / sum(exp(x - max)) along `axis`", handle=None,
+         inputs=["x"], params=[_AXIS], args="SoftMaxArgs", reads=["x"], writes=["y"],
+         fields=_around("x", "SoftMax"), shapes={"y": "x.shape()"}, ids=["SoftMax"],
+         backward="SoftMaxBackward", onnx=[Onnx("Softmax", 1)]),
+    NnOp("LogSoftMax", doc="x - log(sum(exp(x))) along `axis`, computed stably", handle=None,
+         inputs=["x"], params=[_AXIS], args="SoftMaxArgs", reads=["x"], writes=["y"],
+         fields=_around("x", "LogSoftMax"), shapes={"y": "x.shape()"}, ids=["LogSoftMax"],
+         onnx=[Onnx("LogSoftmax", 1)]),
+    NnOp("SoftMaxBackward", doc="The gradient of SoftMax: given y = SoftMax(x) and dy, "
+                                "dx = y * (dy - sum(dy * y)) along `axis`", handle=None,
+         inputs=["dy", "y"], params=[_AXIS], args="SoftMaxBwdArgs", reads=["dy", "y"],
+         writes=["dx"], fields=_around("y", "SoftMaxBackward"), shapes={"dx": "y.shape()"},
+         ids=["SoftMaxBackward"]),
+]
+
 # Ops written elsewhere that a graph absorbs into a producer's epilogue (Graph::FuseEpilogues
 # matches these OpIds; a producer's kernel says which parts it applies: FusionHooks::accepts).
 FUSABLE = [

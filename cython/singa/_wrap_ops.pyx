@@ -123,24 +123,6 @@ def RowMax(Tensor x not None):
         r = c_RowMax(x.c)
     return wrap(r)
 
-def SoftMax(Tensor x not None, int axis=-1):
-    cdef CTensor r
-    with nogil:
-        r = c_SoftMax(x.c, axis)
-    return wrap(r)
-
-def SoftMaxBackward(Tensor dy not None, Tensor y not None, int axis=-1):
-    cdef CTensor r
-    with nogil:
-        r = c_SoftMaxBackward(dy.c, y.c, axis)
-    return wrap(r)
-
-def LogSoftMax(Tensor x not None, int axis=-1):
-    cdef CTensor r
-    with nogil:
-        r = c_LogSoftMax(x.c, axis)
-    return wrap(r)
-
 def Clamp(Tensor x not None, float low, float high):
     cdef CTensor r
     with nogil:

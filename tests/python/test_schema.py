@@ -194,7 +194,8 @@ def test_a_graph_prints_the_schema_op_ids():
 
 
 def _nn_rows_step(dev, data, graph):
-    """Every NN row under each of its ids: max and average pooling (odd-padded), batch norm in
+    """Every NN row under each of its ids: max and average pooling (odd-padded), softmax and its
+    log (and backward), batch norm in
     training (with and without its ReLU, and backward) and inference (both); returns the
     outputs, gradients and running statistics as numpy arrays."""
     x = tensor.from_numpy(data, dev)
@@ -214,6 +215,10 @@ def _nn_rows_step(dev, data, graph):
             h = sw.PoolingHandle((2, 3, 7, 7), (3, 3), (2, 2), (1, 1), is_max)
             y = autograd.pooling_2d(h, x, (0, 1, 0, 1))
             outs += [y] + list(autograd.gradients(autograd.reduce_sum(y)).values())
+        for fn in (autograd.softmax, autograd.log_softmax):
+            y = fn(x, axis=1)
+            loss = autograd.reduce_sum(autograd.mul(y, x))
+            outs += [y] + list(autograd.gradients(loss).values())
         for relu in (False, True):
             y = autograd.batchnorm_2d(bn, x, scale, bias, *running, relu=relu)
             loss = autograd.reduce_sum(autograd.mul(y, y))

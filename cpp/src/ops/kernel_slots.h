@@ -63,11 +63,7 @@ SINGA_KERNEL_SLOT_DECL(ReduceMax, ReduceKernelFn);
 SINGA_KERNEL_SLOT_DECL(ReduceMin, ReduceKernelFn);
 SINGA_KERNEL_SLOT_DECL(Argmax, ReduceKernelFn);
 SINGA_KERNEL_SLOT_DECL(Argmin, ReduceKernelFn);
-/// Softmax / log-softmax of float32 x along d.mid.
-SINGA_KERNEL_SLOT_DECL(SoftMax, ReduceKernelFn);
-SINGA_KERNEL_SLOT_DECL(LogSoftMax, ReduceKernelFn);
-SINGA_KERNEL_SLOT_DECL(SoftMaxBackward, void(const Tensor& dy, const Tensor& y, const Dims3& d,
-                                             const Tensor& dx, Context* ctx));
+// Softmax, its log and its backward: schema/nn.py's rows (nn_kernels.h's SoftMaxArgs).
 
 // ---- BLAS ----
 /// Row-major C(m,n) = alpha op(A) op(B) + beta C on float32 data; C is contiguous (ldc = n).

@@ -1,5 +1,6 @@
 // Reductions (sum, mean, max, min, argmax, argmin), SINGA's row/column reductions and softmax:
-// the fronts (see singa/ops/reduce.h). The CPU kernels are in cpu/reduce.cc.
+// the fronts (see singa/ops/reduce.h; softmax's are schema/nn.py's rows, whose launch is
+// generated). The CPU kernels are in cpu/reduce.cc.
 //
 // Every reduction is planned here as out[o, i] = reduce over r of x[o, r, i] on a buffer laid out
 // as (outer, red, inner): the reduced axes, once size-1 axes are dropped and neighbours merged,
@@ -14,6 +15,7 @@
 
 #include "singa/ops/shape.h"
 #include "kernel_slots.h"
+#include "nn_kernels.h"
 
 namespace singa {
 
@@ -23,10 +25,6 @@ SINGA_KERNEL_SLOT(ReduceMax, ReduceKernelFn);
 SINGA_KERNEL_SLOT(ReduceMin, ReduceKernelFn);
 SINGA_KERNEL_SLOT(Argmax, ReduceKernelFn);
 SINGA_KERNEL_SLOT(Argmin, ReduceKernelFn);
-SINGA_KERNEL_SLOT(SoftMax, ReduceKernelFn);
-SINGA_KERNEL_SLOT(LogSoftMax, ReduceKernelFn);
-SINGA_KERNEL_SLOT(SoftMaxBackward, void(const Tensor&, const Tensor&, const Dims3&, const Tensor&,
-                                        Context*));
 
 namespace {
 
@@ -161,32 +159,13 @@ void CheckMatrix(const char* op, const Tensor& M) {
                                       << M.shape());
 }
 
-// (outer, dim, inner) of `in` around `axis`, after checking that softmax can run on it.
-void SoftLayout(const char* op, const Tensor& in, int axis, size_t* outer, size_t* dim,
-                size_t* inner) {
+// Checks that softmax can run on `in` along `axis`.
+void CheckSoft(const char* op, const Tensor& in, int axis) {
   CheckInput(op, in);
   SINGA_CHECK_DTYPE(in.data_type() == kFloat32 || HalfMath(in),
                     op << ": expects float32 (or float16 on a CUDA device), got "
                        << in.data_type() << " (shape " << in.shape() << "); convert with as_type");
-  const size_t a = NormalizeAxis(axis, in.nDim(), op);
-  *outer = Product(in.shape(), 0, a);
-  *dim = in.shape()[a];
-  *inner = Product(in.shape(), a + 1);
-}
-
-Tensor RunSoftMax(OpId id, ReduceKernelFn* k, const Tensor& in_raw, int axis) {
-  if (in_raw.data_type() == kBFloat16)  // softmax is a float32 op (the AMP policy's too)
-    return RunSoftMax(id, k, in_raw.AsType(kFloat32), axis).AsType(kBFloat16);
-  const char* name = OpName(id);
-  size_t outer, dim, inner;
-  SoftLayout(name, in_raw, axis, &outer, &dim, &inner);
-  const Tensor in = in_raw.Contiguous();
-  Tensor out(in.shape(), in.device(), in.data_type());
-  if (in.Size() == 0) return out;
-  const Dims3 d{outer, dim, inner};
-  in.device()->Exec({.id = id, .reads = {in.block()}, .writes = {out.block()}},
-                    [k, in, out, d](Context* ctx) { k(in, d, out, ctx); });
-  return out;
+  NormalizeAxis(axis, in.nDim(), op);
 }
 
 }  // namespace
@@ -236,38 +215,33 @@ Tensor RowMax(const Tensor& M) {
   return Reduce(OpId::kRowMax, Kind::kMax, M, {1}, false);
 }
 
+// bfloat16 softmax runs through float32 (a float32 op, the AMP policy's too).
 Tensor SoftMax(const Tensor& in, int axis) {
-  return RunSoftMax(OpId::kSoftMax, SoftMaxKernel().For(*in.device()), in, axis);
+  if (in.data_type() == kBFloat16) return SoftMax(in.AsType(kFloat32), axis).AsType(kBFloat16);
+  CheckSoft("SoftMax", in, axis);
+  return RunSoftMax(in, axis);
 }
 Tensor LogSoftMax(const Tensor& in, int axis) {
-  return RunSoftMax(OpId::kLogSoftMax, LogSoftMaxKernel().For(*in.device()), in, axis);
+  if (in.data_type() == kBFloat16)
+    return LogSoftMax(in.AsType(kFloat32), axis).AsType(kBFloat16);
+  CheckSoft("LogSoftMax", in, axis);
+  return RunLogSoftMax(in, axis);
 }
 
-Tensor SoftMaxBackward(const Tensor& dy_raw, const Tensor& y_raw, int axis) {
-  const OpId id = OpId::kSoftMaxBackward;
-  const char* name = OpName(id);
-  CheckInput(name, dy_raw);
-  CheckInput(name, y_raw);
-  CheckSameDevice(name, {&dy_raw, &y_raw});
-  SINGA_CHECK_SHAPE(dy_raw.shape() == y_raw.shape(), name << ": dy has shape " << dy_raw.shape()
-                                                          << " but y has shape "
-                                                          << y_raw.shape()
-                                                          << " (they must be equal)");
-  SINGA_CHECK_DTYPE(dy_raw.data_type() == y_raw.data_type(),
-                    name << ": dy is " << dy_raw.data_type() << " but y is " << y_raw.data_type());
-  if (y_raw.data_type() == kBFloat16)
-    return SoftMaxBackward(dy_raw.AsType(kFloat32), y_raw.AsType(kFloat32), axis)
-        .AsType(kBFloat16);
-  size_t outer, dim, inner;
-  SoftLayout(name, y_raw, axis, &outer, &dim, &inner);
-  const Tensor dy = dy_raw.Contiguous(), y = y_raw.Contiguous();
-  Tensor dx(y.shape(), y.device(), y.data_type());
-  if (y.Size() == 0) return dx;
-  auto* k = SoftMaxBackwardKernel().For(*y.device());
-  const Dims3 d{outer, dim, inner};
-  y.device()->Exec({.id = id, .reads = {dy.block(), y.block()}, .writes = {dx.block()}},
-                   [k, dy, y, dx, d](Context* ctx) { k(dy, y, d, dx, ctx); });
-  return dx;
+Tensor SoftMaxBackward(const Tensor& dy, const Tensor& y, int axis) {
+  const char* name = "SoftMaxBackward";
+  CheckInput(name, dy);
+  CheckInput(name, y);
+  CheckSameDevice(name, {&dy, &y});
+  SINGA_CHECK_SHAPE(dy.shape() == y.shape(), name << ": dy has shape " << dy.shape()
+                                                  << " but y has shape " << y.shape()
+                                                  << " (they must be equal)");
+  SINGA_CHECK_DTYPE(dy.data_type() == y.data_type(),
+                    name << ": dy is " << dy.data_type() << " but y is " << y.data_type());
+  if (y.data_type() == kBFloat16)
+    return SoftMaxBackward(dy.AsType(kFloat32), y.AsType(kFloat32), axis).AsType(kBFloat16);
+  CheckSoft(name, y, axis);
+  return RunSoftMaxBackward(dy, y, axis);
 }
 
 }  // namespace singa

@@ -1,10 +1,10 @@
-// singa/ops/reduce.h: reductions over axes, softmax, and Apache SINGA's row/column reductions.
+// singa/ops/reduce.h: reductions over axes and Apache SINGA's row/column reductions (softmax:
+// schema/nn.py's rows, declared in singa/ops/nn_schema.h).
 //
 //   singa::Tensor s = singa::ReduceSum(x, {0, 2}, /*keepdims=*/false);
 //   singa::Tensor m = singa::ReduceMax(x, {-1}, true);
 //   singa::Tensor i = singa::Argmax(x, 1);           // int32 indices
 //   float total = singa::SumAll(x);
-//   singa::Tensor p = singa::SoftMax(logits, -1);    // numerically stable, along one axis
 //
 // Axes may be negative; an empty axes list reduces over every axis. Out-of-range or repeated axes
 // throw AxisError; reducing an empty tensor with max/min/argmax throws ValueError (no identity).
@@ -34,11 +34,5 @@ Tensor SumRows(const Tensor& M);
 Tensor SumColumns(const Tensor& M);
 Tensor RowMax(const Tensor& M);
 
-/// exp(x - max) / sum(exp(x - max)) along `axis`.
-Tensor SoftMax(const Tensor& in, int axis = -1);
-/// The gradient of SoftMax: given y = SoftMax(x) and dy, returns dx = y * (dy - sum(dy * y)).
-Tensor SoftMaxBackward(const Tensor& dy, const Tensor& y, int axis = -1);
-/// x - log(sum(exp(x))) along `axis`, computed stably.
-Tensor LogSoftMax(const Tensor& in, int axis = -1);
 
 }  // namespace singa

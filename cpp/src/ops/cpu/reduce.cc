@@ -17,6 +17,7 @@
 
 #include "../../core/dispatch.h"
 #include "../kernel_slots.h"
+#include "../nn_kernels.h"
 #include "../strided.h"
 
 namespace singa {
@@ -293,16 +294,20 @@ void SoftMaxBackwardLoop(const float* dy, const float* y, float* dx, size_t oute
 }
 
 template <SoftKind kKind>
-void SoftMaxFamily(const Tensor& in, const Dims3& d, const Tensor& out, Context*) {
-  SoftMaxLoop<kKind>(static_cast<const float*>(in.block()->data()),
-                     static_cast<float*>(out.block()->mutable_data()), d.outer, d.mid, d.inner);
+Prepared<SoftMaxArgs> SoftMaxFamily(const SoftMaxArgs&) {
+  Prepared<SoftMaxArgs> r;
+  r.run = [](const SoftMaxArgs& a, float*) {
+    SoftMaxLoop<kKind>(InPtr(a.x), OutPtr(a.y), a.outer, a.dim, a.inner);
+  };
+  return r;
 }
 
-void SoftMaxBackward(const Tensor& dy, const Tensor& y, const Dims3& d, const Tensor& dx,
-                     Context*) {
-  SoftMaxBackwardLoop(static_cast<const float*>(dy.block()->data()),
-                      static_cast<const float*>(y.block()->data()),
-                      static_cast<float*>(dx.block()->mutable_data()), d.outer, d.mid, d.inner);
+Prepared<SoftMaxBwdArgs> PrepareSoftMaxBackward(const SoftMaxBwdArgs&) {
+  Prepared<SoftMaxBwdArgs> r;
+  r.run = [](const SoftMaxBwdArgs& a, float*) {
+    SoftMaxBackwardLoop(InPtr(a.dy), InPtr(a.y), OutPtr(a.dx), a.outer, a.dim, a.inner);
+  };
+  return r;
 }
 
 }  // namespace
@@ -313,9 +318,9 @@ SINGA_REGISTER_KERNEL(ReduceMax, kCpuRef, &ReduceKernel<MaxOf>);
 SINGA_REGISTER_KERNEL(ReduceMin, kCpuRef, &ReduceKernel<MinOf>);
 SINGA_REGISTER_KERNEL(Argmax, kCpuRef, &ReduceKernel<ArgmaxOf>);
 SINGA_REGISTER_KERNEL(Argmin, kCpuRef, &ReduceKernel<ArgminOf>);
-SINGA_REGISTER_KERNEL(SoftMax, kCpuRef, &SoftMaxFamily<SoftKind::kSoftMax>);
+SINGA_REGISTER_KERNEL(SoftMax, kCpuRef, &SoftMaxFamily<SoftKind::kSoftMax>);  // schema/nn.py
 SINGA_REGISTER_KERNEL(LogSoftMax, kCpuRef, &SoftMaxFamily<SoftKind::kLogSoftMax>);
-SINGA_REGISTER_KERNEL(SoftMaxBackward, kCpuRef, &SoftMaxBackward);
+SINGA_REGISTER_KERNEL(SoftMaxBackward, kCpuRef, &PrepareSoftMaxBackward);
 // oneDNN's reduction and softmax primitives: not wired (yet); the reference kernels run.
 
 }  // namespace cpu

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "../nn_kernels.h"
 #include "cuda_kernels.cuh"
 
 namespace singa {
@@ -267,7 +268,7 @@ __global__ void SoftMaxBackwardRows(const T* dy, const T* y, T* dx, int64_t oute
 }
 
 template <bool kLog>
-void SoftMaxFamily(const Tensor& in, const Dims3& d, const Tensor& out, Context* ctx) {
+void SoftMaxRun(const Tensor& in, const Dims3& d, const Tensor& out, Context* ctx) {
   const char* name = kLog ? "LogSoftMax" : "SoftMax";
   const int64_t lines = int64_t(d.outer * d.inner);
   if (lines == 0 || d.mid == 0) return;
@@ -285,8 +286,8 @@ void SoftMaxFamily(const Tensor& in, const Dims3& d, const Tensor& out, Context*
   });
 }
 
-void SoftMaxBackward(const Tensor& dy, const Tensor& y, const Dims3& d, const Tensor& dx,
-                     Context* ctx) {
+void SoftMaxBackwardRun(const Tensor& dy, const Tensor& y, const Dims3& d, const Tensor& dx,
+                        Context* ctx) {
   const int64_t lines = int64_t(d.outer * d.inner);
   if (lines == 0 || d.mid == 0) return;
   WithFloatType("SoftMaxBackward", y.data_type(), [&](auto zero) {
@@ -304,6 +305,24 @@ void SoftMaxBackward(const Tensor& dy, const Tensor& y, const Dims3& d, const Te
   });
 }
 
+// schema/nn.py's softmax rows: the kernels above on the output's stream.
+template <bool kLog>
+Prepared<SoftMaxArgs> SoftMaxFamily(const SoftMaxArgs&) {
+  Prepared<SoftMaxArgs> r;
+  r.run = [](const SoftMaxArgs& a, float*) {
+    SoftMaxRun<kLog>(a.x, Dims3{a.outer, a.dim, a.inner}, a.y, a.y.device()->context());
+  };
+  return r;
+}
+
+Prepared<SoftMaxBwdArgs> PrepareSoftMaxBackward(const SoftMaxBwdArgs&) {
+  Prepared<SoftMaxBwdArgs> r;
+  r.run = [](const SoftMaxBwdArgs& a, float*) {
+    SoftMaxBackwardRun(a.dy, a.y, Dims3{a.outer, a.dim, a.inner}, a.dx, a.dx.device()->context());
+  };
+  return r;
+}
+
 }  // namespace
 }  // namespace cuda
 
@@ -319,6 +338,6 @@ SINGA_CUDA_REDUCTION(Argmin, ArgR, false);
 #undef SINGA_CUDA_REDUCTION
 SINGA_REGISTER_KERNEL(SoftMax, kCuda, &cuda::SoftMaxFamily<false>);
 SINGA_REGISTER_KERNEL(LogSoftMax, kCuda, &cuda::SoftMaxFamily<true>);
-SINGA_REGISTER_KERNEL(SoftMaxBackward, kCuda, &cuda::SoftMaxBackward);
+SINGA_REGISTER_KERNEL(SoftMaxBackward, kCuda, &cuda::PrepareSoftMaxBackward);
 
 }  // namespace singa
