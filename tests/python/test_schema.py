@@ -165,6 +165,49 @@ def test_a_rows_recomputable_reaches_the_opdesc_its_front_submits(recomputable):
     assert gen_schema.fronts(act_rows, "activations.py").count(flag) == 2 * len(act_rows)
 
 
+def test_a_rows_graph_hooks_reach_its_launch():
+    """rerun=, as_epilogue= and flops= are the OpDesc's rerun form, epilogue role and flops:
+    each reaches the generated launch of its row only (batch norm's rows name the first two)."""
+    import copy
+    import gen_nn
+    rows_ = {op.name: op for op in copy.deepcopy(NN_OPS)}
+
+    def launch_of(name):
+        text = gen_nn.launch([rows_[name]], "test")
+        return text[:text.index("inline ", text.index("Launch%s(" % name) + 1)]
+
+    assert "/*rerun_of=*/&RerunOf)" in launch_of("BatchNormForwardTraining")
+    assert "BnAsEpilogue(a), " in launch_of("BatchNormForwardInference")
+    for name in ("Pool2dForward", "BatchNormBackward"):
+        assert "/*rerun_of=*/nullptr)" in launch_of(name) and "Epilogue{}, " in launch_of(name)
+    pool = rows_["Pool2dForward"]
+    assert "FlopsOf" not in gen_nn.args([pool], "test")
+    pool.flops = "2.0 * a.y.Size()"
+    assert "inline double FlopsOf(const PoolFwdArgs& a) { return 2.0 * a.y.Size(); }" in \
+        gen_nn.args([pool], "test")
+
+
+def test_an_op_updating_an_input_in_place_reads_and_writes_it_when_given():
+    """Batch norm's running statistics ("running_mean*"): a Tensor* in C++, None allowed in
+    Python, read and written by the OpDesc only when given."""
+    import gen_nn
+    bn = [op for op in NN_OPS if op.name == "BatchNormForwardTraining"]
+    assert bn[0].in_place == ("running_mean", "running_var")
+    api = gen_nn.api(bn, "test")
+    assert "Tensor* running_mean, Tensor* running_var, float momentum, float eps, " \
+           "bool relu = false);" in " ".join(api.split())
+    assert "if (!t->empty()) {" in gen_nn.launch(bn, "test")
+    dev = sw.create_cpu_device()
+    x = tensor.from_numpy(np.random.RandomState(1).randn(4, 2, 3).astype(np.float32), dev)
+    one, zero = (tensor.from_numpy(np.full(2, v, np.float32), dev) for v in (1, 0))
+    rm = tensor.from_numpy(np.zeros(2, np.float32), dev)
+    y, mean, var = sw.BatchNormForwardTraining(x.data, one.data, zero.data, rm.data, None, 0.5,
+                                               1e-5)
+    np.testing.assert_allclose(tensor.to_numpy(rm), 0.5 * tensor.to_numpy(x).mean((0, 2)),
+                               rtol=1e-5, atol=1e-6)
+    assert tuple(mean.shape()) == tuple(var.shape()) == (2,)
+
+
 def test_the_graphs_epilogue_partners_are_generated_from_the_schema():
     import gen_nn
     text = gen_nn.epilogue(rows.fusable_table([NN_THEME]), "nn.py")
