@@ -55,9 +55,10 @@ NOT_IN_SCHEMA = {
     "Clamp": "its bounds may be +-inf and int32 (clip's integer saturation), and ONNX Clip takes "
              "them as inputs, not attributes",
     "PRelu": "the slope is a second tensor input with its own gradient (a reduction)",
-    "SoftMax, LogSoftMax": "a reduction kernel over (outer, mid, inner), SINGA's flattening "
-                           "axis semantics and an optional mask: no elementwise row",
+    "SoftMax, LogSoftMax": "not elementwise (a kernel over (outer, dim, inner) around an "
+                           "axis): rows of schema/nn.py; their Operators keep SINGA's "
+                           "flattening axis and mask by hand",
     "MaxPool2d, AvgPool2d, Conv2d, BatchNorm": "prepared kernels with handles, workspaces and "
-                                               "epilogue fusion (nn_kernels.h), odd padding in "
-                                               "autograd; the schema would need a handle type",
+                                               "epilogue fusion (nn_kernels.h): schema/nn.py's "
+                                               "rows (Conv2d: its NOT_IN_SCHEMA says why not)",
 }
