@@ -27,16 +27,28 @@ N = tensor.to_numpy
 @native
 @pytest.mark.parametrize("xs,oc,k,s,p,g", [
     ((2, 3, 9, 9), 8, 3, 1, 1, 1),       # 3x3: the convolution, f32 diff_weights
-    ((3, 16, 5, 7), 24, 1, 1, 0, 1),     # 1x1 stride 1: the matmul over N*H*W positions
+    ((3, 16, 5, 7), 24, 1, 1, 0, 1),     # 1x1 stride 1: matmuls over the N*H*W positions
+    ((2, 32, 4, 4), 16, 1, 1, 0, 1),     # fewer output channels
+    ((4, 16, 48, 48), 32, 1, 1, 0, 1),   # many positions, more output channels: conv forward
     ((2, 32, 1, 1), 16, 1, 1, 0, 1),     # 1x1 images
-    ((2, 16, 6, 6), 32, 1, 2, 0, 1),     # 1x1 stride 2: the convolution again
+    ((2, 16, 6, 6), 32, 1, 2, 0, 1),     # 1x1 stride 2: dW from the gathered rows of x
+    ((2, 16, 7, 5), 32, 1, 2, 0, 1),     # odd height: no strided view, the convolution
+    ((2, 16, 8, 5), 32, 1, 2, 0, 1),     # odd width: the gathered rows
     ((2, 8, 8, 8), 8, 3, 1, 1, 4)])      # groups
-def test_float32_grad_is_the_unrounded_float32_gradient(backend, xs, oc, k, s, p, g):
+def test_bf16_conv_and_its_float32_grad_match_float32(backend, xs, oc, k, s, p, g):
     rng = np.random.default_rng(1)
     x = rounded(rng.normal(size=xs).astype(np.float32))
+    w = rounded(rng.normal(size=(oc, xs[1] // g, k, k)).astype(np.float32) * 0.3)
     h = singa_wrap.ConvHandle(xs, k, s, p, xs[1], oc, True, g, 1)
     ys = (xs[0], oc, h.conv_height, h.conv_width)
     dy = rounded(rng.normal(size=ys).astype(np.float32))
+    for got, ref in (  # forward (no bias: a 1x1 one may be a matmul) and backward data
+            (singa_wrap.Conv2dForward(bf16_tensor(x).data, bf16_tensor(w).data, None, h),
+             singa_wrap.Conv2dForward(f32(x).data, f32(w).data, None, h)),
+            (singa_wrap.Conv2dBackwardX(bf16_tensor(dy).data, bf16_tensor(w).data, h),
+             singa_wrap.Conv2dBackwardX(f32(dy).data, f32(w).data, h))):
+        want = singa_wrap.to_numpy(ref)
+        close_to_f32(tensor.Tensor(data=got), want, np.abs(want).max())
     for wide, narrow, ref in (
             (singa_wrap.Conv2dBackwardW(bf16_tensor(dy).data, bf16_tensor(x).data, h, True),
              singa_wrap.Conv2dBackwardW(bf16_tensor(dy).data, bf16_tensor(x).data, h),

@@ -25,6 +25,7 @@
 // poisoned the weights' gradient). Cost, conv 64 -> 64, 3x3, 56x56, batch 32, two threads:
 // 147 ms without ReLU, 156 ms with the pass (min of 15 runs on a loaded 2-core host: about +6%,
 // one more read and write of y; the post-op cost nothing measurable).
+#include <cstdlib>
 #include <string>
 #include <unordered_map>
 
@@ -97,13 +98,21 @@ Geometry GeometryOf(const ConvHandle& h, size_t N, memory::data_type dt, memory:
   return g;
 }
 
+// SINGA_DNNL_CONV_MATMUL=0 (read when a primitive is made) keeps 1x1 convolutions on oneDNN's
+// convolution primitives (PointwiseMatmul below), for side-by-side benchmark rows.
+bool PointwiseAsMatmul() {
+  const char* v = std::getenv("SINGA_DNNL_CONV_MATMUL");
+  return v == nullptr || std::string(v) != "0";
+}
+
 std::string KeyOf(const char* op, const ConvHandle& h, size_t N, int flags,
                   memory::data_type dt, memory::data_type wdt) {
   std::string k = KeyStart(op) + (dt == memory::data_type::bf16 ? ",bf16" : "") +
                   (wdt != dt ? ",wf32" : "");
   for (size_t v : {N, h.channels, h.height, h.width, h.num_filters, h.group, h.kernel_h,
                    h.kernel_w, h.stride_h, h.stride_w, h.pad_h, h.pad_w, h.dilation_h,
-                   h.dilation_w, size_t(flags), size_t(ConvBlockedLayout())})
+                   h.dilation_w, size_t(flags), size_t(ConvBlockedLayout()),
+                   size_t(PointwiseAsMatmul())})
     k += "," + std::to_string(v);
   return k;
 }
@@ -138,19 +147,27 @@ constexpr DirectionInfo kDirections[] = {
 
 // One cached primitive with its operands: in0 and in1 are read, out written; the scratchpad lies
 // at scratch_off of the workspace; bias (forward only) is read in place. A matrix product
-// standing in for the convolution (Pointwise) reads and writes the same memory through its own
-// 2-d descriptors (view, per operand).
+// standing in for the convolution (PointwiseMatmul) reads and writes the same memory through
+// its own 2-d descriptors (view, per operand), in0 first gathered into the workspace at
+// gather_off when the convolution is strided.
 struct ConvEntry {
   dnnl::primitive prim;
   Operand in0, in1, out;
   int in0_arg = 0, in1_arg = 0, out_arg = 0;
-  memory::desc bias, scratch, view[3];
-  bool viewed = false;
-  size_t scratch_off = 0;
+  memory::desc bias, scratch, view[3], gather_src, gather_dst;
+  dnnl::reorder gather;
+  bool viewed = false, gathered = false;
+  size_t scratch_off = 0, gather_off = 0;
   WsLayout ws;
 
   memory Viewed(const memory& m, int i) const {
     return viewed ? memory(view[i], Engine(), m.get_data_handle()) : m;
+  }
+  memory Gathered(const memory& m, char* w) const {
+    if (!gathered) return m;
+    memory src(gather_src, Engine(), m.get_data_handle()), g(gather_dst, Engine(), w + gather_off);
+    gather.execute(Stream(), src, g);
+    return g;
   }
 
   // in0, in1 read, out written, each in the layout the graph chose for its block.
@@ -158,7 +175,8 @@ struct ConvEntry {
            float* wsf) const {
     char* w = reinterpret_cast<char*>(wsf);
     std::unordered_map<int, memory> args;
-    args[in0_arg] = Viewed(in0.Input(t0.block()->data(), w, t0.block()->mem_layout()), 0);
+    args[in0_arg] =
+        Viewed(Gathered(in0.Input(t0.block()->data(), w, t0.block()->mem_layout()), w), 0);
     args[in1_arg] = Viewed(in1.Input(t1.block()->data(), w, t1.block()->mem_layout()), 1);
     const MemLayout out_kept = to.block()->mem_layout();
     void* o = to.block()->mutable_data();
@@ -177,7 +195,7 @@ struct ConvEntry {
 struct Chosen {
   dnnl::primitive prim;
   memory::desc role[3], scratch;
-  memory::desc view[3];
+  memory::desc view[3], gather_src, gather_dst;  // gather_src empty: in0 read as it is
   int arg[3] = {0, 0, 0};  // 0: the direction's (kDirections)
 };
 // A backward primitive B; roles(pd, role) names the layouts it chose.
@@ -192,35 +210,74 @@ Chosen ChooseBackward(const Geometry& g, const dnnl::convolution_forward::primit
   return c;
 }
 
-// A 1x1 convolution with stride 1, no padding and one group on channels-last operands is a
-// matrix product over the N*H*W positions: dW (Co, Ci) = dy^T (Co, NHW) x (NHW, Ci), dy and x
-// read in place as (NHW, C) matrices, dW written plain. oneDNN 2.6's bfloat16 backward-weights
-// convolution runs these shapes 2.5-4x slower than its matmul (AMX, one thread, ResNet-50's 1x1
-// layers at batch 16: 2048 -> 512 at 7x7 24 ms against 6; PyTorch's newer oneDNN 6 ms), and
-// ResNet-50 has two of them in each of its 16 bottlenecks.
-bool Pointwise(const Geometry& g, bool bias) {
-  return g.dt == memory::data_type::bf16 && ConvBlockedLayout() && !bias &&
-         g.wei.size() == 4 && g.wei[2] == 1 && g.wei[3] == 1 && g.strides[0] == 1 &&
-         g.strides[1] == 1 && g.pad[0] == 0 && g.pad[1] == 0;
+// Note: 1x1 convolutions as matrix products.
+// A 1x1 convolution without padding on channels-last operands is a matrix product over the
+// output's N*OH*OW positions, each operand read in place as a (positions, channels) matrix:
+//   forward          y (M, Co) = x (M, Ci) W^T (Ci, Co)
+//   backward data    dx (M, Ci) = dy (M, Co) W (Co, Ci)                  (stride 1)
+//   backward weights dW (Co, Ci) = dy^T (Co, M) x (M, Ci)    (stride s: x's rows gathered first)
+// W and dW stay plain (OIHW is (Co, Ci) row-major): no weight reorders either. oneDNN 2.6's
+// bfloat16 convolutions run these shapes slower than its matmul (AMX, one thread, ResNet-50's
+// 1x1 layers at batch 16): backward weights 2.5-4x (2048 -> 512 at 7x7: 24 ms against 6;
+// PyTorch's newer oneDNN 6 ms), stride 2 ~60 ms against ~10, backward data 1.1-2x; the forward's
+// brgconv_1x1 wins only where Co > Ci on many positions (64 -> 256 at 56x56: 6.1 against
+// 6.6 ms), so those stay convolutions. ResNet-50 has 36 such layers among its 53.
+bool PointwiseMatmul(Direction d, const Geometry& g, bool bias) {
+  const bool pointwise = g.dt == memory::data_type::bf16 && ConvBlockedLayout() &&
+                         PointwiseAsMatmul() &&
+                         g.wei.size() == 4 && g.wei[2] == 1 && g.wei[3] == 1 && g.pad[0] == 0 &&
+                         g.pad[1] == 0;
+  const bool strided = g.strides[0] != 1 || g.strides[1] != 1;
+  // oneDNN's strided view of x takes no overlapping extents: an odd height (7 -> 4 at stride 2)
+  // would reach into the next image's rows
+  const bool gatherable = g.src[2] >= g.dst[2] * g.strides[0] &&
+                          g.strides[0] * g.src[3] >= g.dst[3] * g.strides[1];
+  const memory::dim M = g.dst[0] * g.dst[2] * g.dst[3];
+  if (!pointwise || (strided && (d != kBackwardWeights || !gatherable))) return false;
+  return d != kForward || (!bias && (g.dst[1] <= g.src[1] || M <= 8192));
 }
-Chosen PointwiseBackwardWeights(const Geometry& g) {
-  const memory::dim M = g.src[0] * g.src[2] * g.src[3], Ci = g.src[1], Co = g.dst[1];
-  const memory::desc x({M, Ci}, g.dt, memory::dims{Ci, 1}),
-      dyT({Co, M}, g.dt, memory::dims{1, Co}), dW({Co, Ci}, g.wdt, memory::dims{Ci, 1});
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(dyT, x, dW), Attr(), Engine());
-  Chosen c{Make<dnnl::matmul>(pd), {ChannelsLast(g.Src()), g.Wei(), ChannelsLast(g.Dst())},
-           pd.scratchpad_desc()};
-  c.view[0] = x;  // in0, in1, out of the backward-weights row of kDirections
-  c.view[1] = dyT;
-  c.view[2] = dW;
-  c.arg[0] = DNNL_ARG_WEIGHTS;
-  c.arg[1] = DNNL_ARG_SRC;
-  c.arg[2] = DNNL_ARG_DST;
+
+// An (r, c) matrix stored row-major, or (transposed) the (r, c) view of a stored (c, r) one.
+memory::desc Matrix(memory::dim r, memory::dim c, memory::data_type t, bool transposed = false) {
+  return memory::desc({r, c}, t, transposed ? memory::dims{1, r} : memory::dims{c, 1});
+}
+
+Chosen PointwiseChoice(Direction d, const Geometry& g) {
+  const memory::dim M = g.dst[0] * g.dst[2] * g.dst[3], Ci = g.src[1], Co = g.dst[1];
+  const memory::desc x = Matrix(M, Ci, g.dt), dy = Matrix(M, Co, g.dt),
+                     W = Matrix(Co, Ci, g.wdt);
+  Chosen c;
+  // views and arguments of in0, in1, out in the direction's row of kDirections
+  if (d == kForward) {
+    c.view[0] = x, c.view[1] = Matrix(Ci, Co, g.wdt, true), c.view[2] = dy;
+    c.arg[0] = DNNL_ARG_SRC, c.arg[1] = DNNL_ARG_WEIGHTS, c.arg[2] = DNNL_ARG_DST;
+  } else if (d == kBackwardData) {
+    c.view[0] = dy, c.view[1] = W, c.view[2] = x;
+    c.arg[0] = DNNL_ARG_SRC, c.arg[1] = DNNL_ARG_WEIGHTS, c.arg[2] = DNNL_ARG_DST;
+  } else {
+    c.view[0] = x, c.view[1] = Matrix(Co, M, g.dt, true), c.view[2] = W;
+    c.arg[0] = DNNL_ARG_WEIGHTS, c.arg[1] = DNNL_ARG_SRC, c.arg[2] = DNNL_ARG_DST;
+  }
+  const memory::desc& a = c.arg[0] == DNNL_ARG_SRC ? c.view[0] : c.view[1];
+  const memory::desc& b = c.arg[0] == DNNL_ARG_SRC ? c.view[1] : c.view[0];
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c.view[2]), Attr(), Engine());
+  c.prim = Make<dnnl::matmul>(pd);
+  c.scratch = pd.scratchpad_desc();
+  c.role[kSrc] = ChannelsLast(g.Src());
+  c.role[kWei] = g.Wei();
+  c.role[kDst] = ChannelsLast(g.Dst());
+  if (g.strides[0] != 1 || g.strides[1] != 1) {  // x's rows at the strided positions
+    const memory::dim N = g.src[0], H = g.src[2], Wd = g.src[3];
+    c.gather_src = memory::desc({N, Ci, g.dst[2], g.dst[3]}, g.dt,
+                                memory::dims{H * Wd * Ci, 1, g.strides[0] * Wd * Ci,
+                                             g.strides[1] * Ci});
+    c.gather_dst = memory::desc({N, Ci, g.dst[2], g.dst[3]}, g.dt, tag::nhwc);
+  }
   return c;
 }
 
 Chosen Choose(Direction d, const Geometry& g, bool bias) {
-  if (d == kBackwardWeights && Pointwise(g, bias)) return PointwiseBackwardWeights(g);
+  if (PointwiseMatmul(d, g, bias)) return PointwiseChoice(d, g);
   Geometry hint = g;  // the forward a backward is hinted with computes in src's dtype
   hint.wdt = g.dt;
   const auto fpd = ForwardPd(hint, bias && d == kForward);
@@ -267,6 +324,14 @@ std::shared_ptr<ConvEntry> EntryOf(Direction d, const ConvHandle& h, const Tenso
       r->out_arg = c.arg[2] ? c.arg[2] : info.out_arg;
       r->viewed = c.arg[0] != 0;
       for (int i = 0; i < 3; ++i) r->view[i] = c.view[i];
+      r->gathered = !c.gather_src.is_zero();
+      if (r->gathered) {
+        r->gather_src = c.gather_src;
+        r->gather_dst = c.gather_dst;
+        r->gather_off = r->ws.Add(c.gather_dst.get_size());
+        r->gather = Make<dnnl::reorder>(
+            dnnl::reorder::primitive_desc(Engine(), c.gather_src, Engine(), c.gather_dst));
+      }
       r->bias = g.Bias();
       r->prim = std::move(c.prim);
     } catch (const dnnl::error&) {
