@@ -294,9 +294,12 @@ class Dummy(Operator):
 
 
 def _flows(x):
-    """True when x was produced by a recorded operator (its gradient propagates further)."""
+    """True when x was produced by a recorded operator that wants some input's gradient (x's
+    gradient propagates further). A recorded operator wanting none (autocast's Cast of the
+    input batch) ends the flow: the convolution it feeds skips its dx."""
     c = x.creator
-    return c is not None and not isinstance(c, Dummy) and c.requires_grad
+    return (c is not None and not isinstance(c, Dummy) and c.requires_grad
+            and any(getattr(c, "_wanted", (True,))))
 
 
 # ---- backward ------------------------------------------------------------------------------

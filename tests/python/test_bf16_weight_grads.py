@@ -123,7 +123,7 @@ def train(precision, graph=True, layouts=True, float32_grads=True, steps=3):
     finally:
         autograd.Cast.float32_grads = old
     params = {k: N(v) for k, v in net.get_states().items()}
-    nodes = dev.graph_num_nodes() if graph else 0
+    nodes = dev.graph_op_names() if graph else []
     counts = dev.graph_layout_counts() if graph else None
     dev.ResetGraph()
     return losses, params, nodes, counts
@@ -154,7 +154,8 @@ def test_amp_with_float32_weight_grads_drops_one_cast_per_conv_weight_and_bias()
     new, old = train("bfloat16"), train("bfloat16", float32_grads=False)
     # stem.W, expand.W, reduce.W: no AsType back to float32; reduce.b: neither that nor the
     # rounding of its float32 sum to bf16
-    assert old[2] - new[2] == 5
+    assert len(old[2]) - len(new[2]) == 5
+    assert old[2].count("AsType") - new[2].count("AsType") == 5
     # within bf16 rounding of the old path (small parameters, a batch norm's bias ~1e-3, drift
     # by ~1% of their size in 3 steps), and no farther from float32 training than it
     check_close(new, old, 2e-2, 2e-2)
@@ -193,3 +194,12 @@ def test_a_cast_read_by_a_conv_and_another_op_sums_its_gradients_in_float32():
     assert g.dtype == tensor.float32
     want = np.broadcast_to(N(x).sum(axis=(0, 2, 3)).reshape(1, 4, 1, 1), (6, 4, 1, 1)) + 3
     np.testing.assert_allclose(N(g), want, rtol=1e-2, atol=1e-2)
+
+
+@native
+def test_amp_skips_the_gradient_of_the_cast_input_batch():
+    """The Cast of the input batch wants no gradient, so the stem's convolution computes no
+    dx in bf16 AMP either, as in float32 (on ResNet-50 at 224x224 it cost ~3% of a step)."""
+    for precision in ("bfloat16", "float32"):
+        names = train(precision, steps=1)[2]
+        assert names.count("Conv2dBackwardX") == 2, precision  # of 3 convolutions
