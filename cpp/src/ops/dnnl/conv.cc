@@ -205,7 +205,9 @@ Chosen ChooseBackward(const Geometry& g, const dnnl::convolution_forward::primit
   typename B::desc bd(algorithm::convolution_direct, g.Any(g.Src()), g.Any(g.Wei()),
                       g.Any(g.Dst()), g.strides, g.dil, g.pad, g.pad);
   const typename B::primitive_desc pd(bd, Attr(), Engine(), fpd);
-  Chosen c{Make<B>(pd), {}, pd.scratchpad_desc()};
+  Chosen c;
+  c.prim = Make<B>(pd);
+  c.scratch = pd.scratchpad_desc();
   roles(pd, c.role);
   return c;
 }
@@ -281,10 +283,15 @@ Chosen Choose(Direction d, const Geometry& g, bool bias) {
   Geometry hint = g;  // the forward a backward is hinted with computes in src's dtype
   hint.wdt = g.dt;
   const auto fpd = ForwardPd(hint, bias && d == kForward);
-  if (d == kForward)
-    return {Make<dnnl::convolution_forward>(fpd),
-            {fpd.src_desc(), fpd.weights_desc(), fpd.dst_desc()},
-            fpd.scratchpad_desc()};
+  if (d == kForward) {
+    Chosen c;
+    c.prim = Make<dnnl::convolution_forward>(fpd);
+    c.role[kSrc] = fpd.src_desc();
+    c.role[kWei] = fpd.weights_desc();
+    c.role[kDst] = fpd.dst_desc();
+    c.scratch = fpd.scratchpad_desc();
+    return c;
+  }
   if (d == kBackwardData)
     return ChooseBackward<dnnl::convolution_backward_data>(
         g, fpd, [](const auto& pd, memory::desc* r) {
