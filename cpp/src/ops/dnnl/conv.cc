@@ -17,7 +17,10 @@
 //
 // One path for the three directions (forward, backward data, backward weights): they differ in
 // the primitive and in which of the geometry's tensors (src, weights, dst) each operand is
-// (kDirections); the cache, the reorders and the run are shared.
+// (kDirections); the cache, the reorders and the run are shared. A bfloat16 backward-weights
+// may write a float32 dW (the gradient of AMP's float32 master weight: oneDNN accumulates in
+// float32 anyway), and bfloat16 1x1 convolutions run as matrix products (the note above
+// PointwiseMatmul).
 //
 // The fused ReLU (and the rest of a graph's epilogue: a folded inference batch norm, a residual
 // add; ops/epilogue_cpu.h) is our own pass over y right after the primitive, not oneDNN's eltwise_relu
