@@ -5,6 +5,7 @@ operation name, for one of the benchmark models.
     .venv/bin/python benchmarks/profile_ops.py mlp --iters 500 --top 12
     .venv/bin/python benchmarks/profile_ops.py resnet18 --precision bfloat16   # bf16 AMP step
     .venv/bin/python benchmarks/profile_ops.py resnet18 --precision bfloat16 --castgrad  # before
+    python3 benchmarks/profile_ops.py resnet50 --batch 16 --device gpu         # on a CUDA build
 
 Profiling syncs and times each operation (Device.SetVerbosity(1)); the first --skip replays are
 warm-up. Prints a table: operation, calls per step, ms per step, share of the step.
@@ -28,6 +29,9 @@ def main():
     ap.add_argument("--skip", type=int, default=2)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--precision", default="float32", help="model.compile's precision")
+    ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
+                    help="gpu: a CUDA device (create_cuda_gpu); each operation is timed to its "
+                         "stream's end")
     ap.add_argument("--no-layouts", action="store_true",
                     help="dev.SetGraphLayouts(False): every activation plain (NCHW)")
     ap.add_argument("--castgrad", action="store_true",
@@ -40,7 +44,7 @@ def main():
     shape, classes = SHAPES[args.model]
     bs = args.batch or DEFAULT_BATCH[args.model]
     rng = np.random.default_rng(0)
-    dev = device.get_default_device()
+    dev = device.create_cuda_gpu() if args.device == "gpu" else device.get_default_device()
     net = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": models.resnet18,
            "resnet50": lambda: models.resnet50(cifar=False)}[args.model]()
     net.set_optimizer(opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5))
@@ -62,8 +66,9 @@ def main():
         if len(parts) == 4 and parts[3].endswith("%") and parts[1].isdigit():
             rows.append((parts[0], int(parts[1]), float(parts[2]), parts[3]))
     total = sum(r[2] for r in rows)
-    print("%s, batch %d: %.2f ms per step summed over operations (%.2f ms wall per profiled "
-          "step, which syncs after each operation)" % (args.model, bs, total, wall * 1e3))
+    print("%s, batch %d, %s on %s: %.2f ms per step summed over operations (%.2f ms wall per profiled "
+          "step, which syncs after each operation)" % (args.model, bs, args.precision, args.device,
+                                               total, wall * 1e3))
     print("\n| operation | calls/step | ms/step | share |\n|---|---:|---:|---:|")
     for name, calls, ms, share in rows[:args.top]:
         print("| %s | %d | %.3f | %s |" % (name, calls, ms, share))

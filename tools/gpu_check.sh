@@ -221,6 +221,13 @@ bench() {  # the seed's table on the GPU (ResNet-50 224), then the small models 
       PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models resnet50 --batch $b \
         --iters 10 --timeout 60 --modes layer eager bfs bfs-nocap serial torch torch-notf32 ${quick} | tee -a "$OUT/gpu-report.md"
     done
+    { echo; echo "The same at batch 16 with SINGA_CUDNN_TF32=1 SINGA_CUDNN_DETERMINISTIC=0 (cuDNN as PyTorch's defaults):"
+      SINGA_CUDNN_TF32=1 SINGA_CUDNN_DETERMINISTIC=0 PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py \
+        --device gpu --models resnet50 --batch 16 --iters 10 --timeout 60 --modes bfs torch; } \
+      | tee -a "$OUT/gpu-report.md"
+    { echo; echo "Where ResNet-50's step goes (benchmarks/profile_ops.py, each operation synced):"
+      PYTHONPATH="$B/py" timeout 60 "$PY" benchmarks/profile_ops.py resnet50 --batch 16 --iters 5 \
+        --device gpu --top 20; } | tee -a "$OUT/gpu-report.md"
     PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models mlp cnn --batch 16 \
       --iters 50 --timeout 60 --modes eager bfs bfs-nocap torch ${quick} | tee -a "$OUT/gpu-report.md"
     PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models mlp cnn --batch 16 \

@@ -15,6 +15,13 @@
 // the CPU's numbers within float rounding); float16 tensors use CUDNN_DATA_HALF with float
 // compute (PSEUDO_HALF_CONFIG), tensor-op math allowed, and the math type cuDNN lists for the
 // chosen algorithm. The run step only enqueues cuDNN calls on the device's stream.
+//
+// Two measuring knobs, read once per process, both off by default: SINGA_CUDNN_TF32=1 lets
+// float32 plans take TF32 tensor-op algorithms (PyTorch's default for convolutions,
+// torch.backends.cudnn.allow_tf32), SINGA_CUDNN_DETERMINISTIC=0 lets the backward passes take
+// any algorithm (PyTorch's default). The second GPU day measured ResNet-50 float32 at 0.55-0.58x
+// PyTorch with TF32 off and 0.23-0.38x with it on; tools/gpu_check.sh times a row with both.
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +37,13 @@ namespace {
 
 constexpr size_t kWorkspaceCap = size_t(1) << 30;  // bytes
 
+bool EnvFlag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  return v == nullptr || *v == '\0' ? fallback : std::string(v) != "0";
+}
+const bool kAllowTf32 = EnvFlag("SINGA_CUDNN_TF32", false);
+const bool kDeterministicBackward = EnvFlag("SINGA_CUDNN_DETERMINISTIC", true);
+
 class ConvDesc : public ConvDescBase {
  public:
   ConvDesc(const ConvHandle& h, DataType t) {
@@ -41,7 +55,9 @@ class ConvDesc : public ConvDescBase {
                       what);
     SINGA_CUDNN_CHECK(cudnnSetConvolutionGroupCount(get(), int(h.group)), what);
     SINGA_CUDNN_CHECK(cudnnSetConvolutionMathType(
-                          get(), t == kFloat16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+                          get(), t == kFloat16 ? CUDNN_TENSOR_OP_MATH
+                                 : kAllowTf32  ? CUDNN_DEFAULT_MATH
+                                               : CUDNN_FMA_MATH),
                       what);
   }
 };
@@ -96,19 +112,20 @@ std::shared_ptr<const ConvPlan> Cached(const std::string& key, Make&& make) {
 }
 
 // The algorithm of cuDNN's heuristic list (fastest first) as described at the top. float32 plans
-// skip tensor-op entries (TF32); a float16 plan takes the math type cuDNN lists for its pick.
+// skip tensor-op entries (TF32) unless SINGA_CUDNN_TF32; a float16 plan (and a TF32 one) takes
+// the math type cuDNN lists for its pick.
 template <typename Perf>
 int PickAlgo(ConvPlan* p, const Perf* perf, int n, bool want_deterministic, const char* op) {
-  const bool half = p->dt == CUDNN_DATA_HALF;
+  const bool half = p->dt == CUDNN_DATA_HALF, any_math = half || kAllowTf32;
   for (int pass = want_deterministic ? 0 : 1; pass < 2; ++pass)
     for (int i = 0; i < n; ++i) {
       const Perf& q = perf[i];
       const bool tensor_op = q.mathType == CUDNN_TENSOR_OP_MATH ||
                              q.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-      if (q.status != CUDNN_STATUS_SUCCESS || q.memory > kWorkspaceCap || (tensor_op && !half) ||
+      if (q.status != CUDNN_STATUS_SUCCESS || q.memory > kWorkspaceCap || (tensor_op && !any_math) ||
           (pass == 0 && q.determinism != CUDNN_DETERMINISTIC))
         continue;
-      if (half)
+      if (any_math)
         SINGA_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv.get(), q.mathType),
                           op << ": math type");
       return static_cast<int>(q.algo);
@@ -221,7 +238,8 @@ Prepared<typename Pass::Args> Prepare(const typename Pass::Args& a) {
     SINGA_CUDNN_CHECK(
         Pass::kHeuristics(Cudnn(ctx), in0, in1, p->conv.get(), out, Pass::kCount, &n, perf),
         Pass::kOp << ": choosing the algorithm");
-    p->algo = PickAlgo(p.get(), perf, n, Pass::kDeterministic, Pass::kOp);
+    p->algo = PickAlgo(p.get(), perf, n, Pass::kDeterministic && kDeterministicBackward,
+                       Pass::kOp);
     SINGA_CUDNN_CHECK(Pass::kWorkspace(Cudnn(ctx), in0, in1, p->conv.get(), out,
                                        typename Pass::Algo(p->algo), &p->ws_bytes),
                       Pass::kOp << ": workspace size");
