@@ -35,6 +35,7 @@
 #include "../epilogue_cpu.h"
 #include "../nn_kernels.h"
 #include "common.h"
+#include "singa/core/cpu_features.h"
 #include "singa/ops/elementwise_functors.h"
 
 namespace singa {
@@ -226,8 +227,12 @@ Chosen ChooseBackward(const Geometry& g, const dnnl::convolution_forward::primit
 // 1x1 layers at batch 16): backward weights 2.5-4x (2048 -> 512 at 7x7: 24 ms against 6;
 // PyTorch's newer oneDNN 6 ms), stride 2 ~60 ms against ~10, backward data 1.1-2x; the forward's
 // brgconv_1x1 wins only where Co > Ci on many positions (64 -> 256 at 56x56: 6.1 against
-// 6.6 ms), so those stay convolutions. ResNet-50 has 36 such layers among its 53.
+// 6.6 ms), so those stay convolutions. ResNet-50 has 36 such layers among its 53. Without AMX
+// (oneDNN's avx512_core_bf16 kernels, measured here with ONEDNN_MAX_CPU_ISA) the two are within
+// 10% of each other, backward data a little slower as a matmul: only backward weights goes
+// through the matmul there.
 bool PointwiseMatmul(Direction d, const Geometry& g, bool bias) {
+  static const bool amx = CpuHas("amx_bf16");
   const bool pointwise = g.dt == memory::data_type::bf16 && ConvBlockedLayout() &&
                          PointwiseAsMatmul() &&
                          g.wei.size() == 4 && g.wei[2] == 1 && g.wei[3] == 1 && g.pad[0] == 0 &&
@@ -239,6 +244,7 @@ bool PointwiseMatmul(Direction d, const Geometry& g, bool bias) {
                           g.strides[0] * g.src[3] >= g.dst[3] * g.strides[1];
   const memory::dim M = g.dst[0] * g.dst[2] * g.dst[3];
   if (!pointwise || (strided && (d != kBackwardWeights || !gatherable))) return false;
+  if (d != kBackwardWeights && !amx) return false;
   return d != kForward || (!bias && (g.dst[1] <= g.src[1] || M <= 8192));
 }
 
