@@ -29,10 +29,10 @@ from bench_train import eval_step  # noqa: E402  (records the inference forward 
 SHAPES = {"resnet18": ((3, 32, 32), 10), "resnet50": ((3, 224, 224), 1000)}
 
 
-def build(name, batch, inference, precision="float32"):
+def setup(name, batch, dev):
+    """The model (with its optimizer), a batch and its labels on dev."""
     import models
-    from singa import device, opt, tensor
-    dev = device.get_default_device()
+    from singa import opt, tensor
     dev.SetRandSeed(0)
     shape, classes = SHAPES[name]
     rng = np.random.default_rng(0)
@@ -40,6 +40,13 @@ def build(name, batch, inference, precision="float32"):
     ty = tensor.from_numpy(rng.integers(0, classes, batch).astype(np.int32), dev)
     net = models.resnet18() if name == "resnet18" else models.resnet50(cifar=False)
     net.set_optimizer(opt.SGD(lr=0.01, momentum=0.9, weight_decay=1e-5))
+    return net, tx, ty
+
+
+def build(name, batch, inference, precision="float32"):
+    from singa import device
+    dev = device.get_default_device()
+    net, tx, ty = setup(name, batch, dev)
     if not inference:
         net.compile([tx], is_train=True, use_graph=True, precision=precision)
         return dev, lambda: net(tx, ty)

@@ -5,6 +5,8 @@ order, with and without the static memory planner) beside PyTorch eager, like th
     .venv/bin/python benchmarks/bench_train.py --models resnet50 --batch 16 --iters 3
     .venv/bin/python benchmarks/bench_train.py --models resnet18 resnet50 --iters 5 --rounds 3 \
         --modes bfs-bf16 bfs-bf16-nolayout torch-cl-bf16   # bf16 kept layouts on / off
+    .venv/bin/python benchmarks/bench_train.py --models resnet18 resnet50 --iters 5 --rounds 3 \
+        --modes bfs-bf16 bfs-bf16-castgrad torch-bf16   # float32 weight grads from the conv / not
     .venv/bin/python benchmarks/bench_train.py --device gpu --models mlp cnn resnet18
 
 With --device gpu (a CUDA build and a GPU; tests/gpu/run_all.sh runs it) singa trains on GPU 0
@@ -61,7 +63,8 @@ MODES = [("layer", "layer"), ("eager", "model: disable graph"),
          ("torch-bf16", "pytorch eager, autocast bf16"),
          ("torch-cl", "pytorch eager, channels_last"),
          ("torch-cl-bf16", "pytorch eager, channels_last, autocast bf16"),
-         ("bfs-bf16-nolayout", "model: enable graph, bfs, bf16 AMP, kept layouts off")]
+         ("bfs-bf16-nolayout", "model: enable graph, bfs, bf16 AMP, kept layouts off"),
+         ("bfs-bf16-castgrad", "model: enable graph, bfs, bf16 AMP, weight grads bf16 + cast")]
 # capture exists on a GPU only; TF32 is a GPU setting; compile is slow on the CPU
 GPU_ONLY = ("bfs-nocap", "torch-notf32", "torch-compile")
 
@@ -126,6 +129,8 @@ def worker(cfg):
             dev.set_backend("cpu")
         if mode.endswith("-openblas"):  # the products' library before oneDNN's was chosen
             device.set_gemm_backend("openblas")
+        if mode.endswith("-castgrad"):  # before: dW rounded to bf16, then cast to float32
+            autograd.Cast.float32_grads = False
         reset_peak()
         base = rss_kb("VmRSS")
         net = {"mlp": models.MLP, "cnn": models.CNN, "resnet18": models.resnet18,

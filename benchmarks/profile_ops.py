@@ -4,6 +4,7 @@ operation name, for one of the benchmark models.
     .venv/bin/python benchmarks/profile_ops.py resnet18 --iters 10
     .venv/bin/python benchmarks/profile_ops.py mlp --iters 500 --top 12
     .venv/bin/python benchmarks/profile_ops.py resnet18 --precision bfloat16   # bf16 AMP step
+    .venv/bin/python benchmarks/profile_ops.py resnet18 --precision bfloat16 --castgrad  # before
     python3 benchmarks/profile_ops.py resnet50 --batch 16 --device gpu         # on a CUDA build
 
 Profiling syncs and times each operation (Device.SetVerbosity(1)); the first --skip replays are
@@ -33,10 +34,13 @@ def main():
                          "stream's end")
     ap.add_argument("--no-layouts", action="store_true",
                     help="dev.SetGraphLayouts(False): every activation plain (NCHW)")
+    ap.add_argument("--castgrad", action="store_true",
+                    help="AMP: weight gradients rounded to the low dtype and cast back (before)")
     args = ap.parse_args()
     import numpy as np
     import models
-    from singa import device, opt, tensor
+    from singa import autograd, device, opt, tensor
+    autograd.Cast.float32_grads = not args.castgrad
     shape, classes = SHAPES[args.model]
     bs = args.batch or DEFAULT_BATCH[args.model]
     rng = np.random.default_rng(0)

@@ -43,9 +43,11 @@ cdef extern from "singa/ops/nn.h" namespace "singa":
     CTensor c_Conv2dBackwardX "SINGA_NOGIL(singa::Conv2dBackwardX)"(const CTensor& dy, const CTensor& W,
                                                        const CConvHandle& h) except +raise_py_error
     CTensor c_Conv2dBackwardW "SINGA_NOGIL(singa::Conv2dBackwardW)"(const CTensor& dy, const CTensor& x,
-                                                       const CConvHandle& h) except +raise_py_error
+                                                       const CConvHandle& h,
+                                                       bool float32_grad) except +raise_py_error
     CTensor c_Conv2dBackwardB "SINGA_NOGIL(singa::Conv2dBackwardB)"(const CTensor& dy,
-                                                       const CConvHandle& h) except +raise_py_error
+                                                       const CConvHandle& h,
+                                                       bool float32_grad) except +raise_py_error
 
     CTensor c_SoftmaxCrossEntropyForward "SINGA_NOGIL(singa::SoftmaxCrossEntropyForward)"(
         const CTensor& logits, const CTensor& target) except +raise_py_error

@@ -302,11 +302,14 @@ def Conv2dForward(Tensor x not None, Tensor W not None, Tensor b, ConvHandle h n
 def Conv2dBackwardX(Tensor dy not None, Tensor W not None, ConvHandle h not None):
     return wrap(c_Conv2dBackwardX(dy.c, W.c, h.c))
 
-def Conv2dBackwardW(Tensor dy not None, Tensor x not None, ConvHandle h not None):
-    return wrap(c_Conv2dBackwardW(dy.c, x.c, h.c))
+def Conv2dBackwardW(Tensor dy not None, Tensor x not None, ConvHandle h not None,
+                    bool float32_grad=False):
+    """dL/dW in x's dtype; float32_grad=True: in float32 (a bfloat16 convolution's gradient of
+    a float32 master weight, written directly by oneDNN)."""
+    return wrap(c_Conv2dBackwardW(dy.c, x.c, h.c, float32_grad))
 
-def Conv2dBackwardB(Tensor dy not None, ConvHandle h not None):
-    return wrap(c_Conv2dBackwardB(dy.c, h.c))
+def Conv2dBackwardB(Tensor dy not None, ConvHandle h not None, bool float32_grad=False):
+    return wrap(c_Conv2dBackwardB(dy.c, h.c, float32_grad))
 
 
 

@@ -12,8 +12,9 @@ products get bfloat16 inputs (oneDNN / cuBLAS accumulate in float32); softmax, l
 reductions get float32 ones; every other operator follows its inputs (bf16 elementwise math
 computes in float32 and rounds once; batch norm keeps its statistics, scale and bias in
 float32 whatever x is). The parameters stay float32 (master weights): a layer's W is cast to
-bf16 inside each step, its gradient cast back, and the optimizer updates float32 weights and
-state. The casts are ordinary operations, so a recorded graph replays them: eager and graph
+bf16 inside each step, its gradient cast back (a convolution writes the float32 gradient of
+the master weight directly: Operator.float32_grad), and the optimizer updates float32 weights
+and state. The casts are ordinary operations, so a recorded graph replays them: eager and graph
 mode compute the same numbers.
 
 A CPU without AVX512_BF16 refuses (NotImplementedError naming the instruction set) instead of

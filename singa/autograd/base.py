@@ -135,6 +135,10 @@ class Operator(object):
     op_count = 0
     differentiable = True
     _pruning = False
+    # True on a Cast of a float32 tensor to bfloat16 / float16 (autocast's master weights): it
+    # takes its output's gradient in float32 too, so an operator whose kernel can write the
+    # float32 gradient directly (a bf16 convolution's dW) skips the rounding and the cast back.
+    takes_float32_grad = False
 
     def __init__(self, name=None):
         if name is None:
@@ -202,6 +206,11 @@ class Operator(object):
         self.y_id2idx = {id(y): i for i, y in enumerate(outs)} if grads else {}
         return outs
 
+    def float32_grad(self, i):
+        """Whether the gradient of input i may be returned in float32 whatever the input's
+        dtype: the input is a low-precision Cast of a float32 tensor (takes_float32_grad)."""
+        return i < len(self.src) and getattr(self.src[i][0], "takes_float32_grad", False)
+
     def need(self, i):
         """Whether backward computes the gradient of input i: always, except inside
         autograd.backward, which skips the gradients nobody uses."""
@@ -221,7 +230,10 @@ class Operator(object):
                 like = dy
         dys = tuple(dy if dy is not None else fill(shape, 0, like, dtype)
                     for dy, (shape, dtype) in zip(dys, self._y_meta))
-        if _state.autocast_dtype is not None or any(m[1] == singa.kBFloat16 for m in self._y_meta):
+        if self.takes_float32_grad:
+            pass  # the Cast itself returns the float32 gradient its input wants
+        elif _state.autocast_dtype is not None or any(m[1] == singa.kBFloat16
+                                                      for m in self._y_meta):
             dys = tuple(_as_output_dtype(dy, m[1]) for dy, m in zip(dys, self._y_meta))
         self._pruning = prune
         try:
@@ -290,9 +302,12 @@ class Dummy(Operator):
 
 
 def _flows(x):
-    """True when x was produced by a recorded operator (its gradient propagates further)."""
+    """True when x was produced by a recorded operator that wants some input's gradient (x's
+    gradient propagates further). A recorded operator wanting none (autocast's Cast of the
+    input batch) ends the flow: the convolution it feeds skips its dx."""
     c = x.creator
-    return c is not None and not isinstance(c, Dummy) and c.requires_grad
+    return (c is not None and not isinstance(c, Dummy) and c.requires_grad
+            and any(getattr(c, "_wanted", (True,))))
 
 
 # ---- backward ------------------------------------------------------------------------------
@@ -372,7 +387,7 @@ def backward(y, dy=None, retain_graph=None):
             needed = x_stores_grad or (src_op.requires_grad and not isinstance(src_op, Dummy))
             if dx is not None and needed:
                 slots = grads.setdefault(src_op, [None] * len(src_op.y_id2idx))
-                slots[idx] = dx if slots[idx] is None else singa.Add(slots[idx], dx)
+                slots[idx] = dx if slots[idx] is None else _accumulate(slots[idx], dx)
                 if x_stores_grad and x is not None:
                     wanted[(src_op, idx)] = x
             deps[src_op] -= 1
@@ -392,6 +407,16 @@ def backward(y, dy=None, retain_graph=None):
                 del grads[src_op]
         if not retain_graph:
             _release(op)
+
+
+def _accumulate(g, dx):
+    """g + dx: two contributions to one gradient. Their dtypes differ only where one consumer
+    of a Cast's low-precision output wrote a float32 gradient (Operator.float32_grad) and
+    another did not: the sum is then float32."""
+    if g.data_type() != dx.data_type():
+        g, dx = (t if t.data_type() == singa.kFloat32 else t.AsType(singa.kFloat32)
+                 for t in (g, dx))
+    return singa.Add(g, dx)
 
 
 def _release(op):

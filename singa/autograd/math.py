@@ -576,7 +576,14 @@ def where(x, y, condition):
 
 class Cast(Operator):
     """Converts x to dtype ``to`` (tensor.float32 / float16 / int32). The gradient of a float
-    input is cast back; an int32 input or result gets none."""
+    input is cast back; an int32 input or result gets none.
+
+    A Cast of float32 to bfloat16 / float16 takes its gradient in float32 as well
+    (Operator.takes_float32_grad: a convolution writes its weights' float32 gradient directly);
+    ``Cast.float32_grads = False`` turns that off (every gradient rounded to the low dtype first,
+    as before: bench_train.py's side-by-side row)."""
+
+    float32_grads = True
 
     def __init__(self, to):
         super(Cast, self).__init__()
@@ -584,11 +591,14 @@ class Cast(Operator):
 
     def forward(self, x):
         self.from_dtype = x.data_type()
+        self.takes_float32_grad = (self.float32_grads and self.from_dtype == singa.kFloat32
+                                   and self.to in (singa.kBFloat16, singa.kFloat16))
         return x if self.from_dtype == self.to else x.AsType(self.to)
 
     def backward(self, dy):
         if self.from_dtype == singa.kInt or self.to == singa.kInt:
             return None
+        # dy is in ``to`` or, from a consumer that wrote it so (takes_float32_grad), in float32
         return dy if dy.data_type() == self.from_dtype else dy.AsType(self.from_dtype)
 
 

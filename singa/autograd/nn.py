@@ -88,11 +88,14 @@ class _Conv2d(Operator):
             dx = singa.Conv2dBackwardX(dy, self.W, self.handle)
             if any(self.odd_padding):
                 dx = _odd_unpad(dx, self.odd_padding)
+        # a weight (bias) that autocast cast from float32 gets its gradient in float32 from
+        # the kernel, not rounded to bf16 and cast back (Operator.float32_grad)
         if self.need(1):
-            dW = singa.Conv2dBackwardW(dy, self.x, self.handle)
+            dW = singa.Conv2dBackwardW(dy, self.x, self.handle, self.float32_grad(1))
         if not self.has_bias:
             return dx, dW
-        db = singa.Conv2dBackwardB(dy, self.handle) if self.need(2) else None
+        db = (singa.Conv2dBackwardB(dy, self.handle, self.float32_grad(2)) if self.need(2)
+              else None)
         return dx, dW, db
 
 

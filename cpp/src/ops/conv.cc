@@ -117,7 +117,8 @@ Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle
   return a.dx;
 }
 
-Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle& h) {
+Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle& h,
+                       bool float32_grad) {
   const char* op = "Conv2dBackwardW";
   CheckNnFloat(op, "gradient dy", dy_in);
   CheckNnFloat(op, "input", x_in);
@@ -128,21 +129,32 @@ Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle
                        << " have different batch sizes");
   CheckSameDevice(op, {&dy_in, &x_in});
   CheckSameDtype(op, {&dy_in, &x_in});
-  if (x_in.data_type() == kBFloat16 && (!Bf16Native(op, *x_in.device()) || x_in.shape(0) == 0))
-    return ToBFloat16(Conv2dBackwardW(ToFloat32(dy_in), ToFloat32(x_in), h));
+  const DataType dt = x_in.data_type();
+  const bool widen = float32_grad && dt != kFloat32;
+  if (dt == kBFloat16 && (!Bf16Native(op, *x_in.device()) || x_in.shape(0) == 0)) {
+    const Tensor dW = Conv2dBackwardW(ToFloat32(dy_in), ToFloat32(x_in), h);
+    return widen ? dW : ToBFloat16(dW);
+  }
+  // oneDNN's bfloat16 backward-weights accumulates in float32 and writes a float32 dW as
+  // cheaply as a bfloat16 one (no rounding, no cast op after it); float16 (CUDA) casts.
+  const bool direct = widen && dt == kBFloat16;
   ConvBwdWArgs a{dy_in.Contiguous(), x_in.Contiguous(),
-                 Tensor(h.WeightShape(), x_in.device(), x_in.data_type()), h};
+                 Tensor(h.WeightShape(), x_in.device(), direct ? kFloat32 : dt), h};
   LaunchKernel(Conv2dBackwardWKernel(), a, a.x.device(), {a.dy.block(), a.x.block()},
                {a.dW.block()}, OpId::kConv2dBackwardW);
-  return a.dW;
+  return widen && !direct ? a.dW.AsType(kFloat32) : a.dW;
 }
 
-Tensor Conv2dBackwardB(const Tensor& dy_in, const ConvHandle& h) {
+Tensor Conv2dBackwardB(const Tensor& dy_in, const ConvHandle& h, bool float32_grad) {
   const char* op = "Conv2dBackwardB";
   CheckNnFloat(op, "gradient dy", dy_in);
   CheckImage(op, "gradient dy", dy_in, h.num_filters, h.conv_height, h.conv_width);
-  if (dy_in.data_type() == kBFloat16)  // one reduction: accumulated in float32, rounded once
-    return ToBFloat16(Conv2dBackwardB(ToFloat32(dy_in), h));
+  if (dy_in.data_type() == kBFloat16) {  // one reduction: accumulated in float32, rounded once
+    const Tensor db = Conv2dBackwardB(ToFloat32(dy_in), h);
+    return float32_grad ? db : ToBFloat16(db);
+  }
+  if (float32_grad && dy_in.data_type() != kFloat32)
+    return Conv2dBackwardB(dy_in, h).AsType(kFloat32);
   ConvBwdBArgs a{dy_in.Contiguous(),
                  Tensor(Shape{h.num_filters}, dy_in.device(), dy_in.data_type()), h};
   LaunchKernel(Conv2dBackwardBKernel(), a, a.dy.device(), {a.dy.block()}, {a.db.block()},

@@ -64,10 +64,13 @@ Tensor Conv2dForward(const Tensor& x, const Tensor& W, const Tensor& b, const Co
                      bool relu = false);
 /// dL/dx given dy (N, out_channels, conv_height, conv_width).
 Tensor Conv2dBackwardX(const Tensor& dy, const Tensor& W, const ConvHandle& h);
-/// dL/dW (summed over the batch), shape h.WeightShape().
-Tensor Conv2dBackwardW(const Tensor& dy, const Tensor& x, const ConvHandle& h);
-/// dL/db = dy summed over N, H, W: shape (out_channels,).
-Tensor Conv2dBackwardB(const Tensor& dy, const ConvHandle& h);
+/// dL/dW (summed over the batch), shape h.WeightShape(), in x's dtype; float32_grad: in float32
+/// whatever x's dtype (the gradient of the float32 master weight that mixed precision cast to
+/// bfloat16 / float16: a bfloat16 oneDNN convolution writes it directly, unrounded).
+Tensor Conv2dBackwardW(const Tensor& dy, const Tensor& x, const ConvHandle& h,
+                       bool float32_grad = false);
+/// dL/db = dy summed over N, H, W: shape (out_channels,); float32_grad as for dW.
+Tensor Conv2dBackwardB(const Tensor& dy, const ConvHandle& h, bool float32_grad = false);
 
 /// The geometry of 2-d max / average pooling (floor mode). Padding must be smaller than the
 /// kernel, so every window holds at least one input element.

@@ -17,7 +17,10 @@
 //
 // One path for the three directions (forward, backward data, backward weights): they differ in
 // the primitive and in which of the geometry's tensors (src, weights, dst) each operand is
-// (kDirections); the cache, the reorders and the run are shared.
+// (kDirections); the cache, the reorders and the run are shared. A bfloat16 backward-weights
+// may write a float32 dW (the gradient of AMP's float32 master weight: oneDNN accumulates in
+// float32 anyway), and bfloat16 1x1 convolutions run as matrix products (the note above
+// PointwiseMatmul).
 //
 // The fused ReLU (and the rest of a graph's epilogue: a folded inference batch norm, a residual
 // add; ops/epilogue_cpu.h) is our own pass over y right after the primitive, not oneDNN's eltwise_relu
@@ -25,12 +28,14 @@
 // poisoned the weights' gradient). Cost, conv 64 -> 64, 3x3, 56x56, batch 32, two threads:
 // 147 ms without ReLU, 156 ms with the pass (min of 15 runs on a loaded 2-core host: about +6%,
 // one more read and write of y; the post-op cost nothing measurable).
+#include <cstdlib>
 #include <string>
 #include <unordered_map>
 
 #include "../epilogue_cpu.h"
 #include "../nn_kernels.h"
 #include "common.h"
+#include "singa/core/cpu_features.h"
 #include "singa/ops/elementwise_functors.h"
 
 namespace singa {
@@ -62,23 +67,27 @@ memory::data_type DnnlType(const Tensor& t) {
   return t.data_type() == kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
 
+// dt: src, dst, bias; wdt: the weights (f32 for the float32 dW of a bfloat16 backward-weights).
 struct Geometry {
   memory::dims src, wei, bias, dst, strides, dil, pad;
-  memory::data_type dt = memory::data_type::f32;
+  memory::data_type dt = memory::data_type::f32, wdt = memory::data_type::f32;
   memory::desc Src() const { return memory::desc(src, dt, tag::nchw); }
   memory::desc Dst() const { return memory::desc(dst, dt, tag::nchw); }
-  memory::desc Wei() const { return memory::desc(wei, dt, wei.size() == 5 ? tag::goihw : tag::oihw); }
+  memory::desc Wei() const {
+    return memory::desc(wei, wdt, wei.size() == 5 ? tag::goihw : tag::oihw);
+  }
   memory::desc Bias() const { return memory::desc(bias, dt, tag::x); }
   // The primitive's choice: any layout, or ours.
   memory::desc Any(const memory::desc& plain) const {
-    return ConvBlockedLayout() ? memory::desc(plain.dims(), dt, tag::any) : plain;
+    return ConvBlockedLayout() ? memory::desc(plain.dims(), plain.data_type(), tag::any) : plain;
   }
 };
 
-Geometry GeometryOf(const ConvHandle& h, size_t N, memory::data_type dt) {
+Geometry GeometryOf(const ConvHandle& h, size_t N, memory::data_type dt, memory::data_type wdt) {
   using D = memory::dim;
   Geometry g;
   g.dt = dt;
+  g.wdt = wdt;
   const D G = D(h.group), OC = D(h.num_filters), IC = D(h.channels);
   g.src = {D(N), IC, D(h.height), D(h.width)};
   g.dst = {D(N), OC, D(h.conv_height), D(h.conv_width)};
@@ -93,12 +102,21 @@ Geometry GeometryOf(const ConvHandle& h, size_t N, memory::data_type dt) {
   return g;
 }
 
+// SINGA_DNNL_CONV_MATMUL=0 (read when a primitive is made) keeps 1x1 convolutions on oneDNN's
+// convolution primitives (PointwiseMatmul below), for side-by-side benchmark rows.
+bool PointwiseAsMatmul() {
+  const char* v = std::getenv("SINGA_DNNL_CONV_MATMUL");
+  return v == nullptr || std::string(v) != "0";
+}
+
 std::string KeyOf(const char* op, const ConvHandle& h, size_t N, int flags,
-                  memory::data_type dt) {
-  std::string k = KeyStart(op) + (dt == memory::data_type::bf16 ? ",bf16" : "");
+                  memory::data_type dt, memory::data_type wdt) {
+  std::string k = KeyStart(op) + (dt == memory::data_type::bf16 ? ",bf16" : "") +
+                  (wdt != dt ? ",wf32" : "");
   for (size_t v : {N, h.channels, h.height, h.width, h.num_filters, h.group, h.kernel_h,
                    h.kernel_w, h.stride_h, h.stride_w, h.pad_h, h.pad_w, h.dilation_h,
-                   h.dilation_w, size_t(flags), size_t(ConvBlockedLayout())})
+                   h.dilation_w, size_t(flags), size_t(ConvBlockedLayout()),
+                   size_t(PointwiseAsMatmul())})
     k += "," + std::to_string(v);
   return k;
 }
@@ -132,26 +150,42 @@ constexpr DirectionInfo kDirections[] = {
 };
 
 // One cached primitive with its operands: in0 and in1 are read, out written; the scratchpad lies
-// at scratch_off of the workspace; bias (forward only) is read in place.
+// at scratch_off of the workspace; bias (forward only) is read in place. A matrix product
+// standing in for the convolution (PointwiseMatmul) reads and writes the same memory through
+// its own 2-d descriptors (view, per operand), in0 first gathered into the workspace at
+// gather_off when the convolution is strided.
 struct ConvEntry {
   dnnl::primitive prim;
   Operand in0, in1, out;
   int in0_arg = 0, in1_arg = 0, out_arg = 0;
-  memory::desc bias, scratch;
-  size_t scratch_off = 0;
+  memory::desc bias, scratch, view[3], gather_src, gather_dst;
+  dnnl::reorder gather;
+  bool viewed = false, gathered = false;
+  size_t scratch_off = 0, gather_off = 0;
   WsLayout ws;
+
+  memory Viewed(const memory& m, int i) const {
+    return viewed ? memory(view[i], Engine(), m.get_data_handle()) : m;
+  }
+  memory Gathered(const memory& m, char* w) const {
+    if (!gathered) return m;
+    memory src(gather_src, Engine(), m.get_data_handle()), g(gather_dst, Engine(), w + gather_off);
+    gather.execute(Stream(), src, g);
+    return g;
+  }
 
   // in0, in1 read, out written, each in the layout the graph chose for its block.
   void Run(const Tensor& t0, const Tensor& t1, const float* b, const Tensor& to,
            float* wsf) const {
     char* w = reinterpret_cast<char*>(wsf);
     std::unordered_map<int, memory> args;
-    args[in0_arg] = in0.Input(t0.block()->data(), w, t0.block()->mem_layout());
-    args[in1_arg] = in1.Input(t1.block()->data(), w, t1.block()->mem_layout());
+    args[in0_arg] =
+        Viewed(Gathered(in0.Input(t0.block()->data(), w, t0.block()->mem_layout()), w), 0);
+    args[in1_arg] = Viewed(in1.Input(t1.block()->data(), w, t1.block()->mem_layout()), 1);
     const MemLayout out_kept = to.block()->mem_layout();
     void* o = to.block()->mutable_data();
     const memory target = out.Target(o, w, out_kept);
-    args[out_arg] = target;
+    args[out_arg] = Viewed(target, 2);
     args[DNNL_ARG_SCRATCHPAD] = Scratch(scratch, w, scratch_off);
     if (b) args[DNNL_ARG_BIAS] = memory(bias, Engine(), const_cast<float*>(b));
     prim.execute(Stream(), args);
@@ -160,10 +194,13 @@ struct ConvEntry {
   }
 };
 
-// The primitive of direction d on geometry g and the layouts it chose, per role.
+// The primitive of direction d on geometry g and the layouts it chose, per role; a matrix
+// product in its place also names its own view of in0, in1, out and their arguments.
 struct Chosen {
   dnnl::primitive prim;
   memory::desc role[3], scratch;
+  memory::desc view[3], gather_src, gather_dst;  // gather_src empty: in0 read as it is
+  int arg[3] = {0, 0, 0};  // 0: the direction's (kDirections)
 };
 // A backward primitive B; roles(pd, role) names the layouts it chose.
 template <typename B, typename Roles>
@@ -172,17 +209,98 @@ Chosen ChooseBackward(const Geometry& g, const dnnl::convolution_forward::primit
   typename B::desc bd(algorithm::convolution_direct, g.Any(g.Src()), g.Any(g.Wei()),
                       g.Any(g.Dst()), g.strides, g.dil, g.pad, g.pad);
   const typename B::primitive_desc pd(bd, Attr(), Engine(), fpd);
-  Chosen c{Make<B>(pd), {}, pd.scratchpad_desc()};
+  Chosen c;
+  c.prim = Make<B>(pd);
+  c.scratch = pd.scratchpad_desc();
   roles(pd, c.role);
   return c;
 }
 
+// Note: 1x1 convolutions as matrix products.
+// A 1x1 convolution without padding on channels-last operands is a matrix product over the
+// output's N*OH*OW positions, each operand read in place as a (positions, channels) matrix:
+//   forward          y (M, Co) = x (M, Ci) W^T (Ci, Co)
+//   backward data    dx (M, Ci) = dy (M, Co) W (Co, Ci)                  (stride 1)
+//   backward weights dW (Co, Ci) = dy^T (Co, M) x (M, Ci)    (stride s: x's rows gathered first)
+// W and dW stay plain (OIHW is (Co, Ci) row-major): no weight reorders either. oneDNN 2.6's
+// bfloat16 convolutions run these shapes slower than its matmul (AMX, one thread, ResNet-50's
+// 1x1 layers at batch 16): backward weights 2.5-4x (2048 -> 512 at 7x7: 24 ms against 6;
+// PyTorch's newer oneDNN 6 ms), stride 2 ~60 ms against ~10, backward data 1.1-2x; the forward's
+// brgconv_1x1 wins only where Co > Ci on many positions (64 -> 256 at 56x56: 6.1 against
+// 6.6 ms), so those stay convolutions. ResNet-50 has 36 such layers among its 53. Without AMX
+// (oneDNN's avx512_core_bf16 kernels, measured here with ONEDNN_MAX_CPU_ISA) the two are within
+// 10% of each other, backward data a little slower as a matmul: only backward weights goes
+// through the matmul there.
+bool PointwiseMatmul(Direction d, const Geometry& g, bool bias) {
+  static const bool amx = CpuHas("amx_bf16");
+  const bool pointwise = g.dt == memory::data_type::bf16 && ConvBlockedLayout() &&
+                         PointwiseAsMatmul() &&
+                         g.wei.size() == 4 && g.wei[2] == 1 && g.wei[3] == 1 && g.pad[0] == 0 &&
+                         g.pad[1] == 0;
+  const bool strided = g.strides[0] != 1 || g.strides[1] != 1;
+  // oneDNN's strided view of x takes no overlapping extents: an odd height (7 -> 4 at stride 2)
+  // would reach into the next image's rows
+  const bool gatherable = g.src[2] >= g.dst[2] * g.strides[0] &&
+                          g.strides[0] * g.src[3] >= g.dst[3] * g.strides[1];
+  const memory::dim M = g.dst[0] * g.dst[2] * g.dst[3];
+  if (!pointwise || (strided && (d != kBackwardWeights || !gatherable))) return false;
+  if (d != kBackwardWeights && !amx) return false;
+  return d != kForward || (!bias && (g.dst[1] <= g.src[1] || M <= 8192));
+}
+
+// An (r, c) matrix stored row-major, or (transposed) the (r, c) view of a stored (c, r) one.
+memory::desc Matrix(memory::dim r, memory::dim c, memory::data_type t, bool transposed = false) {
+  return memory::desc({r, c}, t, transposed ? memory::dims{1, r} : memory::dims{c, 1});
+}
+
+Chosen PointwiseChoice(Direction d, const Geometry& g) {
+  const memory::dim M = g.dst[0] * g.dst[2] * g.dst[3], Ci = g.src[1], Co = g.dst[1];
+  const memory::desc x = Matrix(M, Ci, g.dt), dy = Matrix(M, Co, g.dt),
+                     W = Matrix(Co, Ci, g.wdt);
+  Chosen c;
+  // views and arguments of in0, in1, out in the direction's row of kDirections
+  if (d == kForward) {
+    c.view[0] = x, c.view[1] = Matrix(Ci, Co, g.wdt, true), c.view[2] = dy;
+    c.arg[0] = DNNL_ARG_SRC, c.arg[1] = DNNL_ARG_WEIGHTS, c.arg[2] = DNNL_ARG_DST;
+  } else if (d == kBackwardData) {
+    c.view[0] = dy, c.view[1] = W, c.view[2] = x;
+    c.arg[0] = DNNL_ARG_SRC, c.arg[1] = DNNL_ARG_WEIGHTS, c.arg[2] = DNNL_ARG_DST;
+  } else {
+    c.view[0] = x, c.view[1] = Matrix(Co, M, g.dt, true), c.view[2] = W;
+    c.arg[0] = DNNL_ARG_WEIGHTS, c.arg[1] = DNNL_ARG_SRC, c.arg[2] = DNNL_ARG_DST;
+  }
+  const memory::desc& a = c.arg[0] == DNNL_ARG_SRC ? c.view[0] : c.view[1];
+  const memory::desc& b = c.arg[0] == DNNL_ARG_SRC ? c.view[1] : c.view[0];
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c.view[2]), Attr(), Engine());
+  c.prim = Make<dnnl::matmul>(pd);
+  c.scratch = pd.scratchpad_desc();
+  c.role[kSrc] = ChannelsLast(g.Src());
+  c.role[kWei] = g.Wei();
+  c.role[kDst] = ChannelsLast(g.Dst());
+  if (g.strides[0] != 1 || g.strides[1] != 1) {  // x's rows at the strided positions
+    const memory::dim N = g.src[0], H = g.src[2], Wd = g.src[3];
+    c.gather_src = memory::desc({N, Ci, g.dst[2], g.dst[3]}, g.dt,
+                                memory::dims{H * Wd * Ci, 1, g.strides[0] * Wd * Ci,
+                                             g.strides[1] * Ci});
+    c.gather_dst = memory::desc({N, Ci, g.dst[2], g.dst[3]}, g.dt, tag::nhwc);
+  }
+  return c;
+}
+
 Chosen Choose(Direction d, const Geometry& g, bool bias) {
-  const auto fpd = ForwardPd(g, bias && d == kForward);
-  if (d == kForward)
-    return {Make<dnnl::convolution_forward>(fpd),
-            {fpd.src_desc(), fpd.weights_desc(), fpd.dst_desc()},
-            fpd.scratchpad_desc()};
+  if (PointwiseMatmul(d, g, bias)) return PointwiseChoice(d, g);
+  Geometry hint = g;  // the forward a backward is hinted with computes in src's dtype
+  hint.wdt = g.dt;
+  const auto fpd = ForwardPd(hint, bias && d == kForward);
+  if (d == kForward) {
+    Chosen c;
+    c.prim = Make<dnnl::convolution_forward>(fpd);
+    c.role[kSrc] = fpd.src_desc();
+    c.role[kWei] = fpd.weights_desc();
+    c.role[kDst] = fpd.dst_desc();
+    c.scratch = fpd.scratchpad_desc();
+    return c;
+  }
   if (d == kBackwardData)
     return ChooseBackward<dnnl::convolution_backward_data>(
         g, fpd, [](const auto& pd, memory::desc* r) {
@@ -200,14 +318,15 @@ Chosen Choose(Direction d, const Geometry& g, bool bias) {
 
 // The cached entry of direction d for this call, or null when oneDNN has no implementation
 // (the front then runs the reference kernel; bfloat16, which that kernel lacks, throws here).
-std::shared_ptr<ConvEntry> EntryOf(Direction d, const ConvHandle& h, const Tensor& x, size_t N,
-                                   bool bias) {
+// W: the weights' tensor (W or dW): a bfloat16 backward-weights may write a float32 dW.
+std::shared_ptr<ConvEntry> EntryOf(Direction d, const ConvHandle& h, const Tensor& x,
+                                   const Tensor& W, size_t N, bool bias) {
   const DirectionInfo& info = kDirections[d];
-  const memory::data_type dt = DnnlType(x);
-  auto e = Cached<ConvEntry>(KeyOf(info.key, h, N, bias, dt), [&] {
+  const memory::data_type dt = DnnlType(x), wdt = DnnlType(W);
+  auto e = Cached<ConvEntry>(KeyOf(info.key, h, N, bias, dt, wdt), [&] {
     std::shared_ptr<ConvEntry> r;
     try {
-      const Geometry g = GeometryOf(h, N, dt);
+      const Geometry g = GeometryOf(h, N, dt, wdt);
       const memory::desc plain[3] = {g.Src(), g.Wei(), g.Dst()};
       Chosen c = Choose(d, g, bias);
       r = std::make_shared<ConvEntry>();
@@ -216,9 +335,19 @@ std::shared_ptr<ConvEntry> EntryOf(Direction d, const ConvHandle& h, const Tenso
       r->out.Init(plain[info.out], c.role[info.out], false, &r->ws);
       r->scratch = c.scratch;
       r->scratch_off = r->ws.Add(c.scratch.get_size());
-      r->in0_arg = info.in0_arg;
-      r->in1_arg = info.in1_arg;
-      r->out_arg = info.out_arg;
+      r->in0_arg = c.arg[0] ? c.arg[0] : info.in0_arg;
+      r->in1_arg = c.arg[1] ? c.arg[1] : info.in1_arg;
+      r->out_arg = c.arg[2] ? c.arg[2] : info.out_arg;
+      r->viewed = c.arg[0] != 0;
+      for (int i = 0; i < 3; ++i) r->view[i] = c.view[i];
+      r->gathered = !c.gather_src.is_zero();
+      if (r->gathered) {
+        r->gather_src = c.gather_src;
+        r->gather_dst = c.gather_dst;
+        r->gather_off = r->ws.Add(c.gather_dst.get_size());
+        r->gather = Make<dnnl::reorder>(
+            dnnl::reorder::primitive_desc(Engine(), c.gather_src, Engine(), c.gather_dst));
+      }
       r->bias = g.Bias();
       r->prim = std::move(c.prim);
     } catch (const dnnl::error&) {
@@ -263,7 +392,7 @@ Prepared<Args> PreparedOf(const std::shared_ptr<ConvEntry>& e, F&& run) {
 }
 
 Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
-  auto e = EntryOf(kForward, a.h, a.x, a.x.shape(0), !a.b.empty());
+  auto e = EntryOf(kForward, a.h, a.x, a.W, a.x.shape(0), !a.b.empty());
   auto p = PreparedOf<ConvFwdArgs>(e, [](const ConvEntry& e, const ConvFwdArgs& a, float* ws) {
     e.Run(a.x, a.W, a.b.empty() ? nullptr : InPtr(a.b), a.y, ws);
     const CpuEpilogue epi(a.epi, a.relu, a.h.num_filters, a.h.conv_height * a.h.conv_width);
@@ -290,7 +419,7 @@ Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a) {
 }
 
 Prepared<ConvBwdXArgs> BackwardX(const ConvBwdXArgs& a) {
-  auto e = EntryOf(kBackwardData, a.h, a.dy, a.dy.shape(0), false);
+  auto e = EntryOf(kBackwardData, a.h, a.dy, a.W, a.dy.shape(0), false);
   auto p = PreparedOf<ConvBwdXArgs>(e, [](const ConvEntry& e, const ConvBwdXArgs& a, float* ws) {
     e.Run(a.dy, a.W, nullptr, a.dx, ws);
   });
@@ -300,7 +429,7 @@ Prepared<ConvBwdXArgs> BackwardX(const ConvBwdXArgs& a) {
 
 Prepared<ConvBwdWArgs> BackwardW(const ConvBwdWArgs& a) {
   if (a.x.shape(0) == 0) return {};  // dW = 0: the reference kernel writes the zeros
-  auto e = EntryOf(kBackwardWeights, a.h, a.x, a.x.shape(0), false);
+  auto e = EntryOf(kBackwardWeights, a.h, a.x, a.dW, a.x.shape(0), false);
   auto p = PreparedOf<ConvBwdWArgs>(e, [](const ConvEntry& e, const ConvBwdWArgs& a, float* ws) {
     e.Run(a.x, a.dy, nullptr, a.dW, ws);
   });
