@@ -106,12 +106,12 @@ def test_autocast_casts_by_the_table():
     assert autograd.matmul(x, w).dtype == tensor.float32  # off again
 
 
-def _digits_cnn(precision, init=None, epochs=1, bs=64):
+def _digits_cnn(precision, init=None, epochs=1, bs=64, seed=0):
     (xtr, ytr), (xte, yte) = datasets.load_digits_28()
     dev = device.get_default_device()
     if init is None:  # the initial weights this test starts from, whatever ran before it
-        dev.SetRandSeed(0)
-        np.random.seed(0)
+        dev.SetRandSeed(seed)
+        np.random.seed(seed)
     net = models.CNN(num_classes=10)
     net.set_optimizer(opt.SGD(lr=0.05, momentum=0.9, weight_decay=1e-5))
     tx = tensor.Tensor((bs,) + xtr.shape[1:], dev)
@@ -128,11 +128,20 @@ def _digits_cnn(precision, init=None, epochs=1, bs=64):
 
 @native
 def test_seed_cnn_on_digits_reaches_the_float32_accuracy():
-    acc32, init = _digits_cnn("float32")
-    acc16, _ = _digits_cnn("bfloat16", init)
-    assert acc32 > 0.85
-    print("digits CNN accuracy: float32 %.4f, bfloat16 AMP %.4f" % (acc32, acc16))
-    assert acc16 >= acc32 - 0.005, (acc16, acc32)
+    """bf16 AMP within half a point of float32, as a mean over four initialisations: the test
+    set has 359 images, and one run's accuracy moves by two or three images (0.6-0.8 points)
+    with any change of rounding (the thread count, a kernel's summation order), so a single
+    pair of runs decided by noise (measured: single-seed differences -0.8..+1.7 points, the
+    four-seed mean +0.2)."""
+    pairs = []
+    for seed in range(4):
+        acc32, init = _digits_cnn("float32", epochs=3, seed=seed)
+        acc16, _ = _digits_cnn("bfloat16", init, epochs=3, seed=seed)
+        pairs.append((acc32, acc16))
+    acc32, acc16 = np.mean(pairs, axis=0)
+    print("digits CNN accuracy (mean of 4): float32 %.4f, bfloat16 AMP %.4f" % (acc32, acc16))
+    assert acc32 > 0.9, pairs
+    assert acc16 >= acc32 - 0.005, pairs
 
 
 REFUSAL = """
