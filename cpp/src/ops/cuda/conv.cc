@@ -21,13 +21,13 @@
 // torch.backends.cudnn.allow_tf32), SINGA_CUDNN_DETERMINISTIC=0 lets the backward passes take
 // any algorithm (PyTorch's default). The second GPU day measured ResNet-50 float32 at 0.55-0.58x
 // PyTorch with TF32 off and 0.23-0.38x with it on; tools/gpu_check.sh times a row with both.
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 
+#include "../env_flag.h"
 #include "../nn_kernels.h"
 #include "cudnn_common.h"
 
@@ -37,10 +37,6 @@ namespace {
 
 constexpr size_t kWorkspaceCap = size_t(1) << 30;  // bytes
 
-bool EnvFlag(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  return v == nullptr || *v == '\0' ? fallback : std::string(v) != "0";
-}
 const bool kAllowTf32 = EnvFlag("SINGA_CUDNN_TF32", false);
 const bool kDeterministicBackward = EnvFlag("SINGA_CUDNN_DETERMINISTIC", true);
 

@@ -28,10 +28,10 @@
 // poisoned the weights' gradient). Cost, conv 64 -> 64, 3x3, 56x56, batch 32, two threads:
 // 147 ms without ReLU, 156 ms with the pass (min of 15 runs on a loaded 2-core host: about +6%,
 // one more read and write of y; the post-op cost nothing measurable).
-#include <cstdlib>
 #include <string>
 #include <unordered_map>
 
+#include "../env_flag.h"
 #include "../epilogue_cpu.h"
 #include "../nn_kernels.h"
 #include "common.h"
@@ -104,10 +104,7 @@ Geometry GeometryOf(const ConvHandle& h, size_t N, memory::data_type dt, memory:
 
 // SINGA_DNNL_CONV_MATMUL=0 (read when a primitive is made) keeps 1x1 convolutions on oneDNN's
 // convolution primitives (PointwiseMatmul below), for side-by-side benchmark rows.
-bool PointwiseAsMatmul() {
-  const char* v = std::getenv("SINGA_DNNL_CONV_MATMUL");
-  return v == nullptr || std::string(v) != "0";
-}
+bool PointwiseAsMatmul() { return EnvFlag("SINGA_DNNL_CONV_MATMUL", true); }
 
 std::string KeyOf(const char* op, const ConvHandle& h, size_t N, int flags,
                   memory::data_type dt, memory::data_type wdt) {
