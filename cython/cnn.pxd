@@ -1,7 +1,7 @@
 # cnn.pxd: C++ declarations of singa/ops/nn.h (convolution, pooling, batch norm, losses, index
 # ops) for Cython; the Python wrappers are in singa/_wrap_nn.pyx.
 #
-#   from cnn cimport CConvHandle, c_Conv2dForward
+#   from cnn cimport CConvHandle, c_IndexSelect
 #
 # Same conventions as csinga.pxd: every call that can fail is `except +raise_py_error`. The ops
 # release the GIL while they run: SINGA_NOGIL in their C names (cython/error_translate.h).
@@ -37,17 +37,8 @@ cdef extern from "singa/ops/nn.h" namespace "singa":
         size_t pooled_height, pooled_width
         vector[size_t] OutputShape(size_t n)
 
-    CTensor c_Conv2dForward "SINGA_NOGIL(singa::Conv2dForward)"(const CTensor& x, const CTensor& W,
-                                                   const CTensor& b, const CConvHandle& h,
-                                                   bool relu) except +raise_py_error
-    CTensor c_Conv2dBackwardX "SINGA_NOGIL(singa::Conv2dBackwardX)"(const CTensor& dy, const CTensor& W,
-                                                       const CConvHandle& h) except +raise_py_error
-    CTensor c_Conv2dBackwardW "SINGA_NOGIL(singa::Conv2dBackwardW)"(const CTensor& dy, const CTensor& x,
-                                                       const CConvHandle& h,
-                                                       bool float32_grad) except +raise_py_error
-    CTensor c_Conv2dBackwardB "SINGA_NOGIL(singa::Conv2dBackwardB)"(const CTensor& dy,
-                                                       const CConvHandle& h,
-                                                       bool float32_grad) except +raise_py_error
+    # the handles' ops (convolution, pooling, batch norm): schema/nn.py's rows, declared in the
+    # generated nn_ops.pxi
 
     CTensor c_SoftmaxCrossEntropyForward "SINGA_NOGIL(singa::SoftmaxCrossEntropyForward)"(
         const CTensor& logits, const CTensor& target) except +raise_py_error

@@ -292,27 +292,6 @@ class CudnnBatchNormHandle(BatchNormHandle):
     """Apache SINGA's cuDNN batch-norm handle: BatchNormHandle, same arguments."""
 
 
-# ---- convolution (pooling, batch norm: nn_ops.pxi, from schema/nn.py) ----------------------
-def Conv2dForward(Tensor x not None, Tensor W not None, Tensor b, ConvHandle h not None,
-                  bool relu=False):
-    """conv(x, W) + b; b may be None (or an unwritten Tensor()) for no bias; relu=True returns
-    max(0, conv(x, W) + b) from the same kernel."""
-    return wrap(c_Conv2dForward(x.c, W.c, opt_tensor(b), h.c, relu))
-
-def Conv2dBackwardX(Tensor dy not None, Tensor W not None, ConvHandle h not None):
-    return wrap(c_Conv2dBackwardX(dy.c, W.c, h.c))
-
-def Conv2dBackwardW(Tensor dy not None, Tensor x not None, ConvHandle h not None,
-                    bool float32_grad=False):
-    """dL/dW in x's dtype; float32_grad=True: in float32 (a bfloat16 convolution's gradient of
-    a float32 master weight, written directly by oneDNN)."""
-    return wrap(c_Conv2dBackwardW(dy.c, x.c, h.c, float32_grad))
-
-def Conv2dBackwardB(Tensor dy not None, ConvHandle h not None, bool float32_grad=False):
-    return wrap(c_Conv2dBackwardB(dy.c, h.c, float32_grad))
-
-
-
 # ---- losses --------------------------------------------------------------------------------
 def SoftmaxCrossEntropyForward(Tensor logits not None, Tensor target not None):
     """Per-sample loss (N,) of softmax(logits) against labels (N,) / (N, 1) or a (N, C) matrix."""
@@ -340,6 +319,6 @@ def IndexAdd(Tensor dy not None, int axis, Tensor indices not None, x_shape):
     """The backward of IndexSelect: zeros of x_shape with dy's slices added at the indices."""
     return wrap(c_IndexAdd(dy.c, axis, indices.c, as_shape("IndexAdd", x_shape)))
 
-# The op schema's NN rows (schema/nn.py, generated): pooling's wrappers and NN_OPS; after the
-# handles above, which they use.
+# The op schema's NN rows (schema/nn.py, generated): the wrappers of convolution, pooling,
+# batch norm and softmax, and NN_OPS; after the handles above, which they use.
 include "nn_ops.pxi"

@@ -237,10 +237,11 @@ def test_a_graph_prints_the_schema_op_ids():
 
 
 def _nn_rows_step(dev, data, graph):
-    """Every NN row under each of its ids: max and average pooling (odd-padded), softmax and its
-    log (and backward), batch norm in
-    training (with and without its ReLU, and backward) and inference (both); returns the
-    outputs, gradients and running statistics as numpy arrays."""
+    """Every NN row under each of its ids: convolution (with its bias and without it but with
+    its ReLU, and the three backward ops), max and average pooling (odd-padded), softmax and
+    its log (and backward), batch norm in training (with and without its ReLU, and backward)
+    and inference (both); returns the outputs, gradients and running statistics as numpy
+    arrays."""
     x = tensor.from_numpy(data, dev)
     x.requires_grad = x.stores_grad = True
     c = data.shape[1]
@@ -250,10 +251,19 @@ def _nn_rows_step(dev, data, graph):
         p.requires_grad = p.stores_grad = True
     running = [tensor.from_numpy(np.full(c, v, np.float32), dev) for v in (0.1, 1.5)]
     bn = sw.BatchNormHandle(0.8, data.shape)
+    conv = sw.ConvHandle(data.shape, (3, 3), (1, 1), (1, 1), c, 4, True)
+    w, b = (tensor.from_numpy(0.3 * np.random.RandomState(2).randn(*s).astype(np.float32), dev)
+            for s in ((4, c, 3, 3), (4,)))
+    for p in (w, b):
+        p.requires_grad = p.stores_grad = True
     autograd.training = True
     dev.EnableGraph(graph)
     try:
         outs = []
+        for bias_, relu in ((b, False), (None, True)):
+            y = autograd.conv2d(conv, x, w, bias_, relu=relu)
+            outs += [y] + list(autograd.gradients(autograd.reduce_sum(autograd.mul(y, y)))
+                               .values())
         for is_max in (True, False):
             h = sw.PoolingHandle((2, 3, 7, 7), (3, 3), (2, 2), (1, 1), is_max)
             y = autograd.pooling_2d(h, x, (0, 1, 0, 1))

@@ -58,19 +58,10 @@ struct ConvHandle {
   Shape WeightShape() const { return {num_filters, channels / group, kernel_h, kernel_w}; }
 };
 
-/// y = conv(x, W) + b. x: (N, C, H, W) matching the handle's C, H, W; W: h.WeightShape();
-/// b: (out_channels,) or an empty Tensor() for no bias. relu: y = max(0, conv(x, W) + b).
-Tensor Conv2dForward(const Tensor& x, const Tensor& W, const Tensor& b, const ConvHandle& h,
-                     bool relu = false);
-/// dL/dx given dy (N, out_channels, conv_height, conv_width).
-Tensor Conv2dBackwardX(const Tensor& dy, const Tensor& W, const ConvHandle& h);
-/// dL/dW (summed over the batch), shape h.WeightShape(), in x's dtype; float32_grad: in float32
-/// whatever x's dtype (the gradient of the float32 master weight that mixed precision cast to
-/// bfloat16 / float16: a bfloat16 oneDNN convolution writes it directly, unrounded).
-Tensor Conv2dBackwardW(const Tensor& dy, const Tensor& x, const ConvHandle& h,
-                       bool float32_grad = false);
-/// dL/db = dy summed over N, H, W: shape (out_channels,); float32_grad as for dW.
-Tensor Conv2dBackwardB(const Tensor& dy, const ConvHandle& h, bool float32_grad = false);
+// Conv2dForward(x, W, b, h, relu = false) (b may be an empty Tensor(): no bias),
+// Conv2dBackwardX(dy, W, h), Conv2dBackwardW(dy, x, h, float32_grad = false) and
+// Conv2dBackwardB(dy, h, float32_grad = false): schema/nn.py's rows, declared in
+// singa/ops/nn_schema.h (generated; included at the end of this header).
 
 /// The geometry of 2-d max / average pooling (floor mode). Padding must be smaller than the
 /// kernel, so every window holds at least one input element.
