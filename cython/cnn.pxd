@@ -11,28 +11,28 @@ from libcpp.vector cimport vector
 from csinga cimport *
 
 cdef extern from "singa/ops/nn.h" namespace "singa":
-    cdef cppclass CConvHandle "singa::ConvHandle":
+    cdef cppclass CWindow2d "singa::Window2d":
+        size_t batchsize, channels, height, width
+        size_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w
+
+    cdef cppclass CConvHandle "singa::ConvHandle"(CWindow2d):
         CConvHandle()
         CConvHandle(const vector[size_t]& input_shape, const vector[size_t]& kernel_size,
                     const vector[size_t]& stride, const vector[size_t]& padding,
                     size_t in_channels, size_t out_channels, bool bias, size_t groups,
                     const vector[size_t]& dilation) except +raise_py_error
-        size_t batchsize, channels, height, width
-        size_t kernel_h, kernel_w, stride_h, stride_w
-        size_t pad_h, pad_w, dilation_h, dilation_w
+        size_t dilation_h, dilation_w
         size_t num_filters, group
         bool bias_term
         size_t conv_height, conv_width
         vector[size_t] OutputShape(size_t n)
         vector[size_t] WeightShape()
 
-    cdef cppclass CPoolingHandle "singa::PoolingHandle":
+    cdef cppclass CPoolingHandle "singa::PoolingHandle"(CWindow2d):
         CPoolingHandle()
         CPoolingHandle(const vector[size_t]& input_shape, const vector[size_t]& kernel_size,
                        const vector[size_t]& stride, const vector[size_t]& padding,
                        bool is_max, bool count_include_pad) except +raise_py_error
-        size_t batchsize, channels, height, width
-        size_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w
         bool is_max_pooling, count_include_pad
         size_t pooled_height, pooled_width
         vector[size_t] OutputShape(size_t n)

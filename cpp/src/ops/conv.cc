@@ -18,26 +18,32 @@ void CheckWeight(const char* op, const Tensor& W, const ConvHandle& h) {
 
 }  // namespace
 
-ConvHandle::ConvHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
-                       const std::vector<size_t>& stride, const std::vector<size_t>& padding,
-                       size_t in_channels, size_t out_channels, bool bias, size_t groups,
-                       const std::vector<size_t>& dilation) {
-  const char* op = "ConvHandle";
+Window2d::Window2d(const char* op, const Shape& input_shape,
+                   const std::vector<size_t>& kernel_size, const std::vector<size_t>& stride,
+                   const std::vector<size_t>& padding) {
   SINGA_CHECK_SHAPE(input_shape.size() == 4, op << ": expected a 4-d input (N, C, H, W), got "
                                                 << input_shape);
   PairOf(op, "kernel_size", kernel_size, &kernel_h, &kernel_w);
   PairOf(op, "stride", stride, &stride_h, &stride_w);
   PairOf(op, "padding", padding, &pad_h, &pad_w);
+  batchsize = input_shape[0];
+  channels = input_shape[1];
+  height = input_shape[2];
+  width = input_shape[3];
+}
+
+ConvHandle::ConvHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
+                       const std::vector<size_t>& stride, const std::vector<size_t>& padding,
+                       size_t in_channels, size_t out_channels, bool bias, size_t groups,
+                       const std::vector<size_t>& dilation)
+    : Window2d("ConvHandle", input_shape, kernel_size, stride, padding) {
+  const char* op = "ConvHandle";
   PairOf(op, "dilation", dilation, &dilation_h, &dilation_w);
   SINGA_CHECK_VALUE(kernel_h > 0 && kernel_w > 0 && stride_h > 0 && stride_w > 0 &&
                         dilation_h > 0 && dilation_w > 0,
                     op << ": kernel " << kernel_h << "x" << kernel_w << ", stride " << stride_h
                        << "x" << stride_w << " and dilation " << dilation_h << "x" << dilation_w
                        << " must all be positive");
-  batchsize = input_shape[0];
-  channels = input_shape[1];
-  height = input_shape[2];
-  width = input_shape[3];
   SINGA_CHECK_SHAPE(in_channels == channels, op << ": in_channels is " << in_channels
                                                 << " but the input " << input_shape << " has "
                                                 << channels << " channels");
