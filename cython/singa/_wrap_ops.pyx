@@ -37,33 +37,30 @@ cdef vector[CTensor] as_tensor_list(str op, tensors) except *:
 
 
 # ---- reductions --------------------------------------------------------------------------
-def ReduceSum(Tensor x not None, axes=None, bool keepdims=False):
-    cdef vector[int] a1 = as_axes(axes)
-    cdef CTensor r
-    with nogil:
-        r = c_ReduceSum(x.c, a1, keepdims)
-    return wrap(r)
+# The axis reductions of ops/reduce.h, one wrapper per entry: numpy's sum / mean / max / min over
+# `axes` (None or empty: all), the reduced axes kept as size 1 when keepdims.
+ctypedef CTensor (*ReduceFn)(const CTensor&, const vector[int]&, bool) except +raise_py_error nogil
+_REDUCE = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin")
+cdef ReduceFn[4] _reduce_fns = [c_ReduceSum, c_ReduceMean, c_ReduceMax, c_ReduceMin]
 
-def ReduceMean(Tensor x not None, axes=None, bool keepdims=False):
-    cdef vector[int] a1 = as_axes(axes)
-    cdef CTensor r
-    with nogil:
-        r = c_ReduceMean(x.c, a1, keepdims)
-    return wrap(r)
 
-def ReduceMax(Tensor x not None, axes=None, bool keepdims=False):
-    cdef vector[int] a1 = as_axes(axes)
-    cdef CTensor r
-    with nogil:
-        r = c_ReduceMax(x.c, a1, keepdims)
-    return wrap(r)
+def _reduction(int k):
+    def reduction(Tensor x not None, axes=None, bool keepdims=False):
+        cdef vector[int] a = as_axes(axes)
+        cdef CTensor r
+        with nogil:
+            r = _reduce_fns[k](x.c, a, keepdims)
+        return wrap(r)
 
-def ReduceMin(Tensor x not None, axes=None, bool keepdims=False):
-    cdef vector[int] a1 = as_axes(axes)
-    cdef CTensor r
-    with nogil:
-        r = c_ReduceMin(x.c, a1, keepdims)
-    return wrap(r)
+    reduction.__name__ = reduction.__qualname__ = _REDUCE[k]
+    reduction.__doc__ = ("numpy's %s over axes (None or empty: all axes), keeping them as size 1 "
+                         "when keepdims." % ("sum", "mean", "max", "min")[k])
+    return reduction
+
+
+for _k, _name in enumerate(_REDUCE):
+    globals()[_name] = _reduction(_k)
+del _k, _name
 
 def Argmax(Tensor x not None, int axis, bool keepdims=False):
     cdef CTensor r
