@@ -3,6 +3,7 @@ float32 training, on ResNet-18's (CIFAR) batch-norm shapes, per layout and threa
 
     .venv/bin/python benchmarks/bench_bn_fused.py                       # every shape, 2 rounds
     .venv/bin/python benchmarks/bench_bn_fused.py --channels 64 --threads 1 --rounds 3
+    .venv/bin/python benchmarks/bench_bn_fused.py --trees /tmp/before .   # two builds, interleaved
 
 Each configuration trains one residual block of 1x1 convolutions on a batch of (32, C, H, W)
 (h = relu(bn1(conv1(x))); y = relu(bn2(conv2(h)) + h)), graph mode, and reads the per-operation
@@ -11,20 +12,24 @@ graph runs bn1 + ReLU and bn2 + Add + ReLU as two batch-norm kernels; off: two b
 and two ReLUs. Layouts on: the convolutions keep the activations in nChw16c, and batch norm runs
 on them in that layout; off: plain NCHW. Every configuration is its own process (a profile
 accumulates over a graph's life); the rounds alternate fusion on and off, layout by layout, so
-both sides see the same load; each cell keeps its fastest round.
+both sides see the same load; each cell keeps its fastest round. --trees runs the same workers
+against other checkouts' built packages (PYTHONPATH), alternating with this one, one row each.
 
-Columns (ms per step, both batch norms of the block): "BN fwd" the two training forwards
-(fused: with their epilogues), "+ReLU+Add" the unfused side's ReLU and Add forwards (what
-fusion removes), "BN bwd" the two backwards, "ReLU bwd" the ReLU masks (run unfused on both
-sides: the graph fuses forwards only).
+Columns (ms per step, both batch norms of the block; "on" fusion on, "off" off): "BN fwd" the
+two training forwards (fused: with their epilogues), "ReLU+Add" every ReLU and Add left (the
+backward's gradient sum for h is an Add on both sides), "BN bwd" the two backwards, "ReLU bwd"
+the ReLU masks (the graph fuses forwards only). The layout is the fused side's: a graph keeps
+blocked layouts only with fusion on, so the unfused side is plain in both rows.
 """
 import argparse
+import itertools
 import json
 import os
 import subprocess
 import sys
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = {64: 32, 128: 16, 256: 8, 512: 4}  # channels -> height = width, ResNet-18 CIFAR b32
 OPS = ("BatchNormForwardTraining", "ReLU", "Add", "BatchNormBackward", "ReLUBackward")
 
@@ -86,13 +91,23 @@ def worker(cfg):
     print("RESULT " + json.dumps({"ms": ms, "fused": fused, "blocked": blocked}), flush=True)
 
 
-def run(cfg):
+def run(cfg, tree):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tree)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
     raise RuntimeError("configuration %s failed:\n%s" % (cfg, p.stderr[-3000:]))
+
+
+def commit_of(tree):
+    """The tree's commit (+ "*" when its working tree differs), naming its row."""
+    git = ["git", "-C", tree]
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or os.path.abspath(tree)
+    dirty = subprocess.run(git + ["diff", "--quiet", "HEAD", "--", "cpp"]).returncode != 0
+    return head + ("*" if dirty else "")
 
 
 def main():
@@ -104,6 +119,8 @@ def main():
                     choices=["nChw16c", "plain"])
     ap.add_argument("--iters", type=int, default=10, help="profiled replays per configuration")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--trees", nargs="+", default=[os.path.join(HERE, "..")],
+                    help="checkouts with a built singa package to compare (default: this one)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -111,43 +128,35 @@ def main():
     print("machine: %d cores, %s; OPENBLAS_CORETYPE=%s" % (
         os.cpu_count(), time.strftime("%Y-%m-%d"), os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
     best = {}
+    configs = list(itertools.product(args.channels, args.threads, args.layouts))
     for _ in range(args.rounds):
-        for C in args.channels:
-            for threads in args.threads:
-                for lay in args.layouts:
-                    for fusion in (True, False):
-                        cfg = {"channels": C, "threads": threads, "layouts": lay == "nChw16c",
-                               "fusion": fusion, "iters": args.iters}
-                        r = run(cfg)
-                        key = (C, threads, lay, fusion)
-                        old = best.get(key)
-                        if old is None:
-                            best[key] = r
-                        else:
-                            for op, v in r["ms"].items():
-                                old["ms"][op] = min(old["ms"].get(op, v), v)
-    print("\n| C x HxW | threads | layout | fused bn/add/relu | BN fwd on | BN fwd off "
-          "| +ReLU+Add off | fwd on/off | BN bwd on | BN bwd off | ReLU bwd on | ReLU bwd off "
-          "| bwd on/off |")
-    print("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for C in args.channels:
-        for threads in args.threads:
-            for lay in args.layouts:
-                on, off = best[(C, threads, lay, True)], best[(C, threads, lay, False)]
-                g = lambda r, op: r["ms"].get(op, 0.0)  # noqa: E731
-                f = on["fused"]
-                fwd_on = g(on, OPS[0]) + g(on, "ReLU") + g(on, "Add")
-                fwd_off = g(off, OPS[0]) + g(off, "ReLU") + g(off, "Add")
-                bwd_on, bwd_off = g(on, OPS[3]) + g(on, OPS[4]), g(off, OPS[3]) + g(off, OPS[4])
-                print("| %d x %dx%d | %d | %s%s | %d/%d/%d | %.3f | %.3f | %.3f | %.3fx | %.3f "
-                      "| %.3f | %.3f | %.3f | %.3fx |" % (
-                          C, SHAPES[C], SHAPES[C], threads, lay,
-                          "" if on["blocked"] or lay == "plain" else " (none kept)",
-                          f["batch_norm"], f["add"], f["relu"], g(on, OPS[0]), g(off, OPS[0]),
-                          g(off, "ReLU") + g(off, "Add"), fwd_off / fwd_on, g(on, OPS[3]),
-                          g(off, OPS[3]), g(on, OPS[4]), g(off, OPS[4]), bwd_off / bwd_on),
-                      flush=True)
-
+        for (C, threads, lay), tree, fusion in itertools.product(configs, args.trees,
+                                                                 (True, False)):
+            cfg = {"channels": C, "threads": threads, "layouts": lay == "nChw16c",
+                   "fusion": fusion, "iters": args.iters}
+            r = run(cfg, tree)
+            old = best.setdefault((tree, C, threads, lay, fusion), r)
+            for op, v in r["ms"].items():
+                old["ms"][op] = min(old["ms"].get(op, v), v)
+    label = {t: commit_of(t) for t in args.trees}
+    print("\n| build | C x HxW | threads | layout | fused bn/add/relu | BN fwd on | BN fwd off "
+          "| ReLU+Add on | ReLU+Add off | fwd on/off | BN bwd on | BN bwd off | ReLU bwd on "
+          "| ReLU bwd off | bwd on/off |")
+    print("|---|---|---:|---|---|" + "---:|" * 10)
+    for (C, threads, lay), tree in itertools.product(configs, args.trees):
+        on, off = best[(tree, C, threads, lay, True)], best[(tree, C, threads, lay, False)]
+        cells = []
+        for r in (on, off):
+            ms = lambda op: r["ms"].get(op, 0.0)  # noqa: E731
+            cells.append((ms(OPS[0]), ms("ReLU") + ms("Add"), ms(OPS[3]), ms(OPS[4])))
+        (f1, e1, b1, m1), (f0, e0, b0, m0) = cells
+        f = on["fused"]
+        print("| %s | %d x %dx%d | %d | %s%s | %d/%d/%d | %.3f | %.3f | %.3f | %.3f | %.3fx "
+              "| %.3f | %.3f | %.3f | %.3f | %.3fx |" % (
+                  label[tree], C, SHAPES[C], SHAPES[C], threads, lay,
+                  "" if on["blocked"] or lay == "plain" else " (none kept)",
+                  f["batch_norm"], f["add"], f["relu"], f1, f0, e1, e0, (f0 + e0) / (f1 + e1),
+                  b1, b0, m1, m0, (b0 + m0) / (b1 + m1)), flush=True)
 
 if __name__ == "__main__":
     main()

@@ -35,6 +35,8 @@ def main():
                          "stream's end")
     ap.add_argument("--no-layouts", action="store_true",
                     help="dev.SetGraphLayouts(False): every activation plain (NCHW)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="singa's OpenMP threads (0: the default)")
     ap.add_argument("--no-fusion", action="store_true",
                     help="dev.SetGraphFusion(False): no epilogue fused into its producer")
     ap.add_argument("--castgrad", action="store_true",
@@ -55,6 +57,9 @@ def main():
     ty = tensor.from_numpy(rng.integers(0, classes, bs).astype(np.int32), dev)
     if args.no_layouts:
         dev.SetGraphLayouts(False)
+    if args.threads:
+        from singa import singa_wrap
+        singa_wrap.set_num_threads(args.threads)
     if args.no_fusion:
         dev.SetGraphFusion(False)
     net.compile([tx], is_train=True, use_graph=True, precision=args.precision)
