@@ -7,7 +7,8 @@ Each checkout must be built (its singa/ holds the extension modules). Per round 
 fresh interpreters, alternating which goes first; each prints, per case, the median over
 --reps timed batches of --calls calls (microseconds per call, the result's data synchronised
 once per batch). The table shows the median over rounds per checkout and after / before. Small
-shapes show the per-call overhead, ResNet-sized ones the kernel.
+shapes show the per-call overhead, ResNet-sized ones the kernel (batch norm, softmax,
+convolution: the schema's NN rows).
 """
 import argparse
 import json
@@ -24,6 +25,11 @@ CASES = {  # name -> (x shape, what runs)
     "softmax 64x10": ((64, 10), "softmax"),
     "softmax_backward 64x10": ((64, 10), "softmax_backward"),
     "softmax 256x1000": ((256, 1000), "softmax"),
+    "conv 8x16x8x8 3x3 bias": ((8, 16, 8, 8), "conv"),
+    "conv_backward_x 8x16x8x8": ((8, 16, 8, 8), "conv_backward_x"),
+    "conv_backward_w 8x16x8x8": ((8, 16, 8, 8), "conv_backward_w"),
+    "conv_backward_b 8x16x8x8": ((8, 16, 8, 8), "conv_backward_b"),
+    "conv 32x64x32x32 3x3 bias": ((32, 64, 32, 32), "conv"),
 }
 
 
@@ -43,12 +49,19 @@ def _worker(calls, reps):
         rm, rv = (tensor.from_numpy(np.full(c, v, np.float32), dev).data for v in (0, 1))
         _, mean, var = sw.BatchNormForwardTraining(x, one, zero, None, None, 0.1, 1e-5)
         y = sw.SoftMax(x, -1)
+        if len(shape) == 4:  # a 3x3 convolution keeping x's shape (dy: x itself)
+            h = sw.ConvHandle(x, (3, 3), (1, 1), (1, 1), c, c, True)
+            w = tensor.from_numpy(0.1 * np.ones((c, c, 3, 3), np.float32), dev).data
         run = {
             "bn_train": lambda: sw.BatchNormForwardTraining(x, one, zero, rm, rv, 0.1, 1e-5)[0],
             "bn_infer": lambda: sw.BatchNormForwardInference(x, one, zero, rm, rv, 1e-5),
             "bn_backward": lambda: sw.BatchNormBackward(x, x, one, mean, var, 1e-5)[0],
             "softmax": lambda: sw.SoftMax(x, -1),
             "softmax_backward": lambda: sw.SoftMaxBackward(x, y, -1),
+            "conv": lambda: sw.Conv2dForward(x, w, zero, h),
+            "conv_backward_x": lambda: sw.Conv2dBackwardX(x, w, h),
+            "conv_backward_w": lambda: sw.Conv2dBackwardW(x, x, h),
+            "conv_backward_b": lambda: sw.Conv2dBackwardB(x, h),
         }[what]
         run().GetFloatValue(1)  # warm: primitives, pools
         times = []

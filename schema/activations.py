@@ -60,5 +60,5 @@ NOT_IN_SCHEMA = {
                            "flattening axis and mask by hand",
     "MaxPool2d, AvgPool2d, Conv2d, BatchNorm": "prepared kernels with handles, workspaces and "
                                                "epilogue fusion (nn_kernels.h): schema/nn.py's "
-                                               "rows (Conv2d: its NOT_IN_SCHEMA says why not)",
+                                               "rows",
 }

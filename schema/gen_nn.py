@@ -85,8 +85,9 @@ def args(ops, theme):
                     for f in op.params + op.fields]
         names = tensors + (("h",) if op.handle else ()) + tuple(f.name for f in op.params +
                                                                 op.fields)
-        note = ("; %s: empty when not given (updated in place)" % ", ".join(op.in_place)
-                if op.in_place else "")
+        note = "".join("; %s: empty when not given%s" % (", ".join(names), what)
+                       for names, what in ((op.optional_reads, ""),
+                                           (op.in_place, " (updated in place)")) if names)
         out.append("/// %s: Args{%s}%s.\nstruct %s {\n%s};\n"
                    % (op.name, ", ".join(names), note, op.args, "".join(members)))
         out.append("SINGA_KERNEL_SLOT_DECL(%s, PrepareFn<%s>);\n" % (op.name, op.args))
@@ -101,9 +102,13 @@ def launch(ops, theme):
            "end, inside namespace singa).\n"]
     for op in ops:
         blocks = lambda names: ", ".join("a.%s.block()" % n for n in names)  # noqa: E731
-        given = ""
+        # reads up to the first optional one always; from there each optional one when given
+        k = min([op.reads.index(n) for n in op.optional_reads] + [len(op.reads)])
+        given = "".join("  %sreads.push_back(a.%s.block());\n"
+                        % ("if (!a.%s.empty()) " % n if n in op.optional_reads else "", n)
+                        for n in op.reads[k:])
         if op.in_place:
-            given = ("  for (const Tensor* t : {%s})  // updated in place when given\n"
+            given += ("  for (const Tensor* t : {%s})  // updated in place when given\n"
                      "    if (!t->empty()) {\n      reads.push_back(t->block());\n"
                      "      writes.push_back(t->block());\n    }\n"
                      % ", ".join("&a.%s" % n for n in op.in_place))
@@ -115,9 +120,10 @@ inline void Launch%(n)s(const %(A)s& a) {
                %(id)s,
                %(epi)s, /*recomputable=*/%(rec)s, /*rerun_of=*/%(rerun)s);
 }
-""" % {"n": op.name, "A": op.args, "dev": op.reads[0], "rb": blocks(op.reads),
-       "wb": blocks(op.writes), "id": _id(op), "given": given,
-       "r": ", ".join(op.reads + op.in_place), "w": ", ".join(op.writes + op.in_place),
+""" % {"n": op.name, "A": op.args, "dev": op.reads[0],
+       "rb": blocks(op.reads[:k]), "wb": blocks(op.writes), "id": _id(op), "given": given,
+       "r": ", ".join(_maybe(op, op.reads) + list(op.in_place)),
+       "w": ", ".join(op.writes + op.in_place),
        "epi": "%s(a)" % op.as_epilogue if op.as_epilogue else "Epilogue{}",
        "rec": "true" if op.recomputable else "false",
        "rerun": "&%s" % op.rerun if op.rerun else "nullptr"})
@@ -129,7 +135,9 @@ def _run(op):
     """Run<Name>: the reads made contiguous, the fields computed, the writes made by their shape
     rules (on reads[0]'s device), the launch unless every write is empty; returns the writes."""
     first = op.reads[0]
-    lines = ["  const Tensor %s = %s_in.Contiguous();\n" % (r, r) for r in op.reads]
+    lines = ["  const Tensor %s = %s%s_in.Contiguous();\n"
+             % (r, "%s_in.empty() ? Tensor() : " % r if r in op.optional_reads else "", r)
+             for r in op.reads]
     lines += ["  const %s %s = %s;\n" % (f.type, f.name, f.value) for f in op.fields if f.value]
     lines.append("  %s a;\n" % op.args)
     lines += ["  a.%s = %s;\n" % (r, r) for r in op.reads]
@@ -152,6 +160,11 @@ inline %(ret)s Run%(n)s(%(p)s) {
 }
 """ % {"n": op.name, "ret": _returns(op), "p": _params(op, decl=False), "rules": rules,
        "body": "".join(lines), "nonempty": nonempty, "result": result}
+
+
+def _maybe(op, names):
+    """names, an optional read marked "b (when given)"."""
+    return [n + " (when given)" if n in op.optional_reads else n for n in names]
 
 
 def slots(ops, theme):

@@ -16,10 +16,59 @@ that makes the outputs and calls Launch<Name>), its kernel bodies and its tests.
 """
 from rows import Field, Fusable, Handle, NnOp, Onnx, Param  # noqa: F401  (schema/rows.py)
 
+CONV = Handle("ConvHandle", header="singa/ops/nn.h", cython="CConvHandle", py="ConvHandle")
 POOLING = Handle("PoolingHandle", header="singa/ops/nn.h", cython="CPoolingHandle",
                  py="PoolingHandle")
+_RELU = Param("bool", "relu", "false", "False")
+
+
+# 2-d convolution, NCHW, W (out_channels, in_channels / groups, kh, kw) = h.WeightShape(). The
+# autograd Operator (_Conv2d, autograd/nn.py) is written by hand: its bias is optional, its
+# gradients are three ops, and autocast asks it for float32 weight gradients per input.
+def _conv_flops(out, w):
+    """Each output of a convolution, in any direction, is a dot product of W.Size() / K pairs
+    per image (K: the output channels)."""
+    return "2.0 * a.%s.Size() * a.%s.Size() / std::max<size_t>(a.h.num_filters, 1)" % (out, w)
+
+
+# float32_grad: a bfloat16 kernel writes dW (db) straight into float32 (the gradient of a float32
+# master weight); the front casts the rest (float16) after the op.
+_F32_GRAD = Param("bool", "float32_grad", "false", "False")
+_GRAD_DTYPE = "float32_grad && %s.data_type() == kBFloat16 ? kFloat32 : %s.data_type()"
 
 OPS = [
+    NnOp("Conv2dForward", doc="y = conv(x, W) + b. x: (N, C, H, W) matching the handle's C, H, W; "
+                             "W: h.WeightShape(); b: (out_channels,), or empty (Python None) "
+                             "for no bias. relu: y = max(0, conv(x, W) + b)",
+         handle=CONV, inputs=["x", "W", "b?"], params=[_RELU], args="ConvFwdArgs",
+         reads=["x", "W", "b"], writes=["y"], fields=[Field("Epilogue", "epi")],
+         shapes={"y": "h.OutputShape(x.shape(0))"},
+         ids=["Conv2dForwardReLU", "Conv2dForward"], id_by="relu",
+         backends=["kCpuRef", "kCpuDnnl", "kCuda"], onnx=[Onnx("Conv", 1)],
+         flops=_conv_flops("y", "W")),
+    NnOp("Conv2dBackwardX", doc="dL/dx given dy (N, out_channels, conv_height, conv_width)",
+         handle=CONV, inputs=["dy", "W"], args="ConvBwdXArgs", reads=["dy", "W"],
+         writes=["dx"], shapes={"dx": "Shape{dy.shape(0), h.channels, h.height, h.width}"},
+         ids=["Conv2dBackwardX"], backends=["kCpuRef", "kCpuDnnl", "kCuda"],
+         flops=_conv_flops("dy", "W")),
+    NnOp("Conv2dBackwardW", doc="dL/dW (summed over the batch, which may be empty: zeros), shape "
+                               "h.WeightShape(), in x's dtype; float32_grad: in float32 "
+                               "whatever x's dtype (the gradient of the float32 master weight "
+                               "that mixed precision cast to bfloat16 / float16: a bfloat16 "
+                               "oneDNN convolution writes it directly, unrounded)",
+         handle=CONV, inputs=["dy", "x"], params=[_F32_GRAD], args="ConvBwdWArgs",
+         reads=["dy", "x"], writes=["dW"],
+         shapes={"dW": ("h.WeightShape()", _GRAD_DTYPE % ("x", "x"))},
+         ids=["Conv2dBackwardW"], backends=["kCpuRef", "kCpuDnnl", "kCuda"],
+         flops=_conv_flops("dy", "dW")),
+    NnOp("Conv2dBackwardB", doc="dL/db = dy summed over N, H, W: shape (out_channels,); "
+                               "float32_grad as for dW",
+         handle=CONV, inputs=["dy"], params=[_F32_GRAD], args="ConvBwdBArgs", reads=["dy"],
+         writes=["db"], shapes={"db": ("Shape{h.num_filters}", _GRAD_DTYPE % ("dy", "dy"))},
+         ids=["Conv2dBackwardB"], backends=["kCpuRef", "kCuda"]),
+]
+
+OPS += [
     NnOp("Pool2dForward", doc="2-d max or average pooling of x (N, C, H, W) with h's C, H, W and "
                              "geometry; padding never wins a max",
          handle=POOLING, inputs=["x"], args="PoolFwdArgs", reads=["x"], writes=["y"],
@@ -43,8 +92,16 @@ OPS = [
 _BN_NCS = [Field("size_t", "N", "0", "x.shape(0)"), Field("size_t", "C", "0", "x.shape(1)"),
            Field("size_t", "S", "1", "Product(x.shape(), 2)")]
 _BN_STAT = ("Shape{C}", "kFloat32")
+
+
+def _bn_flops(per_element):
+    """The arithmetic of a batch norm: per element of x, the count its row gives (the
+    per-channel work, C values, is left out). Below the roofline's bytes at any dtype
+    (graph.h: "Cost model"): a plan's estimate stays the bytes moved."""
+    return "%.1f * a.N * a.C * a.S" % per_element
+
+
 _EPS = Param("float", "eps", None, "1e-5")
-_RELU = Param("bool", "relu", "false", "False")
 
 OPS += [
     NnOp("BatchNormForwardTraining",
@@ -60,7 +117,7 @@ OPS += [
          shapes={"y": "x.shape()", "mean": _BN_STAT, "var": _BN_STAT},
          ids=["BatchNormForwardTrainingReLU", "BatchNormForwardTraining"], id_by="relu",
          backends=["kCpuRef", "kCpuDnnl", "kCuda"], backward="BatchNormBackward",
-         rerun="RerunOf"),
+         rerun="RerunOf", flops=_bn_flops(6)),  # sum; squared deviation sum (3); x * k + b (2)
     NnOp("BatchNormForwardInference",
          doc="y = (x - running_mean) / sqrt(running_var + eps) * scale + bias (then "
              "max(0, y) when relu)",
@@ -70,7 +127,8 @@ OPS += [
          fields=_BN_NCS + [Field("Epilogue", "epi")], shapes={"y": "x.shape()"},
          ids=["BatchNormForwardInferenceReLU", "BatchNormForwardInference"], id_by="relu",
          backends=["kCpuRef", "kCpuDnnl", "kCuda"], onnx=[Onnx("BatchNormalization", 1)],
-         fusable="kEpiBatchNorm", as_epilogue="BnAsEpilogue"),
+         fusable="kEpiBatchNorm", as_epilogue="BnAsEpilogue",
+         flops=_bn_flops(2)),  # x * k + b, scale and statistics folded per channel
     NnOp("BatchNormBackward",
          doc="dx, dscale and dbias of the training forward; mean and var are the batch "
              "statistics BatchNormForwardTraining returned",
@@ -78,7 +136,8 @@ OPS += [
          args="BnBwdArgs", reads=["dy", "x", "scale", "mean", "var"],
          writes=["dx", "dscale", "dbias"], fields=_BN_NCS,
          shapes={"dx": "x.shape()", "dscale": _BN_STAT, "dbias": _BN_STAT},
-         ids=["BatchNormBackward"], backends=["kCpuRef", "kCpuDnnl", "kCuda"]),
+         ids=["BatchNormBackward"], backends=["kCpuRef", "kCpuDnnl", "kCuda"],
+         flops=_bn_flops(9)),  # sum dy; sum dy (x - mean) (3); dx (5)
 ]
 
 
@@ -117,8 +176,6 @@ FUSABLE = [
 ]
 
 NOT_IN_SCHEMA = {
-    "Conv2d": "its bias is an optional read (in the OpDesc only when given), which the row "
-              "type cannot say yet; its ReLU variant (params, id_by) and flops (flops=) it can",
     "MaxPool1d, AvgPool1d, GlobalAveragePool": "layers over Pool2dForward (1 x L windows) and "
                                                "ReduceMean: no op of their own",
 }

@@ -109,8 +109,10 @@ class NnOp(object):
     handle      Handle row: the C++ function's parameter after the tensors, the Args' `h`; or
                 None (no handle)
     inputs      the C++ function's tensor parameters in order; "y?": may be empty (Python
-                None); "s*": a Tensor* (Python None: null) the op reads and updates in place
-                (the running statistics), listed after reads and writes in the OpDesc
+                None), and when also a read, an optional read (the convolution's bias): in
+                the OpDesc and Args only when given; "s*": a Tensor* (Python None: null) the
+                op reads and updates in place (the running statistics), listed after reads
+                and writes in the OpDesc
     params      Param rows: scalar parameters after the tensors (and handle), Args fields too
     args        the Args struct's name: Args{reads..., writes..., in-place..., h, params...,
                 fields...}
@@ -169,6 +171,9 @@ class NnOp(object):
                 raise ValueError("%s: reads %r, not an input" % (name, t))
         if set(self.shapes) != set(self.writes):
             raise ValueError("%s: one shape rule per write" % name)
+        if self.reads[0] in self.optional_reads:
+            raise ValueError("%s: the first read (the device's, the batch's) is never optional"
+                             % name)
         if set(self.in_place) & set(self.reads + self.writes):
             raise ValueError("%s: an input updated in place is neither a read nor a write"
                              % name)
@@ -176,6 +181,11 @@ class NnOp(object):
     @property
     def input_names(self):
         return tuple(i.rstrip("?*") for i in self.inputs)
+
+    @property
+    def optional_reads(self):
+        """The reads that may be empty (not given): listed in the OpDesc only when given."""
+        return tuple(i[:-1] for i in self.inputs if i.endswith("?") and i[:-1] in self.reads)
 
     @property
     def in_place(self):

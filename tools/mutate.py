@@ -122,30 +122,50 @@ def main():
                 # test_metadata and test_mypy_examples read pyproject.toml, removed below; the
                 # files after them start Python in another folder, where a mutated module's
                 # trampoline finds no mutmut configuration and the child fails.
+                # One argument a line: mutmut splits this value on newlines only (on one line
+                # pytest took the whole list as one path and ignored nothing).
                 "pytest_add_cli_args=%s\n"
                 % ("\n    ".join(args.paths), "\n    ".join(also), args.tests,
-                   " ".join("--ignore=tests/python/%s.py" % t for t in IGNORED_TESTS)))
+                   "\n    ".join("--ignore=tests/python/%s.py" % t for t in IGNORED_TESTS)))
     os.remove(os.path.join(work, "pyproject.toml"))  # its [tool.*] tables would shadow setup.cfg
     env = dict(os.environ, PYTHONPATH="", OMP_NUM_THREADS="1")
     threading.Thread(target=watchdog, args=(args.wall_limit,), daemon=True).start()
+    _logs = []  # each mutmut call's whole output, kept in the scratch copy
+
     def run(*a, check=False):
         proc = subprocess.Popen([mutmut, *a], cwd=work, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         _mutmut_pid.append(proc.pid)
         out, err = proc.communicate()
         _mutmut_pid.remove(proc.pid)
+        with open(os.path.join(work, "mutmut-%s.log" % len(_logs)), "w") as log:
+            log.write("$ mutmut %s\n%s%s" % (" ".join(a[:3]), out, err))
+        _logs.append(log.name)
         r = subprocess.CompletedProcess(a, proc.returncode, out, err)
         if check and r.returncode != 0:
             # mutmut stops (recording nothing) when the unmutated suite fails: say why
-            sys.exit("mutmut %s failed (exit %d):\n%s" % (a[0], r.returncode,
-                                                          (r.stdout + r.stderr)[-4000:]))
+            sys.exit("mutmut %s failed (exit %d; whole output in %s):\n%s"
+                     % (a[0], r.returncode, _logs[-1], (r.stdout + r.stderr)[-4000:]))
         return r
 
     children = "--max-children=%d" % args.max_children
     if args.sample or args.only:
-        run("run", children, "no.such.mutant")  # generates the mutants and the coverage map
-        names = [ln.split(":")[0].strip() for ln in run("results", "--all", "true").stdout
-                 .splitlines() if ":" in ln]
+        def listed():
+            return [ln.split(":")[0].strip() for ln in run("results", "--all", "true").stdout
+                    .splitlines() if ":" in ln]
+
+        # generates the mutants and the coverage map (then stops: no mutant has that name)
+        first = run("run", children, "no.such.mutant")
+        if "failed to collect stats" in first.stdout:
+            sys.exit("mutmut's run of the unmutated suite failed: see %s" % _logs[0])
+        names = listed()
+        if not names:
+            # mutmut 3.8 lists nothing after the run that collected the stats; a second run
+            # (stats cached: seconds) writes the mutants' records
+            run("run", children, "no.such.mutant")
+            names = listed()
+        if not names:
+            sys.exit("mutmut generated no mutants (its output: %s)" % _logs[0])
         if args.only:
             with open(args.only) as f:
                 wanted = {ln.strip() for ln in f if ln.strip()}

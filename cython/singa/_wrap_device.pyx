@@ -124,6 +124,13 @@ cdef class Device:
         reads their intermediates (graph.h). Takes effect when the graph is next built."""
         self.c.get().graph().SetFusion(on)
 
+    def graph_settings(self):
+        """{"planning", "fusion", "layouts"}: the graph's switches as the Set... calls left them
+        (a test or tool that changes them can put them back)."""
+        return {"planning": self.c.get().graph().planning(),
+                "fusion": self.c.get().graph().fusion(),
+                "layouts": self.c.get().graph().layouts()}
+
     def SetGraphLayouts(self, bool on):
         """Blocked layouts (True, default; with fusion on and planned memory, budget or not):
         activations whose every reader and writer has a oneDNN kernel for it stay in oneDNN's

@@ -89,13 +89,49 @@ cdef size_t as_count(str op, str what, v) except? 0:
     return <size_t>v
 
 
-cdef class ConvHandle:
+cdef class _Window2d:
+    """What ConvHandle and PoolingHandle share (singa::Window2d): the input (batchsize,
+    channels, height, width) and the window sliding over it (kernel, stride, padding)."""
+    cdef CWindow2d* w  # the subclass's handle, set by its __cinit__
+
+    property batchsize:
+        def __get__(self): return self.w.batchsize
+    property channels:
+        def __get__(self): return self.w.channels
+    property height:
+        def __get__(self): return self.w.height
+    property width:
+        def __get__(self): return self.w.width
+    property kernel_h:
+        def __get__(self): return self.w.kernel_h
+    property kernel_w:
+        def __get__(self): return self.w.kernel_w
+    property stride_h:
+        def __get__(self): return self.w.stride_h
+    property stride_w:
+        def __get__(self): return self.w.stride_w
+    property pad_h:
+        def __get__(self): return self.w.pad_h
+    property pad_w:
+        def __get__(self): return self.w.pad_w
+
+    def _repr(self, rest):
+        return ("%s(input=(%d, %d, %d, %d), kernel=(%d, %d), stride=(%d, %d), padding=(%d, %d), "
+                "%s)" % (type(self).__name__, self.w.batchsize, self.w.channels, self.w.height,
+                         self.w.width, self.w.kernel_h, self.w.kernel_w, self.w.stride_h,
+                         self.w.stride_w, self.w.pad_h, self.w.pad_w, rest))
+
+
+cdef class ConvHandle(_Window2d):
     """The geometry of a 2-d convolution (singa::ConvHandle), for an input of x's shape.
 
     ConvHandle(x, kernel_size, stride, padding, in_channels, out_channels, bias, groups=1,
     dilation=(1, 1)); x is a Tensor or an (N, C, H, W) shape, the sizes ints or (h, w) pairs.
     The batch size may change between calls; C, H and W may not."""
     cdef CConvHandle c
+
+    def __cinit__(self, *args, **kwargs):
+        self.w = &self.c
 
     def __init__(self, x, kernel_size, stride, padding, in_channels, out_channels, bias,
                  groups=1, dilation=(1, 1)):
@@ -106,28 +142,8 @@ cdef class ConvHandle:
                              as_count(op, "out_channels", out_channels), True if bias else False,
                              as_count(op, "groups", groups), as_pair(op, "dilation", dilation))
 
-    property batchsize:
-        def __get__(self): return self.c.batchsize
-    property channels:
-        def __get__(self): return self.c.channels
     property in_channels:
         def __get__(self): return self.c.channels
-    property height:
-        def __get__(self): return self.c.height
-    property width:
-        def __get__(self): return self.c.width
-    property kernel_h:
-        def __get__(self): return self.c.kernel_h
-    property kernel_w:
-        def __get__(self): return self.c.kernel_w
-    property stride_h:
-        def __get__(self): return self.c.stride_h
-    property stride_w:
-        def __get__(self): return self.c.stride_w
-    property pad_h:
-        def __get__(self): return self.c.pad_h
-    property pad_w:
-        def __get__(self): return self.c.pad_w
     property dilation_h:
         def __get__(self): return self.c.dilation_h
     property dilation_w:
@@ -155,12 +171,9 @@ cdef class ConvHandle:
         return tuple(self.c.WeightShape())
 
     def __repr__(self):
-        return ("%s(input=(%d, %d, %d, %d), kernel=(%d, %d), stride=(%d, %d), "
-                "padding=(%d, %d), dilation=(%d, %d), out_channels=%d, groups=%d, bias=%s)"
-                % (type(self).__name__, self.c.batchsize, self.c.channels, self.c.height, self.c.width,
-                   self.c.kernel_h, self.c.kernel_w, self.c.stride_h, self.c.stride_w,
-                   self.c.pad_h, self.c.pad_w, self.c.dilation_h, self.c.dilation_w,
-                   self.c.num_filters, self.c.group, self.c.bias_term))
+        return self._repr("dilation=(%d, %d), out_channels=%d, groups=%d, bias=%s"
+                          % (self.c.dilation_h, self.c.dilation_w, self.c.num_filters,
+                             self.c.group, self.c.bias_term))
 
 
 # The algorithm preferences Apache SINGA's CudnnConvHandle accepted.
@@ -192,11 +205,14 @@ cdef class CudnnConvHandle(ConvHandle):
                             bias, groups, dilation)
 
 
-cdef class PoolingHandle:
+cdef class PoolingHandle(_Window2d):
     """The geometry of 2-d max / average pooling (singa::PoolingHandle).
 
     PoolingHandle(x, kernel_size, stride, padding, is_max=True, count_include_pad=False)."""
     cdef CPoolingHandle c
+
+    def __cinit__(self, *args, **kwargs):
+        self.w = &self.c
 
     def __init__(self, x, kernel_size, stride, padding, is_max=True, count_include_pad=False):
         op = "PoolingHandle"
@@ -205,26 +221,6 @@ cdef class PoolingHandle:
                                 True if is_max else False,
                                 True if count_include_pad else False)
 
-    property batchsize:
-        def __get__(self): return self.c.batchsize
-    property channels:
-        def __get__(self): return self.c.channels
-    property height:
-        def __get__(self): return self.c.height
-    property width:
-        def __get__(self): return self.c.width
-    property kernel_h:
-        def __get__(self): return self.c.kernel_h
-    property kernel_w:
-        def __get__(self): return self.c.kernel_w
-    property stride_h:
-        def __get__(self): return self.c.stride_h
-    property stride_w:
-        def __get__(self): return self.c.stride_w
-    property pad_h:
-        def __get__(self): return self.c.pad_h
-    property pad_w:
-        def __get__(self): return self.c.pad_w
     property is_max_pooling:
         def __get__(self): return self.c.is_max_pooling
     property count_include_pad:
@@ -240,12 +236,8 @@ cdef class PoolingHandle:
                                         as_count("output_shape", "n", n)))
 
     def __repr__(self):
-        return ("%s(input=(%d, %d, %d, %d), kernel=(%d, %d), stride=(%d, %d), "
-                "padding=(%d, %d), %s)"
-                % (type(self).__name__, self.c.batchsize, self.c.channels, self.c.height, self.c.width,
-                   self.c.kernel_h, self.c.kernel_w, self.c.stride_h, self.c.stride_w,
-                   self.c.pad_h, self.c.pad_w, "max" if self.c.is_max_pooling else
-                   ("avg, count_include_pad" if self.c.count_include_pad else "avg")))
+        return self._repr("max" if self.c.is_max_pooling else
+                          ("avg, count_include_pad" if self.c.count_include_pad else "avg"))
 
 
 cdef class CudnnPoolingHandle(PoolingHandle):
@@ -292,27 +284,6 @@ class CudnnBatchNormHandle(BatchNormHandle):
     """Apache SINGA's cuDNN batch-norm handle: BatchNormHandle, same arguments."""
 
 
-# ---- convolution (pooling, batch norm: nn_ops.pxi, from schema/nn.py) ----------------------
-def Conv2dForward(Tensor x not None, Tensor W not None, Tensor b, ConvHandle h not None,
-                  bool relu=False):
-    """conv(x, W) + b; b may be None (or an unwritten Tensor()) for no bias; relu=True returns
-    max(0, conv(x, W) + b) from the same kernel."""
-    return wrap(c_Conv2dForward(x.c, W.c, opt_tensor(b), h.c, relu))
-
-def Conv2dBackwardX(Tensor dy not None, Tensor W not None, ConvHandle h not None):
-    return wrap(c_Conv2dBackwardX(dy.c, W.c, h.c))
-
-def Conv2dBackwardW(Tensor dy not None, Tensor x not None, ConvHandle h not None,
-                    bool float32_grad=False):
-    """dL/dW in x's dtype; float32_grad=True: in float32 (a bfloat16 convolution's gradient of
-    a float32 master weight, written directly by oneDNN)."""
-    return wrap(c_Conv2dBackwardW(dy.c, x.c, h.c, float32_grad))
-
-def Conv2dBackwardB(Tensor dy not None, ConvHandle h not None, bool float32_grad=False):
-    return wrap(c_Conv2dBackwardB(dy.c, h.c, float32_grad))
-
-
-
 # ---- losses --------------------------------------------------------------------------------
 def SoftmaxCrossEntropyForward(Tensor logits not None, Tensor target not None):
     """Per-sample loss (N,) of softmax(logits) against labels (N,) / (N, 1) or a (N, C) matrix."""
@@ -340,6 +311,6 @@ def IndexAdd(Tensor dy not None, int axis, Tensor indices not None, x_shape):
     """The backward of IndexSelect: zeros of x_shape with dy's slices added at the indices."""
     return wrap(c_IndexAdd(dy.c, axis, indices.c, as_shape("IndexAdd", x_shape)))
 
-# The op schema's NN rows (schema/nn.py, generated): pooling's wrappers and NN_OPS; after the
-# handles above, which they use.
+# The op schema's NN rows (schema/nn.py, generated): the wrappers of convolution, pooling,
+# batch norm and softmax, and NN_OPS; after the handles above, which they use.
 include "nn_ops.pxi"

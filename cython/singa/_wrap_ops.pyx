@@ -166,19 +166,9 @@ def Dot(Tensor a not None, Tensor b not None):
         r = c_Dot(a.c, b.c)
     return r
 
-def AddColumn(Tensor v not None, Tensor M not None):
-    with nogil:
-        c_AddColumn(v.c, &M.c)
-    return M
-
 def AddColumnWithScale(float alpha, float beta, Tensor v not None, Tensor M not None):
     with nogil:
         c_AddColumnWithScale(alpha, beta, v.c, &M.c)
-    return M
-
-def AddRow(Tensor v not None, Tensor M not None):
-    with nogil:
-        c_AddRow(v.c, &M.c)
     return M
 
 def AddRowWithScale(float alpha, float beta, Tensor v not None, Tensor M not None):
@@ -186,35 +176,36 @@ def AddRowWithScale(float alpha, float beta, Tensor v not None, Tensor M not Non
         c_AddRowWithScale(alpha, beta, v.c, &M.c)
     return M
 
-def SubColumn(Tensor v not None, Tensor M not None):
-    with nogil:
-        c_SubColumn(v.c, &M.c)
-    return M
 
-def SubRow(Tensor v not None, Tensor M not None):
-    with nogil:
-        c_SubRow(v.c, &M.c)
-    return M
+# The in-place matrix-vector updates of ops/blas.h, one wrapper per entry: M[:, j] op= v for
+# every column j (v has M's rows) or M[i, :] op= v for every row i (v has M's columns); each
+# returns M.
+ctypedef void (*MatVecFn)(const CTensor&, CTensor*) except +raise_py_error nogil
+_MAT_VEC = ("AddColumn", "AddRow", "SubColumn", "SubRow", "MultColumn", "MultRow", "DivColumn",
+            "DivRow")
+cdef MatVecFn[8] _mat_vec_fns = [c_AddColumn, c_AddRow, c_SubColumn, c_SubRow, c_MultColumn,
+                                 c_MultRow, c_DivColumn, c_DivRow]
 
-def MultColumn(Tensor v not None, Tensor M not None):
-    with nogil:
-        c_MultColumn(v.c, &M.c)
-    return M
 
-def MultRow(Tensor v not None, Tensor M not None):
-    with nogil:
-        c_MultRow(v.c, &M.c)
-    return M
+def _mat_vec(int k):
+    name = _MAT_VEC[k]
 
-def DivColumn(Tensor v not None, Tensor M not None):
-    with nogil:
-        c_DivColumn(v.c, &M.c)
-    return M
+    def mat_vec(Tensor v not None, Tensor M not None):
+        with nogil:
+            _mat_vec_fns[k](v.c, &M.c)
+        return M
 
-def DivRow(Tensor v not None, Tensor M not None):
-    with nogil:
-        c_DivRow(v.c, &M.c)
-    return M
+    mat_vec.__name__ = mat_vec.__qualname__ = name
+    mat_vec.__doc__ = ("M[:, j] %s= v for every column j (v: one value per row of M)"
+                       if k % 2 == 0 else
+                       "M[i, :] %s= v for every row i (v: one value per column of M)") % (
+        "+-*/"[k // 2]) + ", in place; returns M."
+    return mat_vec
+
+
+for _k, _name in enumerate(_MAT_VEC):
+    globals()[_name] = _mat_vec(_k)
+del _k, _name
 
 
 # ---- shape ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ using namespace singa;
 TEST(OpIds, NamesAreTheOnesProfilesPrinted) {
   EXPECT_STREQ(OpName(OpId::kReLU), "ReLU");        // from elementwise.def
   EXPECT_STREQ(OpName(OpId::kEltwiseMult), "EltwiseMult");
-  EXPECT_STREQ(OpName(OpId::kConv2dForward), "Conv2dForward");  // from op_ids.def
+  EXPECT_STREQ(OpName(OpId::kConv2dForward), "Conv2dForward");  // a schema/nn.py row
   EXPECT_STREQ(OpName(OpId::kCommSynch), "Communicator.synch");
   EXPECT_STREQ(OpName(OpId::kCustom), "op");
   EXPECT_STREQ(OpName(static_cast<OpId>(kNumOpIds)), "?");

@@ -41,7 +41,14 @@ def _restore_default_backend():
     kernels (dev.set_backend("cpu")) must not hand the reference kernels to the tests after it."""
     from singa import device
     dev = device.get_default_device()
-    old = dev.backend()
+    old, settings = dev.backend(), dev.graph_settings()
     yield
     if dev.backend() != old:
         dev.set_backend(old)
+    # the graph's switches too: a test that left fusion off made a later one, in another
+    # order (mutmut's), count no fused operations
+    now = dev.graph_settings()
+    if now != settings:
+        dev.SetGraphPlanning(settings["planning"])
+        dev.SetGraphFusion(settings["fusion"])
+        dev.SetGraphLayouts(settings["layouts"])

@@ -106,3 +106,23 @@ def test_rand_seed_per_device():
     dev.SetRandSeed(7)
     b = tensor.to_numpy(tensor.Tensor((20,), dev).uniform(0, 1))
     np.testing.assert_array_equal(a, b)
+
+
+def test_graph_settings_follow_the_set_calls():
+    dev = device.create_cpu_device(1)  # a separate device: the default's switches stay as they are
+    assert dev.graph_settings() == {"planning": True, "fusion": True, "layouts": True}
+    dev.SetGraphFusion(False)
+    dev.SetGraphLayouts(False)
+    assert dev.graph_settings() == {"planning": True, "fusion": False, "layouts": False}
+    dev.SetGraphPlanning(False)
+    assert not dev.graph_settings()["planning"]
+
+
+def test_a_test_that_leaves_fusion_off_1():
+    # conftest puts the default device's graph switches back after each test: the next test
+    # (run after this one in file order) sees fusion on again
+    device.get_default_device().SetGraphFusion(False)
+
+
+def test_a_test_that_leaves_fusion_off_2():
+    assert device.get_default_device().graph_settings()["fusion"]

@@ -208,6 +208,29 @@ def test_an_op_updating_an_input_in_place_reads_and_writes_it_when_given():
     assert tuple(mean.shape()) == tuple(var.shape()) == (2,)
 
 
+def test_an_optional_read_is_in_the_opdesc_only_when_given():
+    """Convolution's bias ("b?" and a read): a const Tensor& that may be empty (Python None),
+    made contiguous and listed among the OpDesc's reads only when given; no bias computes
+    what a zero bias does. The first read, which names the device, cannot be optional."""
+    import gen_nn
+    conv = [op for op in NN_OPS if op.name == "Conv2dForward"]
+    assert conv[0].optional_reads == ("b",)
+    text = gen_nn.launch(conv, "test")
+    assert "if (!a.b.empty()) reads.push_back(a.b.block());" in text
+    assert "const Tensor b = b_in.empty() ? Tensor() : b_in.Contiguous();" in text
+    dev = sw.create_cpu_device()
+    rs = np.random.RandomState(3)
+    x, w = (tensor.from_numpy(rs.randn(*s).astype(np.float32), dev) for s in ((2, 3, 5, 5),
+                                                                              (4, 3, 3, 3)))
+    zero = tensor.from_numpy(np.zeros(4, np.float32), dev)
+    h = sw.ConvHandle(x.data, 3, 1, 1, 3, 4, True)
+    np.testing.assert_array_equal(sw.to_numpy(sw.Conv2dForward(x.data, w.data, None, h)),
+                                  sw.to_numpy(sw.Conv2dForward(x.data, w.data, zero.data, h)))
+    with pytest.raises(ValueError, match="never optional"):
+        rows.NnOp("Bad", doc="", handle=None, inputs=["x?"], args="BadArgs", reads=["x"],
+                  writes=["y"], ids=["Bad"], shapes={"y": "x.shape()"})
+
+
 def test_the_graphs_epilogue_partners_are_generated_from_the_schema():
     import gen_nn
     text = gen_nn.epilogue(rows.fusable_table([NN_THEME]), "nn.py")
@@ -237,10 +260,11 @@ def test_a_graph_prints_the_schema_op_ids():
 
 
 def _nn_rows_step(dev, data, graph):
-    """Every NN row under each of its ids: max and average pooling (odd-padded), softmax and its
-    log (and backward), batch norm in
-    training (with and without its ReLU, and backward) and inference (both); returns the
-    outputs, gradients and running statistics as numpy arrays."""
+    """Every NN row under each of its ids: convolution (with its bias and without it but with
+    its ReLU, and the three backward ops), max and average pooling (odd-padded), softmax and
+    its log (and backward), batch norm in training (with and without its ReLU, and backward)
+    and inference (both); returns the outputs, gradients and running statistics as numpy
+    arrays."""
     x = tensor.from_numpy(data, dev)
     x.requires_grad = x.stores_grad = True
     c = data.shape[1]
@@ -250,10 +274,19 @@ def _nn_rows_step(dev, data, graph):
         p.requires_grad = p.stores_grad = True
     running = [tensor.from_numpy(np.full(c, v, np.float32), dev) for v in (0.1, 1.5)]
     bn = sw.BatchNormHandle(0.8, data.shape)
+    conv = sw.ConvHandle(data.shape, (3, 3), (1, 1), (1, 1), c, 4, True)
+    w, b = (tensor.from_numpy(0.3 * np.random.RandomState(2).randn(*s).astype(np.float32), dev)
+            for s in ((4, c, 3, 3), (4,)))
+    for p in (w, b):
+        p.requires_grad = p.stores_grad = True
     autograd.training = True
     dev.EnableGraph(graph)
     try:
         outs = []
+        for bias_, relu in ((b, False), (None, True)):
+            y = autograd.conv2d(conv, x, w, bias_, relu=relu)
+            outs += [y] + list(autograd.gradients(autograd.reduce_sum(autograd.mul(y, y)))
+                               .values())
         for is_max in (True, False):
             h = sw.PoolingHandle((2, 3, 7, 7), (3, 3), (2, 2), (1, 1), is_max)
             y = autograd.pooling_2d(h, x, (0, 1, 0, 1))

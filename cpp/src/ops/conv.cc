@@ -1,17 +1,12 @@
 // 2-d convolution (see singa/ops/nn.h): the handle and the device-independent fronts. A front
-// checks what a user can get wrong, makes the output, and launches the kernel of the device's
-// backend (nn_kernels.h): the reference kernels are in cpu/ (im2col + OpenBLAS, depthwise loops),
-// the oneDNN ones in dnnl/.
+// checks what a user can get wrong and runs the op on the checked operands (Run<Name>, from
+// schema/nn.py's rows: the output by the row's shape rule, the launch of the device's backend's
+// kernel): the reference kernels are in cpu/ (im2col + OpenBLAS, depthwise loops), the oneDNN
+// ones in dnnl/, cuDNN's in cuda/conv.cc.
 #include "bf16.h"
 #include "nn_kernels.h"
 
 namespace singa {
-
-SINGA_KERNEL_SLOT(Conv2dForward, PrepareFn<ConvFwdArgs>);
-SINGA_KERNEL_SLOT(Conv2dBackwardX, PrepareFn<ConvBwdXArgs>);
-SINGA_KERNEL_SLOT(Conv2dBackwardW, PrepareFn<ConvBwdWArgs>);
-SINGA_KERNEL_SLOT(Conv2dBackwardB, PrepareFn<ConvBwdBArgs>);
-
 namespace {
 
 void CheckWeight(const char* op, const Tensor& W, const ConvHandle& h) {
@@ -23,26 +18,32 @@ void CheckWeight(const char* op, const Tensor& W, const ConvHandle& h) {
 
 }  // namespace
 
-ConvHandle::ConvHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
-                       const std::vector<size_t>& stride, const std::vector<size_t>& padding,
-                       size_t in_channels, size_t out_channels, bool bias, size_t groups,
-                       const std::vector<size_t>& dilation) {
-  const char* op = "ConvHandle";
+Window2d::Window2d(const char* op, const Shape& input_shape,
+                   const std::vector<size_t>& kernel_size, const std::vector<size_t>& stride,
+                   const std::vector<size_t>& padding) {
   SINGA_CHECK_SHAPE(input_shape.size() == 4, op << ": expected a 4-d input (N, C, H, W), got "
                                                 << input_shape);
   PairOf(op, "kernel_size", kernel_size, &kernel_h, &kernel_w);
   PairOf(op, "stride", stride, &stride_h, &stride_w);
   PairOf(op, "padding", padding, &pad_h, &pad_w);
+  batchsize = input_shape[0];
+  channels = input_shape[1];
+  height = input_shape[2];
+  width = input_shape[3];
+}
+
+ConvHandle::ConvHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
+                       const std::vector<size_t>& stride, const std::vector<size_t>& padding,
+                       size_t in_channels, size_t out_channels, bool bias, size_t groups,
+                       const std::vector<size_t>& dilation)
+    : Window2d("ConvHandle", input_shape, kernel_size, stride, padding) {
+  const char* op = "ConvHandle";
   PairOf(op, "dilation", dilation, &dilation_h, &dilation_w);
   SINGA_CHECK_VALUE(kernel_h > 0 && kernel_w > 0 && stride_h > 0 && stride_w > 0 &&
                         dilation_h > 0 && dilation_w > 0,
                     op << ": kernel " << kernel_h << "x" << kernel_w << ", stride " << stride_h
                        << "x" << stride_w << " and dilation " << dilation_h << "x" << dilation_w
                        << " must all be positive");
-  batchsize = input_shape[0];
-  channels = input_shape[1];
-  height = input_shape[2];
-  width = input_shape[3];
   SINGA_CHECK_SHAPE(in_channels == channels, op << ": in_channels is " << in_channels
                                                 << " but the input " << input_shape << " has "
                                                 << channels << " channels");
@@ -86,15 +87,7 @@ Tensor Conv2dForward(const Tensor& x_in, const Tensor& W_in, const Tensor& b_in,
   }
   if (x_in.data_type() == kBFloat16 && !Bf16Native(op, *x_in.device()))
     return ToBFloat16(Conv2dForward(ToFloat32(x_in), ToFloat32(W_in), ToFloat32(b_in), h, relu));
-  const size_t N = x_in.shape(0);
-  ConvFwdArgs a{x_in.Contiguous(), W_in.Contiguous(), has_bias ? b_in.Contiguous() : Tensor(),
-                Tensor(h.OutputShape(N), x_in.device(), x_in.data_type()), h, relu, {}};
-  if (a.y.Size() == 0) return a.y;
-  std::vector<Block*> reads{a.x.block(), a.W.block()};
-  if (has_bias) reads.push_back(a.b.block());
-  LaunchKernel(Conv2dForwardKernel(), a, a.x.device(), reads, {a.y.block()},
-               relu ? OpId::kConv2dForwardReLU : OpId::kConv2dForward);
-  return a.y;
+  return RunConv2dForward(x_in, W_in, b_in, h, relu);
 }
 
 Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle& h) {
@@ -106,15 +99,7 @@ Tensor Conv2dBackwardX(const Tensor& dy_in, const Tensor& W_in, const ConvHandle
   CheckSameDtype(op, {&dy_in, &W_in});
   if (dy_in.data_type() == kBFloat16 && !Bf16Native(op, *dy_in.device()))
     return ToBFloat16(Conv2dBackwardX(ToFloat32(dy_in), ToFloat32(W_in), h));
-  const size_t N = dy_in.shape(0);
-  ConvBwdXArgs a{dy_in.Contiguous(), W_in.Contiguous(),
-                 Tensor(Shape{N, h.channels, h.height, h.width}, dy_in.device(),
-                        dy_in.data_type()),
-                 h};
-  if (a.dx.Size() == 0) return a.dx;
-  LaunchKernel(Conv2dBackwardXKernel(), a, a.dy.device(), {a.dy.block(), a.W.block()},
-               {a.dx.block()}, OpId::kConv2dBackwardX);
-  return a.dx;
+  return RunConv2dBackwardX(dy_in, W_in, h);
 }
 
 Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle& h,
@@ -136,13 +121,10 @@ Tensor Conv2dBackwardW(const Tensor& dy_in, const Tensor& x_in, const ConvHandle
     return widen ? dW : ToBFloat16(dW);
   }
   // oneDNN's bfloat16 backward-weights accumulates in float32 and writes a float32 dW as
-  // cheaply as a bfloat16 one (no rounding, no cast op after it); float16 (CUDA) casts.
-  const bool direct = widen && dt == kBFloat16;
-  ConvBwdWArgs a{dy_in.Contiguous(), x_in.Contiguous(),
-                 Tensor(h.WeightShape(), x_in.device(), direct ? kFloat32 : dt), h};
-  LaunchKernel(Conv2dBackwardWKernel(), a, a.x.device(), {a.dy.block(), a.x.block()},
-               {a.dW.block()}, OpId::kConv2dBackwardW);
-  return widen && !direct ? a.dW.AsType(kFloat32) : a.dW;
+  // cheaply as a bfloat16 one (no rounding, no cast op after it: the row's dtype rule);
+  // float16 (CUDA) casts.
+  const Tensor dW = RunConv2dBackwardW(dy_in, x_in, h, float32_grad);
+  return widen && dW.data_type() != kFloat32 ? dW.AsType(kFloat32) : dW;
 }
 
 Tensor Conv2dBackwardB(const Tensor& dy_in, const ConvHandle& h, bool float32_grad) {
@@ -155,11 +137,7 @@ Tensor Conv2dBackwardB(const Tensor& dy_in, const ConvHandle& h, bool float32_gr
   }
   if (float32_grad && dy_in.data_type() != kFloat32)
     return Conv2dBackwardB(dy_in, h).AsType(kFloat32);
-  ConvBwdBArgs a{dy_in.Contiguous(),
-                 Tensor(Shape{h.num_filters}, dy_in.device(), dy_in.data_type()), h};
-  LaunchKernel(Conv2dBackwardBKernel(), a, a.dy.device(), {a.dy.block()}, {a.db.block()},
-               OpId::kConv2dBackwardB);
-  return a.db;
+  return RunConv2dBackwardB(dy_in, h, float32_grad);
 }
 
 }  // namespace singa

@@ -1,15 +1,15 @@
 // nn_kernels.h (private): the kernel interface of convolution, pooling and batch norm, shared by
 // the fronts (ops/conv.cc, pooling.cc, batchnorm.cc), the reference kernels (ops/cpu/) and the
-// oneDNN kernels (ops/dnnl/). Pooling's and batch norm's Args, slots and launches are
-// generated from schema/nn.py (nn_args.inc, nn_launch.inc); the helpers their rows name
-// (BnAsEpilogue, RerunOf) are here.
+// oneDNN kernels (ops/dnnl/). The ops' Args, slots and launches are generated from
+// schema/nn.py (nn_args.inc, nn_launch.inc); the helpers their rows name (BnAsEpilogue,
+// RerunOf) are here.
 //
 //   // A backend's kernel prepares one call: it sees the checked operands and the outputs the
 //   // front created, and returns the scratch it needs and the function Exec will run.
-//   Prepared<ConvFwdArgs> PrepareConvFwd(const ConvFwdArgs& a);            // in ops/cpu/...
-//   SINGA_REGISTER_KERNEL(Conv2dForward, kCpuRef, PrepareConvFwd);
-//   // The front: checks, outputs, then one line
-//   LaunchKernel(Conv2dForwardKernel(), args, dev, reads, writes, OpId::kConv2dForward);
+//   Prepared<ConvFwdArgs> Forward(const ConvFwdArgs& a);                   // in ops/cpu/...
+//   SINGA_REGISTER_KERNEL(Conv2dForward, kCpuRef, cpu::Forward);          // its row's slot
+//   // The front: checks, then one line (generated: outputs by the row's shape rules, launch)
+//   return RunConv2dForward(x, W, b, h, relu);
 //
 // Why prepare + run rather than a plain run: what a kernel needs besides its operands (the
 // im2col buffer's size, a oneDNN primitive and its scratchpad) depends on the shapes only, so it
@@ -61,30 +61,9 @@ struct RerunMakerOf {  // a struct, so that LaunchKernel deduces Args from its s
 template <typename Args>
 using RerunMaker = typename RerunMakerOf<Args>::type;
 
-// The operands of each kernel: inputs checked and contiguous, outputs created and non-empty.
-struct ConvFwdArgs {
-  Tensor x, W, b, y;  ///< b empty: no bias
-  ConvHandle h;
-  bool relu = false;  ///< y = max(0, conv(x, W) + b)
-  Epilogue epi;       ///< set by a graph's epilogue fusion (its relu is `relu` above)
-};
-struct ConvBwdXArgs {
-  Tensor dy, W, dx;
-  ConvHandle h;
-};
-struct ConvBwdWArgs {  ///< N may be 0 (dW is zeros then)
-  Tensor dy, x, dW;
-  ConvHandle h;
-};
-struct ConvBwdBArgs {
-  Tensor dy, db;
-  ConvHandle h;
-};
-SINGA_KERNEL_SLOT_DECL(Conv2dForward, PrepareFn<ConvFwdArgs>);
-SINGA_KERNEL_SLOT_DECL(Conv2dBackwardX, PrepareFn<ConvBwdXArgs>);
-SINGA_KERNEL_SLOT_DECL(Conv2dBackwardW, PrepareFn<ConvBwdWArgs>);
-SINGA_KERNEL_SLOT_DECL(Conv2dBackwardB, PrepareFn<ConvBwdBArgs>);
-// The schema's NN ops (schema/nn.py): their Args and slots (build/gen/src).
+// The schema's NN ops (schema/nn.py): their Args (the operands of each kernel: inputs checked
+// and contiguous, outputs created and non-empty; an `epi` is set by a graph's epilogue fusion,
+// whose ReLU is the Args' `relu`), slots and the flops their rows declare (build/gen/src).
 #include "nn_args.inc"
 
 /// float32, bfloat16 (bf16.h says where it runs natively), or float16 on a device that computes
@@ -275,14 +254,8 @@ OpRerun StatsRerun(const Args& a, const Prepared<Args>& p, const std::vector<Blo
   return r;
 }
 
-/// The arithmetic of a call (OpDesc::flops): each output of a convolution, in any direction,
-/// is a dot product of W.Size() / K pairs per image; the other ops count none.
-inline double ConvFlops(const Tensor& out_or_dy, const Tensor& W, const ConvHandle& h) {
-  return 2.0 * out_or_dy.Size() * W.Size() / std::max<size_t>(h.num_filters, 1);
-}
-inline double FlopsOf(const ConvFwdArgs& a) { return ConvFlops(a.y, a.W, a.h); }
-inline double FlopsOf(const ConvBwdXArgs& a) { return ConvFlops(a.dy, a.W, a.h); }
-inline double FlopsOf(const ConvBwdWArgs& a) { return ConvFlops(a.dy, a.dW, a.h); }
+/// The arithmetic of a call (OpDesc::flops): what its schema row's `flops` says (nn_args.inc:
+/// the convolutions, batch norm), else none (the bytes moved alone).
 template <typename Args>
 double FlopsOf(const Args&) {
   return 0;

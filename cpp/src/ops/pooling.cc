@@ -10,23 +10,16 @@ PoolingHandle::PoolingHandle(const Shape& input_shape, const std::vector<size_t>
                              const std::vector<size_t>& stride,
                              const std::vector<size_t>& padding, bool is_max,
                              bool count_include_pad_)
-    : is_max_pooling(is_max), count_include_pad(count_include_pad_) {
+    : Window2d("PoolingHandle", input_shape, kernel_size, stride, padding),
+      is_max_pooling(is_max),
+      count_include_pad(count_include_pad_) {
   const char* op = "PoolingHandle";
-  SINGA_CHECK_SHAPE(input_shape.size() == 4, op << ": expected a 4-d input (N, C, H, W), got "
-                                                << input_shape);
-  PairOf(op, "kernel_size", kernel_size, &kernel_h, &kernel_w);
-  PairOf(op, "stride", stride, &stride_h, &stride_w);
-  PairOf(op, "padding", padding, &pad_h, &pad_w);
   SINGA_CHECK_VALUE(kernel_h > 0 && kernel_w > 0 && stride_h > 0 && stride_w > 0,
                     op << ": kernel " << kernel_h << "x" << kernel_w << " and stride "
                        << stride_h << "x" << stride_w << " must be positive");
   SINGA_CHECK_VALUE(pad_h < kernel_h && pad_w < kernel_w,
                     op << ": padding " << pad_h << "x" << pad_w
                        << " must be smaller than the kernel " << kernel_h << "x" << kernel_w);
-  batchsize = input_shape[0];
-  channels = input_shape[1];
-  height = input_shape[2];
-  width = input_shape[3];
   SINGA_CHECK_SHAPE(height + 2 * pad_h >= kernel_h && width + 2 * pad_w >= kernel_w,
                     op << ": the kernel " << kernel_h << "x" << kernel_w
                        << " does not fit the input " << height << "x" << width

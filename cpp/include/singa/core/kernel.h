@@ -1,15 +1,16 @@
 // singa/core/kernel.h: one op, a kernel per backend (ChainerX's routine + kernel + registration).
 //
-//   // The op's front (cpp/src/ops/conv.cc) declares one slot with the kernel's signature:
-//   SINGA_KERNEL_SLOT(Conv2dForward, void(const Conv2dFwdArgs&, Context*));
+//   // The op's front (cpp/src/ops/cumsum.cc) declares one slot with the kernel's signature
+//   // (a schema row's slot is generated: schema/nn.py):
+//   SINGA_KERNEL_SLOT(CumSum, void(const Tensor&, const Dims3&, bool, bool, const Tensor&, Context*));
 //   // Each backend registers its kernel in one line, in its own file:
-//   SINGA_REGISTER_KERNEL(Conv2dForward, kCpuRef, cpu::Conv2dForward);    // cpp/src/ops/cpu/
-//   SINGA_REGISTER_KERNEL(Conv2dForward, kCpuDnnl, dnnl::Conv2dForward);  // cpp/src/ops/dnnl/
+//   SINGA_REGISTER_KERNEL(CumSum, kCpuRef, cpu::CumSum);    // cpp/src/ops/cpu/
+//   SINGA_REGISTER_KERNEL(CumSum, kCuda, cuda::CumSum);     // cpp/src/ops/cuda/
 //   // The front validates, makes the outputs, then picks the kernel once, at the call, and
 //   // captures the plain function pointer (a graph replay does no lookup):
-//   auto* k = Conv2dForwardKernel().For(*x.device());
-//   x.device()->Exec({.id = OpId::kConv2dForward, .reads = reads, .writes = writes},
-//                    [k, args](Context* ctx) { k(args, ctx); });
+//   auto* k = CumSumKernel().For(*x.device());
+//   x.device()->Exec({.id = OpId::kCumSum, .reads = {x.block()}, .writes = {y.block()}},
+//                    [k, x, d, y](Context* ctx) { k(x, d, false, false, y, ctx); });
 //
 // A device computes with one backend at a time (Device::backend(); CppCPU: kCpuDnnl when built
 // with oneDNN, else kCpuRef; Device::set_backend switches, e.g. to compare with the reference).

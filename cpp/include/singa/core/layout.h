@@ -1,7 +1,7 @@
 // singa/core/layout.h: the memory layouts a recorded graph may keep a 4-d activation block in.
 //
 //   // A kernel that can read x and write y in a kept layout says which when submitted:
-//   dev->Exec({.id = OpId::kConv2dForward, .reads = {x, W}, .writes = {y},
+//   dev->Exec({.id = id, .reads = {x, W}, .writes = {y},                // a convolution
 //              .layouts = {.reads = 0b01, .writes = 0b1}}, fn);              // nChw16c
 //   dev->Exec({..., .layouts = {.reads_last = 0b01, .writes_last = 0b1}}, fn);  // NHWC
 //   // ... and, when it runs, looks at what the graph chose:

@@ -91,7 +91,8 @@
 // Estimate (CostModel::kEstimate, and before anything was timed): a roofline per operation,
 // max(bytes read and written / 25 B/ns, OpDesc::flops / 150 flop/ns) + 2 us per launch
 // (graph_cost.cc); products declare their flops (matrix products, convolutions in every
-// direction, attention), everything else counts bytes. A rerun form costs its own bytes.
+// direction, attention; schema/nn.py's rows say theirs: batch norm's stay below its bytes),
+// everything else counts bytes. A rerun form costs its own bytes.
 #pragma once
 
 #include <chrono>

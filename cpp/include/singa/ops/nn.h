@@ -32,9 +32,23 @@
 
 namespace singa {
 
+/// What the convolution and pooling handles share: the input (N, C, H, W) and the 2-d window
+/// sliding over it.
+struct Window2d {
+  size_t batchsize = 0, channels = 0, height = 0, width = 0;  ///< the input (N, C, H, W)
+  size_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+
+ protected:
+  Window2d() = default;
+  /// Throws ShapeError (`op`'s) unless input_shape is 4-d, ValueError unless each size has one
+  /// or two values ({h, w}, one value = both).
+  Window2d(const char* op, const Shape& input_shape, const std::vector<size_t>& kernel_size,
+           const std::vector<size_t>& stride, const std::vector<size_t>& padding);
+};
+
 /// The geometry of a 2-d convolution. Built once per layer (and input size); plain and copyable.
 /// The input's channels, height and width are fixed; the batch size is taken from x at each call.
-struct ConvHandle {
+struct ConvHandle : Window2d {
   ConvHandle() = default;
   /// input_shape: (N, C, H, W). kernel_size/stride/padding/dilation: {h, w} (one value = both).
   /// Throws ShapeError when the (dilated) kernel does not fit the padded input, ValueError for
@@ -44,9 +58,7 @@ struct ConvHandle {
              size_t in_channels, size_t out_channels, bool bias, size_t groups = 1,
              const std::vector<size_t>& dilation = {1, 1});
 
-  size_t batchsize = 0, channels = 0, height = 0, width = 0;  ///< the input (N, C, H, W)
-  size_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
-  size_t pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  size_t dilation_h = 1, dilation_w = 1;
   size_t num_filters = 0;  ///< out_channels
   size_t group = 1;
   bool bias_term = false;
@@ -58,30 +70,19 @@ struct ConvHandle {
   Shape WeightShape() const { return {num_filters, channels / group, kernel_h, kernel_w}; }
 };
 
-/// y = conv(x, W) + b. x: (N, C, H, W) matching the handle's C, H, W; W: h.WeightShape();
-/// b: (out_channels,) or an empty Tensor() for no bias. relu: y = max(0, conv(x, W) + b).
-Tensor Conv2dForward(const Tensor& x, const Tensor& W, const Tensor& b, const ConvHandle& h,
-                     bool relu = false);
-/// dL/dx given dy (N, out_channels, conv_height, conv_width).
-Tensor Conv2dBackwardX(const Tensor& dy, const Tensor& W, const ConvHandle& h);
-/// dL/dW (summed over the batch), shape h.WeightShape(), in x's dtype; float32_grad: in float32
-/// whatever x's dtype (the gradient of the float32 master weight that mixed precision cast to
-/// bfloat16 / float16: a bfloat16 oneDNN convolution writes it directly, unrounded).
-Tensor Conv2dBackwardW(const Tensor& dy, const Tensor& x, const ConvHandle& h,
-                       bool float32_grad = false);
-/// dL/db = dy summed over N, H, W: shape (out_channels,); float32_grad as for dW.
-Tensor Conv2dBackwardB(const Tensor& dy, const ConvHandle& h, bool float32_grad = false);
+// Conv2dForward(x, W, b, h, relu = false) (b may be an empty Tensor(): no bias),
+// Conv2dBackwardX(dy, W, h), Conv2dBackwardW(dy, x, h, float32_grad = false) and
+// Conv2dBackwardB(dy, h, float32_grad = false): schema/nn.py's rows, declared in
+// singa/ops/nn_schema.h (generated; included at the end of this header).
 
 /// The geometry of 2-d max / average pooling (floor mode). Padding must be smaller than the
 /// kernel, so every window holds at least one input element.
-struct PoolingHandle {
+struct PoolingHandle : Window2d {
   PoolingHandle() = default;
   PoolingHandle(const Shape& input_shape, const std::vector<size_t>& kernel_size,
                 const std::vector<size_t>& stride, const std::vector<size_t>& padding,
                 bool is_max, bool count_include_pad = false);
 
-  size_t batchsize = 0, channels = 0, height = 0, width = 0;
-  size_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
   bool is_max_pooling = true;
   /// Average pooling divides by kernel_h * kernel_w when true, else by the number of
   /// non-padding elements of the window.

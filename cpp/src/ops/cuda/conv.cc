@@ -8,8 +8,8 @@
 // kWorkspaceCap and, for the backward passes, is deterministic (replay == eager, bit for bit);
 // failing that, the first that fits. Its workspace is returned in Prepared.workspace, so the
 // graph plans it like any block. Plans are cached per (pass, device, dtype, geometry). The three
-// algorithm-bearing directions share that one path (Prepare<Pass>), each described by a traits
-// struct (ForwardPass, BackwardDataPass, BackwardFilterPass); the bias gradient has no algorithm.
+// algorithm-bearing directions share that one path (Prepare<Pass<d>>), described by one table
+// with a column per direction (Pass); the bias gradient has no algorithm.
 //
 // float32 runs with CUDNN_FMA_MATH and skips tensor-op algorithms (no TF32 on Ampere and later:
 // the CPU's numbers within float rounding); float16 tensors use CUDNN_DATA_HALF with float
@@ -147,71 +147,66 @@ Prepared<Args> ZerosOf(Tensor Args::*out, const char* op) {
   return r;
 }
 
-// One traits struct per direction: what differs between the three cuDNN passes. cuDNN's calls
-// of a pass take the same operands in the same order (two inputs, the convolution, the output),
-// so a pass names its kernel Args, its calls (heuristic list, workspace query, run), the
-// descriptors and tensors of its operands in that order, the tensor giving the batch size and
-// dtype (kBatch), whether the backward determinism rule applies, whether an empty batch zeroes
-// the output (otherwise the front never calls with N = 0), and what runs after (After).
-struct ForwardPass {
-  using Args = ConvFwdArgs;
-  using Algo = cudnnConvolutionFwdAlgo_t;
-  using Perf = cudnnConvolutionFwdAlgoPerf_t;
-  static constexpr const char* kOp = "Conv2dForward";
-  static constexpr const char* kKey = "fwd";
-  static constexpr int kCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-  static constexpr bool kDeterministic = false, kZeroEmpty = false;
-  static constexpr auto kHeuristics = cudnnGetConvolutionForwardAlgorithm_v7;
-  static constexpr auto kWorkspace = cudnnGetConvolutionForwardWorkspaceSize;
-  static constexpr auto kRun = cudnnConvolutionForward;
-  static constexpr Tensor Args::*kIn0 = &Args::x, Args::*kIn1 = &Args::W, Args::*kOut = &Args::y,
-                          Args::*kBatch = &Args::x;
-  static auto Descs(const ConvPlan& p) { return std::make_tuple(p.x.get(), p.w.get(), p.y.get()); }
-  // the bias and the fused ReLU, in place on y
-  static void After(cudnnHandle_t h, const ConvPlan& p, const Args& a) {
-    if (!a.b.empty())
-      SINGA_CUDNN_CHECK(cudnnAddTensor(h, &kOne, p.bias.get(), Data(a.b), &kOne, p.y.get(),
-                                       MutData(a.y)),
-                        "Conv2dForward: adding the bias");
-    if (a.relu)
-      SINGA_CUDNN_CHECK(cudnnActivationForward(h, p.relu.get(), &kOne, p.y.get(), Data(a.y),
-                                               &kZero, p.y.get(), MutData(a.y)),
-                        "Conv2dForward: ReLU");
+// The three cuDNN passes as one table: Pass<d> reads direction d's column of each row below
+// (forward, backward data, backward filter). cuDNN's calls of a pass take the same operands in
+// the same order (two inputs, the convolution, the output), so a row names the pass's kernel
+// Args, its calls (heuristic list, workspace query, run), the plan's descriptors and the Args'
+// tensors of its operands in that order, the tensor giving the batch size and dtype (kBatch);
+// the backward passes keep to deterministic algorithms, an empty batch zeroes dW (otherwise the
+// front never calls with N = 0), and the forward adds the bias and the ReLU after (After).
+enum class Dir { kForward, kBackwardData, kBackwardFilter };
+
+template <Dir d, typename... V>
+constexpr auto Of(V... column) {
+  return std::get<int(d)>(std::make_tuple(column...));
+}
+template <Dir d, typename... T>
+using TypeOf = std::tuple_element_t<int(d), std::tuple<T...>>;
+
+template <Dir d>
+struct Pass {
+  using Args = TypeOf<d, ConvFwdArgs, ConvBwdXArgs, ConvBwdWArgs>;
+  using Algo = TypeOf<d, cudnnConvolutionFwdAlgo_t, cudnnConvolutionBwdDataAlgo_t,
+                      cudnnConvolutionBwdFilterAlgo_t>;
+  using Perf = TypeOf<d, cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionBwdDataAlgoPerf_t,
+                      cudnnConvolutionBwdFilterAlgoPerf_t>;
+  static constexpr const char* kOp = Of<d>("Conv2dForward", "Conv2dBackwardX", "Conv2dBackwardW");
+  static constexpr const char* kKey = Of<d>("fwd", "bwd_data", "bwd_filter");
+  static constexpr int kCount =
+      Of<d>(CUDNN_CONVOLUTION_FWD_ALGO_COUNT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+  static constexpr bool kDeterministic = d != Dir::kForward, kZeroEmpty = d == Dir::kBackwardFilter;
+  static constexpr auto kHeuristics =
+      Of<d>(cudnnGetConvolutionForwardAlgorithm_v7, cudnnGetConvolutionBackwardDataAlgorithm_v7,
+            cudnnGetConvolutionBackwardFilterAlgorithm_v7);
+  static constexpr auto kWorkspace =
+      Of<d>(cudnnGetConvolutionForwardWorkspaceSize, cudnnGetConvolutionBackwardDataWorkspaceSize,
+            cudnnGetConvolutionBackwardFilterWorkspaceSize);
+  static constexpr auto kRun =
+      Of<d>(cudnnConvolutionForward, cudnnConvolutionBackwardData, cudnnConvolutionBackwardFilter);
+  static constexpr auto kIn0 = Of<d>(&ConvFwdArgs::x, &ConvBwdXArgs::W, &ConvBwdWArgs::x);
+  static constexpr auto kIn1 = Of<d>(&ConvFwdArgs::W, &ConvBwdXArgs::dy, &ConvBwdWArgs::dy);
+  static constexpr auto kOut = Of<d>(&ConvFwdArgs::y, &ConvBwdXArgs::dx, &ConvBwdWArgs::dW);
+  static constexpr auto kBatch = Of<d>(&ConvFwdArgs::x, &ConvBwdXArgs::dy, &ConvBwdWArgs::x);
+  static constexpr auto kDesc0 = Of<d>(&ConvPlan::x, &ConvPlan::w, &ConvPlan::x);
+  static constexpr auto kDesc1 = Of<d>(&ConvPlan::w, &ConvPlan::y, &ConvPlan::y);
+  static constexpr auto kDescOut = Of<d>(&ConvPlan::y, &ConvPlan::x, &ConvPlan::w);
+  static auto Descs(const ConvPlan& p) {
+    return std::make_tuple((p.*kDesc0).get(), (p.*kDesc1).get(), (p.*kDescOut).get());
   }
-};
-
-struct BackwardDataPass {
-  using Args = ConvBwdXArgs;
-  using Algo = cudnnConvolutionBwdDataAlgo_t;
-  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
-  static constexpr const char* kOp = "Conv2dBackwardX";
-  static constexpr const char* kKey = "bwd_data";
-  static constexpr int kCount = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
-  static constexpr bool kDeterministic = true, kZeroEmpty = false;
-  static constexpr auto kHeuristics = cudnnGetConvolutionBackwardDataAlgorithm_v7;
-  static constexpr auto kWorkspace = cudnnGetConvolutionBackwardDataWorkspaceSize;
-  static constexpr auto kRun = cudnnConvolutionBackwardData;
-  static constexpr Tensor Args::*kIn0 = &Args::W, Args::*kIn1 = &Args::dy, Args::*kOut = &Args::dx,
-                          Args::*kBatch = &Args::dy;
-  static auto Descs(const ConvPlan& p) { return std::make_tuple(p.w.get(), p.y.get(), p.x.get()); }
-  static void After(cudnnHandle_t, const ConvPlan&, const Args&) {}
-};
-
-struct BackwardFilterPass {
-  using Args = ConvBwdWArgs;
-  using Algo = cudnnConvolutionBwdFilterAlgo_t;
-  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
-  static constexpr const char* kOp = "Conv2dBackwardW";
-  static constexpr const char* kKey = "bwd_filter";
-  static constexpr int kCount = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
-  static constexpr bool kDeterministic = true, kZeroEmpty = true;
-  static constexpr auto kHeuristics = cudnnGetConvolutionBackwardFilterAlgorithm_v7;
-  static constexpr auto kWorkspace = cudnnGetConvolutionBackwardFilterWorkspaceSize;
-  static constexpr auto kRun = cudnnConvolutionBackwardFilter;
-  static constexpr Tensor Args::*kIn0 = &Args::x, Args::*kIn1 = &Args::dy, Args::*kOut = &Args::dW,
-                          Args::*kBatch = &Args::x;
-  static auto Descs(const ConvPlan& p) { return std::make_tuple(p.x.get(), p.y.get(), p.w.get()); }
-  static void After(cudnnHandle_t, const ConvPlan&, const Args&) {}
+  // the forward's bias and fused ReLU, in place on y
+  static void After(cudnnHandle_t h, const ConvPlan& p, const Args& a) {
+    if constexpr (d == Dir::kForward) {
+      if (!a.b.empty())
+        SINGA_CUDNN_CHECK(cudnnAddTensor(h, &kOne, p.bias.get(), Data(a.b), &kOne, p.y.get(),
+                                         MutData(a.y)),
+                          "Conv2dForward: adding the bias");
+      if (a.relu)
+        SINGA_CUDNN_CHECK(cudnnActivationForward(h, p.relu.get(), &kOne, p.y.get(), Data(a.y),
+                                                 &kZero, p.y.get(), MutData(a.y)),
+                          "Conv2dForward: ReLU");
+    }
+  }
 };
 
 // The one prepare path of every direction: the cached plan (descriptors, the algorithm picked
@@ -278,9 +273,10 @@ Prepared<ConvBwdBArgs> BackwardB(const ConvBwdBArgs& a) {
 }  // namespace
 }  // namespace cuda
 
-SINGA_REGISTER_KERNEL(Conv2dForward, kCuda, cuda::Prepare<cuda::ForwardPass>);
-SINGA_REGISTER_KERNEL(Conv2dBackwardX, kCuda, cuda::Prepare<cuda::BackwardDataPass>);
-SINGA_REGISTER_KERNEL(Conv2dBackwardW, kCuda, cuda::Prepare<cuda::BackwardFilterPass>);
+SINGA_REGISTER_KERNEL(Conv2dForward, kCuda, cuda::Prepare<cuda::Pass<cuda::Dir::kForward>>);
+SINGA_REGISTER_KERNEL(Conv2dBackwardX, kCuda, cuda::Prepare<cuda::Pass<cuda::Dir::kBackwardData>>);
+SINGA_REGISTER_KERNEL(Conv2dBackwardW, kCuda,
+                      cuda::Prepare<cuda::Pass<cuda::Dir::kBackwardFilter>>);
 SINGA_REGISTER_KERNEL(Conv2dBackwardB, kCuda, cuda::BackwardB);
 
 }  // namespace singa

@@ -21,16 +21,25 @@ namespace {
 // state of another part (order-free, so the block tree may group them in any way) and Finishes
 // into the output element. ----
 
-template <typename T, bool kMean>
-struct SumR {
+// What SumR and ExtremeR share: a state holding a value and how many elements went into it.
+template <typename V>
+struct CountedR {
   static constexpr bool kArg = false;
-  using Acc = std::conditional_t<std::is_integral_v<T>, long long, double>;
-  using Out = T;
   struct State {
-    Acc v;
+    V v;
     long long n;
   };
-  __device__ static State Init() { return {Acc(0), 0}; }
+  __device__ static State Init() { return {V(0), 0}; }
+};
+
+template <typename T>
+using SumAcc = std::conditional_t<std::is_integral_v<T>, long long, double>;
+
+template <typename T, bool kMean>
+struct SumR : CountedR<SumAcc<T>> {
+  using Acc = SumAcc<T>;
+  using Out = T;
+  using State = typename CountedR<Acc>::State;
   __device__ static void Step(State& s, T x, long long) {
     s.v += static_cast<Acc>(x);
     ++s.n;
@@ -60,14 +69,9 @@ __device__ __forceinline__ bool Better(T x, T cur) {
 }
 
 template <typename T, bool kMax>
-struct ExtremeR {
-  static constexpr bool kArg = false;
+struct ExtremeR : CountedR<T> {
   using Out = T;
-  struct State {
-    T v;
-    long long n;
-  };
-  __device__ static State Init() { return {T(0), 0}; }
+  using State = typename CountedR<T>::State;
   __device__ static void Step(State& s, T x, long long) {
     if (s.n == 0 || Better<T, kMax>(x, s.v)) s.v = x;
     ++s.n;
