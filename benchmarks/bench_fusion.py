@@ -6,6 +6,7 @@ cores).
     .venv/bin/python benchmarks/bench_fusion.py --models resnet18 --batch 32 --steps 3 --rounds 3
     .venv/bin/python benchmarks/bench_fusion.py --models resnet50 --batch 16 --steps 1 --rounds 2
     .venv/bin/python benchmarks/bench_fusion.py --compare layouts --modes train   # fusion on
+    .venv/bin/python benchmarks/bench_fusion.py --models resnet18 --modes train --threads 1
     .venv/bin/python benchmarks/bench_fusion.py --compare layouts --modes train --precision bfloat16
 
 --compare layouts switches dev.SetGraphLayouts(on/off) with fusion on both sides (today's fp32
@@ -76,7 +77,13 @@ def main():
                     help="training steps in this precision (model.compile's; bfloat16: AMP)")
     ap.add_argument("--compare", default="fusion", choices=["fusion", "layouts"],
                     help="what is switched on and off")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="singa's OpenMP threads (0: the default); one thread is the least "
+                         "disturbed by other processes sharing the cores")
     args = ap.parse_args()
+    if args.threads:
+        from singa import singa_wrap
+        singa_wrap.set_num_threads(args.threads)
     print("machine: %d cores, %s; OPENBLAS_CORETYPE=%s" % (
         os.cpu_count(), time.strftime("%Y-%m-%d"), os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
     switched = "Fused (bn/add/relu)" if args.compare == "fusion" else "Blocked blocks"

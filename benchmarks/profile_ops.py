@@ -4,6 +4,7 @@ operation name, for one of the benchmark models.
     .venv/bin/python benchmarks/profile_ops.py resnet18 --iters 10
     .venv/bin/python benchmarks/profile_ops.py mlp --iters 500 --top 12
     .venv/bin/python benchmarks/profile_ops.py resnet18 --precision bfloat16   # bf16 AMP step
+    .venv/bin/python benchmarks/profile_ops.py resnet18 --iters 5 --no-fusion  # epilogues unfused
     .venv/bin/python benchmarks/profile_ops.py resnet18 --precision bfloat16 --castgrad  # before
     python3 benchmarks/profile_ops.py resnet50 --batch 16 --device gpu         # on a CUDA build
 
@@ -34,6 +35,10 @@ def main():
                          "stream's end")
     ap.add_argument("--no-layouts", action="store_true",
                     help="dev.SetGraphLayouts(False): every activation plain (NCHW)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="singa's OpenMP threads (0: the default)")
+    ap.add_argument("--no-fusion", action="store_true",
+                    help="dev.SetGraphFusion(False): no epilogue fused into its producer")
     ap.add_argument("--castgrad", action="store_true",
                     help="AMP: weight gradients rounded to the low dtype and cast back (before)")
     args = ap.parse_args()
@@ -52,6 +57,11 @@ def main():
     ty = tensor.from_numpy(rng.integers(0, classes, bs).astype(np.int32), dev)
     if args.no_layouts:
         dev.SetGraphLayouts(False)
+    if args.threads:
+        from singa import singa_wrap
+        singa_wrap.set_num_threads(args.threads)
+    if args.no_fusion:
+        dev.SetGraphFusion(False)
     net.compile([tx], is_train=True, use_graph=True, precision=args.precision)
     net(tx, ty)  # records and runs once
     dev.SetSkipIteration(args.skip)

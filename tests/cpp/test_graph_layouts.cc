@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "ops/nn_kernels.h"  // the batch norm's fused kernel, called directly
 #include "test_helpers.h"
 
 using namespace singa;
@@ -248,6 +249,66 @@ TEST(GraphLayouts, BatchNormKernelsGiveThePlainBitsInEveryLayout) {
     EXPECT_EQ(o.dscale, plain.dscale) << name;
     EXPECT_EQ(o.dbias, plain.dbias) << name;
     EXPECT_EQ(o.yinf, plain.yinf) << name;
+  }
+}
+
+TEST(GraphLayouts, FusedBatchNormEpiloguesGiveTheUnfusedBitsInEveryLayout) {
+  // The training kernel with the epilogue a graph fuses into it (the residual add, the ReLU),
+  // run directly in each layout, against the unfused operations in plain NCHW: batch norm, then
+  // + residual, then the ReLU (NaN kept: two residual values are NaN). S = 35: lanes and a tail.
+  auto dev = std::make_shared<CppCPU>();
+  dev->set_backend(Backend::kCpuRef);
+  const Shape sh{3, 32, 5, 7};
+  const size_t N = 3, C = sh[1], S = 35, n = N * C * S;
+  std::vector<float> xv(n), rv(n), sv(C), bv(C);
+  for (size_t i = 0; i < n; ++i) {
+    xv[i] = std::sin(0.29f * float(i)) * 2.f + float(i % 5);
+    rv[i] = std::cos(0.13f * float(i)) * 3.f;
+  }
+  rv[7] = rv[n - 3] = std::nanf("");
+  for (size_t c = 0; c < C; ++c) {
+    sv[c] = 0.7f + 0.02f * float(c);
+    bv[c] = 0.05f * float(c) - 0.8f;
+  }
+  auto on = [&](const std::vector<float>& v, const Shape& s) {
+    return singa_test::FromVector(v, s).ToDevice(dev);
+  };
+  const Tensor scale = on(sv, {C}), bias = on(bv, {C});
+  const std::vector<float> bn =
+      Values(BatchNormForwardTraining(on(xv, sh), scale, bias, nullptr, nullptr, 0.1f, 1e-5f)[0]);
+  for (const bool residual : {false, true}) {
+    for (const bool relu : {false, true}) {
+      if (!residual && !relu) continue;
+      std::vector<float> want(n);
+      for (size_t i = 0; i < n; ++i) {
+        float v = residual ? bn[i] + rv[i] : bn[i];
+        want[i] = relu ? fn::ReLUOp{}(v) : v;
+      }
+      for (MemLayout l : {MemLayout::kPlain, MemLayout::kChannels16, MemLayout::kChannelsLast}) {
+        BnTrainArgs a;
+        a.x = on(ToLayout(xv, l, sh, false), sh);
+        const Tensor res = on(ToLayout(rv, l, sh, false), sh);
+        a.x.block()->set_mem_layout(l);
+        a.scale = scale;
+        a.bias = bias;
+        a.y = Tensor(sh, dev, kFloat32);
+        a.mean = Tensor(Shape{C}, dev, kFloat32);
+        a.var = Tensor(Shape{C}, dev, kFloat32);
+        a.eps = 1e-5f;
+        a.relu = relu;
+        a.N = N;
+        a.C = C;
+        a.S = S;
+        if (residual) a.epi.residual = res.block();
+        a.epi.relu = relu;
+        Prepare(BatchNormForwardTrainingKernel(), a, *dev).run(a, nullptr);
+        const std::vector<float> got = ToLayout(Values(a.y), l, sh, true);
+        a.x.block()->set_mem_layout(MemLayout::kPlain);
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), n * sizeof(float)))
+            << "layout " << int(l) << ", residual " << residual << ", relu " << relu;
+        EXPECT_TRUE(std::isnan(got[7]) == residual && std::isnan(got[n - 3]) == residual);
+      }
+    }
   }
 }
 

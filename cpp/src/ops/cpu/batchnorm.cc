@@ -86,14 +86,21 @@ void ForEachRun(const Geometry& g, Body&& body) {
   }
 }
 
-// body(e, j) for element e of a run of width W (channel j of it) at stride: one flat loop when
-// the run is contiguous (plain, nChw16c), else position by position (channels-last).
+// body(e, j) for element e of a run of width W (channel j of it) at stride: one flat loop for
+// a plain run (W = 1: stride 1), else position by position, W channels each. A flat loop over a
+// nChw16c run (channel e % 16 of element e) was not vectorised: the per-channel factors are
+// read at e % 16, which GCC does not see as a contiguous row of 16; the batch norm forward and
+// backward ran 2.5-3x slower in that layout than in the plain one (ResNet-18 training, fusion
+// on).
 template <size_t W, typename Body>
 void ForEachInRun(size_t S, size_t stride, Body&& body) {
-  if (stride == W) {
-    for (size_t e = 0; e < S * W; ++e) body(e, e % W);
+  if constexpr (W == 1) {
+    for (size_t e = 0; e < S; ++e) body(e, 0);
   } else {
+    // simd: a row is 16 or 32 elements, too short to pay for the aliasing checks GCC adds
+    // before each row otherwise (body writes element e from reads of element e only)
     for (size_t s = 0; s < S; ++s)
+#pragma omp simd
       for (size_t j = 0; j < W; ++j) body(s * stride + j, j);
   }
 }
@@ -110,9 +117,9 @@ void RunSums(size_t S, size_t stride, Acc&& acc, float (*out)[W]) {
   float a[K][kLanes * W] = {};
   size_t i = 0;
   for (; i + kLanes <= S; i += kLanes) {
-    if (stride == W) {
+    if constexpr (W == 1) {  // stride 1; a wider run goes row by row (ForEachInRun)
 #pragma omp simd
-      for (size_t k = 0; k < kLanes * W; ++k) acc(a, k, i * W + k, k % W);
+      for (size_t k = 0; k < kLanes; ++k) acc(a, k, i + k, 0);
     } else {
       for (size_t l = 0; l < kLanes; ++l)
 #pragma omp simd
