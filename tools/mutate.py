@@ -114,6 +114,8 @@ def main():
                 # (batch norm, convolution) and use no CPU, so mutmut's CPU-time limit never
                 # fires: fork them from a clean server that has not imported singa.
                 "process_isolation=forkserver\nforkserver_warmup=none\n"
+                # pytest's own output (which test failed) reaches the logs only in debug mode
+                "debug=true\n"
                 # test_imports reads the sources' import statements with ast; mutmut rewrites
                 # every function of a mutated module (trampolines), so there it sees imports
                 # that are not ours and fails the clean run.
