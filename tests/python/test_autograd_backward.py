@@ -396,3 +396,29 @@ def test_label_out_of_range_raises():
 def test_label_count_message_names_both_shapes():
     with pytest.raises(ValueError, match=r"\(3,\).*\(4, 3\)"):
         autograd.softmax_cross_entropy(f32(4, 3), const([0, 1, 2]))
+
+
+def test_backward_of_a_non_tensor_names_what_it_got():
+    with pytest.raises(TypeError, match="backward: y must be a singa Tensor, got ndarray"):
+        list(autograd.backward(np.ones(3, np.float32)))
+
+
+def test_a_stored_output_gradient_is_named_like_every_other_gradient():
+    # y's own gradient (the seed, yielded when y stores its gradient) follows the "<name>_g"
+    # convention of the gradients the operators produce
+    autograd.training = True
+    x = tensor.from_numpy(np.ones((2, 3), np.float32))
+    x.requires_grad = x.stores_grad = True
+    y = autograd.reduce_mean(autograd.relu(x))
+    y.stores_grad = True
+    grads = {p.name: g for p, g in autograd.backward(y)}
+    assert grads[y.name].name == y.name + "_g"
+    assert grads[x.name].name.endswith("_g")
+
+
+def test_an_axis_that_is_not_an_int_names_the_op_and_the_axis():
+    x = tensor.from_numpy(np.ones((2, 3), np.float32))
+    with pytest.raises(TypeError, match=r"reduce_mean: axis must be an int, got 'a'"):
+        autograd.reduce_mean(x, axes=["a"])
+    with pytest.raises(TypeError, match=r"flatten: axis must be an int, got 1.5"):
+        autograd.flatten(x, 1.5)
