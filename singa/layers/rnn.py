@@ -20,7 +20,8 @@ Note: what SINGA 3.3 does and what we do
     batch_first, gives a 3-d output in the same layout.
   * Initial states: (batch, hidden) for one forward layer, (layers * directions, batch, hidden) in
     general, or None for zeros; any shape that broadcasts to those (e.g. (batch, 1), which SINGA's
-    LSTM accepts for c0) is broadcast. The final states come back in the rank they were given.
+    LSTM accepts for c0) is broadcast, and a batch-1 input broadcasts to the states' batch (as
+    SINGA's sums do). The final states come back in the rank they were given.
   * bias=False leaves the biases out (SINGA ignores it); dropout acts between layers, in training.
 """
 import math
@@ -164,6 +165,12 @@ class RNN_Base(Layer):
         steps, layout, batch = self._steps(xs)
         states = [s for s in (h0, c0) if isinstance(s, Tensor)]
         self.device_check(*(steps + states + list(self.get_params().values())))
+        wider = [s.shape[-2] for s in states if len(s.shape) in (2, 3) and s.shape[-2] > 1]
+        if batch == 1 and wider:
+            # SINGA adds x Wx and h Wh with broadcasting, so a batch-1 input meets states of a
+            # larger batch (its char-rnn samples one character with the training batch's state)
+            batch = wider[0]
+            steps = [autograd.expand(x, [batch, x.shape[1]]) for x in steps]
         h0s, rank = self._states(h0, batch, steps[0], "h0")
         c0s = self._states(c0, batch, steps[0], "c0")[0] if self.mode == 2 else None
         weights = [self._cell_weights(s) for s in self._suffixes()]
