@@ -14,7 +14,8 @@ What it changes in that scratch copy, and nothing else (TESTING.md lists the res
   `device.get_default_device()`, as the examples' own comments ask on a CPU-only machine
   (`--keep-gpu` leaves them, to see the error a CPU build gives);
 - numpy 2.4 made `'%f' % np.zeros(1)` a TypeError, which the examples' progress lines hit with
-  numpy alone: their (1,)-shaped accumulators become 0-d arrays;
+  numpy alone: their (1,)-shaped accumulators become 0-d arrays (rbm's sums are read with
+  .item()), and `np.float` (gone since numpy 1.24) becomes np.float64;
 - run lengths with no flag (the GAN's 1,000,000 iterations, Xception's 20) are shortened, and
   the CIFAR-10 loaders' fixed 10,000 images per batch file follows the synthetic files.
 The data are synthetic, in exactly the formats the loaders read (MNIST IDX .gz files in /tmp,
@@ -180,6 +181,52 @@ def write_resnet18_zoo(tmp="/tmp"):
     return [(labels[i], float(prob[i])) for i in np.argsort(prob)[::-1][:5]]
 
 
+def write_cmn_eng(path, n=400):
+    """cmn-eng pairs as manythings.org ships them (English TAB Chinese TAB attribution): each
+    English word has its own Chinese character, so the translation is learnable."""
+    words = "i you we see eat like the a red big cat dog fish tea rice book".split()
+    chars = {w: chr(0x4e00 + 37 * k) for k, w in enumerate(words)}
+    rng = np.random.default_rng(0)
+    lines = []
+    for _ in range(n):
+        sentence = [words[int(k)] for k in rng.integers(0, len(words), int(rng.integers(2, 6)))]
+        lines.append(" ".join(sentence).capitalize() + ".\t" + "".join(chars[w] for w in sentence)
+                     + "\u3002\tCC-BY 2.0 (France) synthetic\n")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def write_png_folders(root, n, classes, size, folder_of, stem, seed=0):
+    """n PNG pictures root/<folder_of(label)>/<stem><k>.png, class templates plus noise."""
+    from PIL import Image
+    images, labels = class_images(n, 3, size, num_classes=classes, seed=seed)
+    for k, (img, label) in enumerate(zip(images, labels)):
+        folder = Path(root, folder_of(label))
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(img.transpose(1, 2, 0)).save(folder / f"{stem}{k}.png")
+
+
+def write_malaria(root, n=48):
+    """training_set/ and testing_set/, each with Parasitized/ and Uninfected/ cells (Kaggle's
+    malaria layout)."""
+    for split, seed in (("training_set", 0), ("testing_set", 1)):
+        write_png_folders(Path(root, split), n, 2, 32,
+                          lambda label: "Parasitized" if label else "Uninfected", "cell", seed)
+
+
+def write_diaret(root, n=160, classes=3):
+    """One folder of fundus pictures per grade (0, 1, ...), as the DR loader lists them."""
+    write_png_folders(root, n, classes, 32, str, "eye")
+
+
+def write_bloodmnist(root, n=96, classes=4):
+    """train/ and val/ with one folder of 28x28 pictures per class number, and param.json."""
+    import json
+    for split, seed in (("train", 0), ("val", 1)):
+        write_png_folders(Path(root, split), n, classes, 28, str, "blood", seed)
+    Path(root, "param.json").write_text(json.dumps({"num_classes": classes}))
+
+
 # ---------------------------------------------------------------- the scratch copy
 
 GPU_CALL = re.compile(r"device\.create_cuda_gpu(_on)?\([^()]*\)")
@@ -202,6 +249,9 @@ def extract(snapshot, scratch, keep_gpu):
         # numpy 2.4 refuses '%f' % array-of-shape-(1,) (the examples' accumulators): 0-d ones
         new = new.replace("np.zeros(shape=[1], dtype=np.float32)", "np.zeros(shape=[], dtype=np.float32)")
         new = new.replace("output = tensor.to_numpy(reducer)\n", "output = tensor.to_numpy(reducer)[0]\n")
+        new = re.sub(r"np\.float\b(?!\d)", "np.float64", new)    # removed in numpy 1.24
+        for total in ("trainerrorsum", "validerrorsum"):                  # rbm's (1, 1) sums
+            new = new.replace(f"(tensor.to_numpy({total}) /", f"(tensor.to_numpy({total}).item() /")
         if "CIFAR_PER_BATCH" in new:
             new = new.replace("import numpy as np",
                               "import numpy as np\nCIFAR_PER_BATCH = int(__import__('os')"
@@ -240,19 +290,29 @@ def cases(ex):
          "mnist"),
     ]
     hc = f"{ex}/healthcare/application"
-    out += [
-        ("healthcare-candidiasis", f"{hc}/Candidiasis_Disease",
-         ["train.py", "candidiasisnet", "candidiasis", "-m", "20", "-b", "32", "-dir",
-          "/tmp/probe-health"], "csv:/tmp/probe-health/candidiasis_data.csv"),
-        ("healthcare-cerebrovascular", f"{hc}/Cerebrovascular_Disease",
-         ["train.py", "cerebrovascularnet", "cerebrovascular", "-m", "20", "-b", "32", "-dir",
-          "/tmp/probe-health"], "csv:/tmp/probe-health/cerebrovascular_data.csv"),
-        ("healthcare-kidney", f"{hc}/Kidney_Disease",
-         ["train.py", "kidneynet", "-m", "10", "-b", "32", "-dir", "/tmp/probe-kidney"],
-         "kidney"),
-        ("healthcare-cardiovascular", f"{hc}/Cardiovascular_Disease",
-         ["train.py", "cardionet", "-m", "5", "-dir", "/tmp/probe-health/cardio.csv"], None),
+    health = [  # (case, folder, train.py's arguments, data)
+        ("candidiasis", "Candidiasis_Disease",
+         "candidiasisnet candidiasis -m 20 -b 32 -dir /tmp/probe-health",
+         "csv:/tmp/probe-health/candidiasis_data.csv"),
+        ("cerebrovascular", "Cerebrovascular_Disease",
+         "cerebrovascularnet cerebrovascular -m 20 -b 32 -dir /tmp/probe-health",
+         "csv:/tmp/probe-health/cerebrovascular_data.csv"),
+        ("kidney", "Kidney_Disease", "kidneynet -m 10 -b 32 -dir /tmp/probe-kidney", "kidney"),
+        ("malaria", "Malaria_Disease", "malarianet malaria -m 3 -b 16 -dir /tmp/probe-malaria",
+         "malaria"),
+        ("hematologic", "Hematologic_Disease", "hematologicnet -m 3 -b 16 -dir /tmp/probe-blood",
+         "bloodmnist"),
+        ("diabetic_retinopathy", "Diabetic_Disease/Diabetic_Retinopathy_Classification",
+         "drnet diaret -m 3 -b 16 -dir /tmp/probe-diaret", "diaret"),
+        ("thyroid_eye", "Thyroid_Eye_Disease", "tedctnet -dir /tmp/cifar-10-batches-py -m 2",
+         "cifar"),
+        ("cardiovascular", "Cardiovascular_Disease",
+         "cardionet -m 5 -dir /tmp/probe-health/cardio.csv", None),
     ]
+    out += [(f"healthcare-{name}", f"{hc}/{folder}", ["train.py"] + args.split(), data)
+            for name, folder, args, data in health]
+    out.append(("malaria_cnn-cnn", f"{ex}/malaria_cnn",
+                "train_cnn.py cnn malaria -m 3 -b 16 -dir /tmp/probe-malaria".split(), "malaria"))
     auto = f"{cnn}/autograd"
     out += [
         ("autograd-mnist_cnn", auto, ["mnist_cnn.py"], "mnist"),
@@ -264,6 +324,18 @@ def cases(ex):
         ("autograd-resnet_dist-mpi2", auto, ["@mpi", "resnet_dist.py"], None),
         ("cnn-train_mpi-cnn-mpi2", cnn, ["@mpi", "train_mpi.py", "cnn", "mnist", "-m", "2",
                                          "-b", "32"], "mnist"),
+        ("cnn-train_mpi-cnn-half-mpi2", cnn, ["@mpi", "train_mpi.py", "cnn", "mnist", "-m", "2",
+                                              "-b", "32", "-d", "half"], "mnist"),
+        ("cnn-train_mpi-cnn-partialUpdate-mpi2", cnn, ["@mpi", "train_mpi.py", "cnn", "mnist", "-m",
+                                                       "2", "-b", "32", "-d", "partialUpdate",
+                                                       "-g"], "mnist"),
+        ("cnn-train_mpi-cnn-sparseTopK-mpi2", cnn, ["@mpi", "train_mpi.py", "cnn", "mnist", "-m",
+                                                    "2", "-b", "32", "-d", "sparseTopK"], "mnist"),
+        ("cnn-train_mpi-cnn-sparseThreshold-mpi2", cnn, ["@mpi", "train_mpi.py", "cnn", "mnist",
+                                                         "-m", "2", "-b", "32", "-d",
+                                                         "sparseThreshold"], "mnist"),
+        ("cnn-cnn-mnist-graph-verbose", cnn, ["train_cnn.py", "cnn", "mnist", "-m", "1", "-b", "32",
+                                              "-v", "1"], "mnist"),
         ("cnn-train_multiprocess-cnn", cnn, ["train_multiprocess.py", "cnn", "mnist", "-m", "1"],
          "mnist"),
         ("mlp-model-graph", f"{ex}/mlp", ["model.py", "-m", "301"], None),
@@ -284,6 +356,17 @@ def cases(ex):
         ("onnx-training-resnet18v1", f"{ex}/onnx/training",
          ["train.py", "--model", "resnet18v1", "--data", "cifar10", "--epoch", "2", "--bs", "8"],
          "onnx-resnet18+cifar-tiny"),
+        ("trans-train", f"{ex}/trans",
+         ["train.py", "--dataset", "cmn-eng/cmn-2000.txt", "--max-epoch", "4", "--batch-size",
+          "16", "--d_model", "32", "--n_head", "2", "--dim_feedforward", "64", "--n_layers", "1"],
+         "cmn"),
+        ("rbm-train", f"{ex}/rbm", ["train.py", "mnist.pkl.gz"], "mnist-pkl"),
+        ("singa_peft-mlp-linear_lora", f"{ex}/singa_peft",
+         ["-m", "examples.train", "mlp", "mnist", "linear_lora", "-m", "3", "-dir", "/tmp"],
+         "mnist+src"),
+        ("singa_peft-cnn-linear_lora", f"{ex}/singa_peft",
+         ["-m", "examples.train", "cnn", "mnist", "linear_lora", "-m", "2", "-dir", "/tmp"],
+         "mnist+src"),
         ("gan-vanilla", f"{ex}/gan", ["vanilla.py", "mnist.pkl.gz"], "mnist-pkl"),
         ("gan-lsgan", f"{ex}/gan", ["lsgan.py", "mnist.pkl.gz"], "mnist-pkl"),
     ]
@@ -291,8 +374,12 @@ def cases(ex):
 
 
 def write_data(kind, folder):
+    """Writes what a case reads; returns the environment variables it needs."""
     if kind is None:
         return {}
+    if kind.endswith("+src"):            # a package of the example's own under src/
+        write_data(kind[:-4], folder)
+        return {"PYTHONPATH": os.pathsep.join([str(REPO), os.path.join(folder, "src")])}
     if kind.startswith("onnx-resnet18"):
         top5 = write_resnet18_zoo()
         print("    onnxruntime's top-5 on the stand-in: " + ", ".join(
@@ -312,8 +399,19 @@ def write_data(kind, folder):
         return {"CIFAR_PER_BATCH": str(per_batch)}
     elif kind.startswith("csv:"):
         write_table_csv(kind[4:])
+    elif kind == "malaria":
+        subprocess.run(["rm", "-rf", "/tmp/probe-malaria"], check=True)
+        write_malaria("/tmp/probe-malaria")
+    elif kind == "bloodmnist":
+        subprocess.run(["rm", "-rf", "/tmp/probe-blood"], check=True)
+        write_bloodmnist("/tmp/probe-blood")
+    elif kind == "diaret":
+        subprocess.run(["rm", "-rf", "/tmp/probe-diaret"], check=True)
+        write_diaret("/tmp/probe-diaret")
     elif kind == "kidney":
         write_kidney("/tmp/probe-kidney")
+    elif kind == "cmn":
+        write_cmn_eng(os.path.join(folder, "cmn-eng", "cmn-2000.txt"))
     elif kind == "text":
         write_text(os.path.join(folder, "input.txt"))
     return {}
@@ -325,7 +423,7 @@ NUMBER = r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?|nan|inf"
 def summary(output):
     """First and last loss / accuracy the run printed, or its last error line."""
     found = {}
-    for key, pat in (("loss", rf"loss\s*(?:is|=|:)?\s*=?\s*\[?({NUMBER})"),
+    for key, pat in (("loss", rf"(?:loss|training erroraverage)\s*(?:is|=|:)?\s*=?\s*\[?({NUMBER})"),
                      ("acc", rf"accuracy\s*(?:is|=|:)\s*({NUMBER})")):
         vals = re.findall(pat, output, flags=re.IGNORECASE)
         if vals:
