@@ -32,6 +32,7 @@ import struct
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -159,8 +160,10 @@ def write_resnet18_zoo(tmp="/tmp"):
             m.running_var.uniform_(0.5, 1.5)
     folder = os.path.join(tmp, "resnet18v1")
     os.makedirs(folder, exist_ok=True)
-    torch.onnx.export(net, torch.zeros(1, 3, 224, 224), os.path.join(folder, "resnet18v1.onnx"),
-                      opset_version=13, dynamo=False, input_names=["data"])
+    with warnings.catch_warnings():   # the TorchScript exporter's deprecation notice
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(net, torch.zeros(1, 3, 224, 224), os.path.join(folder, "resnet18v1.onnx"),
+                          opset_version=13, dynamo=False, input_names=["data"])
     with tarfile.open(os.path.join(tmp, "resnet18v1.tar.gz"), "w:gz") as t:
         t.add(folder, arcname="resnet18v1")
     labels = [f"n{i:08d} synthetic class {i}" for i in range(1000)]
@@ -225,6 +228,37 @@ def write_bloodmnist(root, n=96, classes=4):
     for split, seed in (("train", 0), ("val", 1)):
         write_png_folders(Path(root, split), n, classes, 28, str, "blood", seed)
     Path(root, "param.json").write_text(json.dumps({"num_classes": classes}))
+
+
+# ---------------------------------------------------------------- references
+
+def torch_mlp_native(epochs=301):
+    """mlp/native.py written in PyTorch: the same draws of numpy's generator (data, then w0,
+    then w1), zero biases, SGD(lr 0.05, momentum 0.8), mean cross entropy. Returns the losses
+    the example prints (steps 0, 100, 200...), so its numbers can be compared digit by digit."""
+    import torch
+    np.random.seed(0)
+    x = np.random.uniform(-1, 1, 400)
+    y = 5 * x + 1 + 2 * np.random.randn(len(x))
+    labels = torch.tensor((5 * x + 1 > y).astype(np.int64))
+    data = torch.tensor(np.stack([x, y], 1).astype(np.float32))
+    w0 = torch.tensor(np.random.normal(0, 0.1, (2, 3)).astype(np.float32), requires_grad=True)
+    w1 = torch.tensor(np.random.normal(0, 0.1, (3, 2)).astype(np.float32), requires_grad=True)
+    b0, b1 = torch.zeros(3, requires_grad=True), torch.zeros(2, requires_grad=True)
+    sgd = torch.optim.SGD([w0, b0, w1, b1], lr=0.05, momentum=0.8)
+    printed = []
+    for i in range(epochs):
+        loss = torch.nn.functional.cross_entropy(torch.relu(data @ w0 + b0) @ w1 + b1, labels)
+        sgd.zero_grad()
+        loss.backward()
+        sgd.step()
+        if i % 100 == 0:
+            printed.append(loss.item())
+    return printed
+
+
+REFERENCES = {"mlp-native": lambda: "PyTorch replica's losses: " + ", ".join(
+    "%.6g" % v for v in torch_mlp_native())}
 
 
 # ---------------------------------------------------------------- the scratch copy
@@ -424,10 +458,12 @@ def summary(output):
     """First and last loss / accuracy the run printed, or its last error line."""
     found = {}
     for key, pat in (("loss", rf"(?:loss|training erroraverage)\s*(?:is|=|:)?\s*=?\s*\[?({NUMBER})"),
-                     ("acc", rf"accuracy\s*(?:is|=|:)\s*({NUMBER})")):
+                     ("acc", rf"accuracy\s*(?:is|=|:)\s*({NUMBER})"),
+                     ("top-5 probabilities", rf"probability=({NUMBER})")):
         vals = re.findall(pat, output, flags=re.IGNORECASE)
         if vals:
-            found[key] = f"{vals[0]} -> {vals[-1]} ({len(vals)})"
+            found[key] = ", ".join(vals) if key.startswith("top") else \
+                f"{vals[0]} -> {vals[-1]} ({len(vals)})"
     return found
 
 
@@ -491,6 +527,8 @@ def main():
                                     *stdin)
         found = summary(output)
         note = "; ".join(f"{k} {v}" for k, v in found.items()) if rc == 0 else last_error(output)
+        if name in REFERENCES:
+            note += "; " + REFERENCES[name]()
         rows.append((name, str(rc), f"{secs:.0f}s", note))
         print(f"{name:36s} rc={rc!s:8s} {secs:6.0f}s  {note}", flush=True)
     print(f"\n| case | rc | time | loss / accuracy (first -> last) or error |\n|---|---|---|---|")
