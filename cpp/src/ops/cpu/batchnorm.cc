@@ -368,7 +368,12 @@ struct Grad {
 template <typename T>
 struct MaskedGrad {
   const T *dy, *mask;
-  float operator()(size_t e) const { return Ld(mask, e) <= 0.f ? 0.f : Ld(dy, e); }
+  float operator()(size_t e) const {
+    // both loads unconditional: a select GCC vectorises (loading dy only where the mask passes
+    // it made the loops scalar and branchy, 5x slower than the unfused pair)
+    const float d = Ld(dy, e), m = Ld(mask, e);
+    return m <= 0.f ? 0.f : d;
+  }
   MaskedGrad At(size_t off) const { return {dy + off, mask + off}; }
 };
 
