@@ -18,7 +18,8 @@ against other checkouts' built packages (PYTHONPATH), alternating with this one,
 Columns (ms per step, both batch norms of the block; "on" fusion on, "off" off): "BN fwd" the
 two training forwards (fused: with their epilogues), "ReLU+Add" every ReLU and Add left (the
 backward's gradient sum for h is an Add on both sides), "BN bwd" the two backwards, "ReLU bwd"
-the ReLU masks (the graph fuses forwards only). The layout is the fused side's: a graph keeps
+the ReLU masks left (fused: bn1's is read through by its backward, relu_backward; bn2's gradient
+also feeds the shortcut and stays). The layout is the fused side's: a graph keeps
 blocked layouts only with fusion on, so the unfused side is plain in both rows.
 """
 import argparse
@@ -139,9 +140,9 @@ def main():
             for op, v in r["ms"].items():
                 old["ms"][op] = min(old["ms"].get(op, v), v)
     label = {t: commit_of(t) for t in args.trees}
-    print("\n| build | C x HxW | threads | layout | fused bn/add/relu | BN fwd on | BN fwd off "
-          "| ReLU+Add on | ReLU+Add off | fwd on/off | BN bwd on | BN bwd off | ReLU bwd on "
-          "| ReLU bwd off | bwd on/off |")
+    print("\n| build | C x HxW | threads | layout | fused bn/add/relu/relu bwd | BN fwd on "
+          "| BN fwd off | ReLU+Add on | ReLU+Add off | fwd on/off | BN bwd on | BN bwd off "
+          "| ReLU bwd on | ReLU bwd off | bwd on/off |")
     print("|---|---|---:|---|---|" + "---:|" * 10)
     for (C, threads, lay), tree in itertools.product(configs, args.trees):
         on, off = best[(tree, C, threads, lay, True)], best[(tree, C, threads, lay, False)]
@@ -151,11 +152,12 @@ def main():
             cells.append((ms(OPS[0]), ms("ReLU") + ms("Add"), ms(OPS[3]), ms(OPS[4])))
         (f1, e1, b1, m1), (f0, e0, b0, m0) = cells
         f = on["fused"]
-        print("| %s | %d x %dx%d | %d | %s%s | %d/%d/%d | %.3f | %.3f | %.3f | %.3f | %.3fx "
+        print("| %s | %d x %dx%d | %d | %s%s | %d/%d/%d/%s | %.3f | %.3f | %.3f | %.3f | %.3fx "
               "| %.3f | %.3f | %.3f | %.3f | %.3fx |" % (
                   label[tree], C, SHAPES[C], SHAPES[C], threads, lay,
                   "" if on["blocked"] or lay == "plain" else " (none kept)",
-                  f["batch_norm"], f["add"], f["relu"], f1, f0, e1, e0, (f0 + e0) / (f1 + e1),
+                  f["batch_norm"], f["add"], f["relu"], f.get("relu_backward", "-"), f1, f0, e1,
+                  e0, (f0 + e0) / (f1 + e1),
                   b1, b0, m1, m0, (b0 + m0) / (b1 + m1)), flush=True)
 
 if __name__ == "__main__":

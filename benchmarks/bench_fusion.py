@@ -8,16 +8,25 @@ cores).
     .venv/bin/python benchmarks/bench_fusion.py --compare layouts --modes train   # fusion on
     .venv/bin/python benchmarks/bench_fusion.py --models resnet18 --modes train --threads 1
     .venv/bin/python benchmarks/bench_fusion.py --compare layouts --modes train --precision bfloat16
+    .venv/bin/python benchmarks/bench_fusion.py --modes train --trees /tmp/before .  # two builds
+
+--trees runs the same comparison against other checkouts' built packages (PYTHONPATH), one
+process per tree and round, the trees alternating round by round so that all see the same load;
+one row per tree, each side's fastest step over the rounds.
 
 --compare layouts switches dev.SetGraphLayouts(on/off) with fusion on both sides (today's fp32
 is fusion without layouts); the "Fused" column then shows the blocks kept blocked.
 
 One model per row: the graph is recorded once; dev.SetGraphFusion(on/off) rebuilds it at the next
 replay (its first replay is not timed). Each round times `steps` replays with fusion on, then off;
-the table keeps each side's fastest step. The fused counts come from dev.graph_fusion_counts().
+the table keeps each side's fastest step. The fused counts come from dev.graph_fusion_counts()
+(bn/add/relu into producers, then the ReLU backwards read through by batch-norm backwards: a
+build without that count shows "-").
 """
 import argparse
+import json
 import os
+import subprocess
 import sys
 import time
 
@@ -25,6 +34,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+from bench_bn_fused import commit_of  # noqa: E402  (names a tree's row)
 from bench_train import eval_step  # noqa: E402  (records the inference forward by hand)
 
 SHAPES = {"resnet18": ((3, 32, 32), 10), "resnet50": ((3, 224, 224), 1000)}
@@ -65,6 +75,59 @@ def timed(step, steps):
     return best_wall, best_cpu
 
 
+def measure(name, mode, args):
+    """{True/False: [best wall, best cpu]} of fusion (or layouts) on and off, and the counts."""
+    dev, step = build(name, args.batch, mode == "inference", args.precision)
+    best = {True: [float("inf")] * 2, False: [float("inf")] * 2}
+    counts = None
+    for _ in range(args.rounds):
+        for on in (True, False):
+            if args.compare == "layouts":
+                dev.SetGraphLayouts(on)
+            else:
+                dev.SetGraphFusion(on)
+            step()  # rebuilds the graph with the new setting
+            if on:
+                counts = dev.graph_fusion_counts()
+                counts["blocked"] = dev.graph_layout_counts()["blocks"]
+            w, c = timed(step, args.steps)
+            best[on] = [min(best[on][0], w), min(best[on][1], c)]
+    dev.ResetGraph()
+    return best, counts
+
+
+def across_trees(args, argv):
+    """--trees: this script in a process per tree and round (--rounds 1), trees alternating."""
+    rows = {}
+    for _ in range(args.rounds):
+        for tree in args.trees:
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker"] + argv
+            env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree)
+            results = [json.loads(l[7:]) for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+            if not results:
+                raise RuntimeError("%s failed:\n%s" % (tree, p.stderr[-3000:]))
+            for r in results:
+                key = (tree, r["model"], r["mode"])
+                old = rows.setdefault(key, r)
+                for side in ("on", "off"):
+                    old[side] = [min(a, b) for a, b in zip(old[side], r[side])]
+    return rows
+
+
+def row(label, name, batch, mode, what, on, off):
+    (won, con), (woff, coff) = on, off
+    print("| %s%s b%d | %s | %s | %.3f | %.3f | %.3fx | %.3f | %.3f | %.3fx |" % (
+        label, name, batch, mode, what, won, woff, woff / won, con, coff, coff / con), flush=True)
+
+
+def fused_cell(counts, compare):
+    if compare == "layouts":
+        return str(counts["blocked"])
+    return "%d/%d/%d/%s" % (counts["batch_norm"], counts["add"], counts["relu"],
+                            counts.get("relu_backward", "-"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["resnet18"], choices=sorted(SHAPES))
@@ -80,40 +143,48 @@ def main():
     ap.add_argument("--threads", type=int, default=0,
                     help="singa's OpenMP threads (0: the default); one thread is the least "
                          "disturbed by other processes sharing the cores")
+    ap.add_argument("--trees", nargs="+",
+                    help="checkouts with a built singa package, compared round by round")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:  # one tree's round (--trees): results as JSON lines
+        args.rounds = 1
+        if args.threads:
+            from singa import singa_wrap
+            singa_wrap.set_num_threads(args.threads)
+        for name in args.models:
+            for mode in args.modes:
+                best, counts = measure(name, mode, args)
+                print("RESULT " + json.dumps({"model": name, "mode": mode, "on": best[True],
+                                              "off": best[False], "counts": counts}), flush=True)
+        return
     if args.threads:
         from singa import singa_wrap
         singa_wrap.set_num_threads(args.threads)
     print("machine: %d cores, %s; OPENBLAS_CORETYPE=%s" % (
         os.cpu_count(), time.strftime("%Y-%m-%d"), os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
-    switched = "Fused (bn/add/relu)" if args.compare == "fusion" else "Blocked blocks"
+    switched = ("Fused (bn/add/relu/relu bwd)" if args.compare == "fusion" else
+                "Blocked blocks")
     print("\n| Model | Mode | %s | Wall on (s) | Wall off (s) | Speedup wall "
           "| CPU on (s) | CPU off (s) | Speedup CPU |" % switched)
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    if args.trees:
+        rows = across_trees(args, ["--models", *args.models, "--modes", *args.modes,
+                                   "--batch", str(args.batch), "--steps", str(args.steps),
+                                   "--precision", args.precision, "--compare", args.compare,
+                                   "--threads", str(args.threads)])
+        for name in args.models:
+            for mode in args.modes:
+                for tree in args.trees:
+                    r = rows[(tree, name, mode)]
+                    row(commit_of(tree) + " ", name, args.batch, mode,
+                        fused_cell(r["counts"], args.compare), r["on"], r["off"])
+        return
     for name in args.models:
         for mode in args.modes:
-            dev, step = build(name, args.batch, mode == "inference", args.precision)
-            best = {True: [float("inf")] * 2, False: [float("inf")] * 2}
-            counts = None
-            for _ in range(args.rounds):
-                for on in (True, False):
-                    if args.compare == "layouts":
-                        dev.SetGraphLayouts(on)
-                    else:
-                        dev.SetGraphFusion(on)
-                    step()  # rebuilds the graph with the new setting
-                    if on:
-                        counts = dev.graph_fusion_counts()
-                        counts["blocked"] = dev.graph_layout_counts()["blocks"]
-                    w, c = timed(step, args.steps)
-                    best[on] = [min(best[on][0], w), min(best[on][1], c)]
-            (won, con), (woff, coff) = best[True], best[False]
-            what = ("%d/%d/%d" % (counts["batch_norm"], counts["add"], counts["relu"])
-                    if args.compare == "fusion" else str(counts["blocked"]))
-            print("| %s b%d | %s | %s | %.3f | %.3f | %.3fx | %.3f | %.3f | %.3fx |" % (
-                name, args.batch, mode, what, won, woff, woff / won, con, coff, coff / con),
-                flush=True)
-            dev.ResetGraph()
+            best, counts = measure(name, mode, args)
+            row("", name, args.batch, mode, fused_cell(counts, args.compare), best[True],
+                best[False])
 
 
 if __name__ == "__main__":

@@ -79,6 +79,9 @@ def main():
     print("%s, batch %d, %s on %s: %.2f ms per step summed over operations (%.2f ms wall per profiled "
           "step, which syncs after each operation)" % (args.model, bs, args.precision, args.device,
                                                total, wall * 1e3))
+    # a fused operation keeps its row and count (its time is its producer's, or consumer's)
+    print("fused: %s; kept blocked: %d blocks" % (dev.graph_fusion_counts(),
+                                                  dev.graph_layout_counts()["blocks"]))
     print("\n| operation | calls/step | ms/step | share |\n|---|---:|---:|---:|")
     for name, calls, ms, share in rows[:args.top]:
         print("| %s | %d | %.3f | %s |" % (name, calls, ms, share))

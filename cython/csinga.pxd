@@ -94,6 +94,7 @@ cdef extern from "singa/graph/graph.h" namespace "singa" nogil:
     ctypedef int GraphCostModel "singa::Graph::CostModel"
     cdef cppclass CFusionCounts "singa::Graph::FusionCounts":
         size_t batch_norm, add, relu
+        size_t relu_backward
     cdef cppclass CLayoutCounts "singa::Graph::LayoutCounts":
         size_t blocks, bytes
         size_t channels_last

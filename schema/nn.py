@@ -134,7 +134,7 @@ OPS += [
              "statistics BatchNormForwardTraining returned",
          handle=None, inputs=["dy", "x", "scale", "mean", "var"], params=[_EPS],
          args="BnBwdArgs", reads=["dy", "x", "scale", "mean", "var"],
-         writes=["dx", "dscale", "dbias"], fields=_BN_NCS,
+         writes=["dx", "dscale", "dbias"], fields=_BN_NCS + [Field("Epilogue", "epi")],
          shapes={"dx": "x.shape()", "dscale": _BN_STAT, "dbias": _BN_STAT},
          ids=["BatchNormBackward"], backends=["kCpuRef", "kCpuDnnl", "kCuda"],
          flops=_bn_flops(9)),  # sum dy; sum dy (x - mean) (3); dx (5)

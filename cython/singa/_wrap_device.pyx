@@ -220,13 +220,16 @@ cdef class Device:
         return self.c.get().graph().captured()
 
     def graph_num_fused(self):
-        """How many operations the last graph build fused into their producers."""
+        """How many operations the last graph build fused into their producers (or, a ReLU
+        backward, into its consumer)."""
         return self.c.get().graph().num_fused()
 
     def graph_fusion_counts(self):
-        """The operations the last graph build fused, by kind: {"batch_norm", "add", "relu"}."""
+        """The operations the last graph build fused, by kind: {"batch_norm", "add", "relu"}
+        into a producer's epilogue, "relu_backward" read through by the batch-norm backward."""
         c = self.c.get().graph().fusion_counts()
-        return {"batch_norm": c.batch_norm, "add": c.add, "relu": c.relu}
+        return {"batch_norm": c.batch_norm, "add": c.add, "relu": c.relu,
+                "relu_backward": c.relu_backward}
 
     def graph_num_nodes(self):
         return self.c.get().graph().num_nodes()

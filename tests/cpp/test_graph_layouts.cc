@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "layout_test_util.h"
 #include "ops/nn_kernels.h"  // the batch norm's fused kernel, called directly
 #include "test_helpers.h"
 
@@ -169,35 +170,8 @@ TEST(GraphLayouts, AGroupTakesTheLayoutAllItsOperationsAllow) {
   }
 }
 
-namespace {
-
-// Where element (n, c, s) of an (N, C, S) image batch lies in layout l (singa/core/layout.h).
-size_t IndexIn(MemLayout l, size_t N, size_t C, size_t S, size_t n, size_t c, size_t s) {
-  (void)N;
-  if (l == MemLayout::kChannels16) return (n * C + c / 16 * 16) * S + s * 16 + c % 16;
-  if (l == MemLayout::kChannelsLast) return (n * S + s) * C + c;
-  return (n * C + c) * S + s;
-}
-// v (plain NCHW) stored in layout l, and back.
-std::vector<float> ToLayout(const std::vector<float>& v, MemLayout l, const Shape& sh, bool back) {
-  const size_t N = sh[0], C = sh[1], S = sh[2] * sh[3];
-  std::vector<float> r(v.size());
-  for (size_t n = 0; n < N; ++n)
-    for (size_t c = 0; c < C; ++c)
-      for (size_t s = 0; s < S; ++s) {
-        const size_t p = (n * C + c) * S + s, q = IndexIn(l, N, C, S, n, c, s);
-        if (back) r[p] = v[q];
-        else r[q] = v[p];
-      }
-  return r;
-}
-std::vector<float> Values(const Tensor& t) {
-  std::vector<float> v(t.Size());
-  std::memcpy(v.data(), t.block()->data(), v.size() * sizeof(float));
-  return v;
-}
-
-}  // namespace
+using layout_test::ToLayout;
+using layout_test::Values;
 
 TEST(GraphLayouts, BatchNormKernelsGiveThePlainBitsInEveryLayout) {
   // The reference kernels read the layout the graph chose from x's block; tagged by hand here

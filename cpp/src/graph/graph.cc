@@ -29,7 +29,8 @@ std::string DotEscape(const std::string& s) {
 // " (with its fused BatchNormForwardInference, Add, ReLU)": what a check_finite message adds.
 std::string FusedSuffix(const Epilogue& e) {
   std::string s;
-  for (const char* part : {e.bn_scale ? "BatchNormForwardInference" : nullptr,
+  for (const char* part : {e.relu_mask ? "ReLUBackward" : nullptr,
+                           e.bn_scale ? "BatchNormForwardInference" : nullptr,
                            e.residual ? "Add" : nullptr, e.relu ? "ReLU" : nullptr})
     if (part) s += (s.empty() ? " (with its fused " : ", ") + std::string(part);
   return s + ")";
@@ -259,7 +260,53 @@ void Graph::FuseEpilogues() {
   std::vector<size_t> pos(nodes_.size());
   for (size_t p = 0; p < order_.size(); ++p) pos[order_[p]] = p;
   for (size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].fusion.with_epilogue && !nodes_[i].skip) FuseChain(i, pos, writers, readers);
+    if (nodes_[i].fusion.with_epilogue && (nodes_[i].fusion.accepts & kEpiOutputParts) &&
+        !nodes_[i].skip)
+      FuseChain(i, pos, writers, readers);
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].fusion.with_epilogue && (nodes_[i].fusion.accepts & kEpiReLUGrad))
+      FuseReLUGrad(i, pos, writers, readers);
+}
+
+// The input side (fusion.h: kEpiReLUGrad): `consumer` reads dz = ReLUBackward(dy, mask) as its
+// first operand. It may read dy and mask instead when dz is one whole block of the shape and
+// dtype of both (the ReLU backward's operands are flat, unbroadcast), written by that ReLU
+// backward alone, read by the consumer alone and held by no user handle; and when neither dy
+// nor mask is written between the two (the consumer now reads them later) nor by the consumer.
+// dz becomes an alias of dy: never written, never read, it costs no memory; dy lives until
+// the consumer, which reads it anyway.
+void Graph::FuseReLUGrad(size_t consumer, const std::vector<size_t>& pos,
+                         std::unordered_map<Block*, std::vector<size_t>>& writers,
+                         std::unordered_map<Block*, std::vector<size_t>>& readers) {
+  Node& c = nodes_[consumer];
+  if (c.run_fused || c.reads.empty()) return;
+  Block* const dz = c.reads[0];
+  if (dz->external_refs() || writers[dz].size() != 1 || readers[dz].size() != 1) return;
+  const size_t link = writers[dz][0];
+  Node& r = nodes_[link];
+  if (r.id != OpId::kReLUBackward || r.skip || !r.layouts.flat || r.reads.size() != 2 ||
+      r.writes.size() != 1 || pos[link] >= pos[consumer])
+    return;
+  Block *dy = r.reads[0], *mask = r.reads[1];
+  for (Block* b : {dy, mask})
+    if (b == dz || !b->has_layout() || !dz->has_layout() || b->shape() != dz->shape() ||
+        b->dtype() != dz->dtype() || b->size() != dz->size())
+      return;
+  // dy takes dz's place in memory: a block this step writes first, once, that no handle holds.
+  if (dy->external_refs() || writers[dy].size() != 1 || pos[writers[dy][0]] >= pos[link]) return;
+  for (Block* b : {dy, mask}) {
+    if (std::find(c.writes.begin(), c.writes.end(), b) != c.writes.end()) return;
+    for (size_t w : writers[b])
+      if (pos[w] > pos[link] && pos[w] < pos[consumer]) return;
+  }
+  c.run_fused = true;
+  c.epilogue.relu_dy = dy;
+  c.epilogue.relu_mask = mask;
+  c.fused_reads.insert(c.fused_reads.end(), {dy, mask});
+  r.skip = true;
+  auto root = aliases_.find(dy);  // dy may itself live in a producer's block
+  aliases_[dz] = root == aliases_.end() ? dy : root->second;
+  fused_.relu_backward++;
 }
 
 // Follows y = writes[0] of `producer` through the links the file comment allows.

@@ -15,7 +15,8 @@
 //      are held, so they stay plain).
 //   2. Blocks that must share a layout are joined (union-find): the flagged operands of an
 //      operation with one_layout (elementwise ops, batch norm, pooling), a fused link's output
-//      and its producer's block (one memory), a fused residual and the block it is added to.
+//      and its producer's block (one memory), a fused residual and the block it is added to, a
+//      ReLU backward's mask and the gradient its consumer now reads through it.
 //      Joined blocks of different shapes could not share a kept layout where a kernel reads
 //      them as flat arrays (elementwise ops: a broadcast; LayoutHooks::flat): their group stays
 //      plain (pooling's x and y differ in H and W only: fine).
@@ -154,7 +155,11 @@ void Graph::ChooseLayouts() {
     for (size_t k = 0; k < n.writes.size(); ++k)
       visit(n.writes[k], AllowedBy(h.writes, h.writes_last, k));
     if (!one.empty()) share(one, h.flat);
-    if (!n.run_fused || n.writes.empty()) continue;
+    if (!n.run_fused) continue;
+    // A ReLU backward read through (kEpiReLUGrad): its mask as the dz it replaces (dy is
+    // dz's alias, joined above).
+    if (Block* m = n.epilogue.relu_mask) share({n.reads[0], m});
+    if (n.writes.empty()) continue;
     Block* y = n.writes[0];
     if (Block* r = n.epilogue.residual)
       if (!Neutral(r) || !Neutral(y)) share({y, r});

@@ -182,6 +182,13 @@ template <typename Args, typename = void>
 struct HasReluPostOp : std::false_type {};
 template <typename Args>
 struct HasReluPostOp<Args, std::void_t<decltype(std::declval<Args&>().relu)>> : std::true_type {};
+/// Ops whose Args carry an epilogue (`epi`) without a ReLU flag: the batch-norm backward, whose
+/// kernel may read its dy through a ReLU mask (kEpiReLUGrad; Prepared::epilogue says so).
+template <typename Args, typename = void>
+struct HasInputEpilogue : std::false_type {};
+template <typename Args>
+struct HasInputEpilogue<Args, std::void_t<decltype(std::declval<Args&>().epi)>>
+    : std::bool_constant<!HasReluPostOp<Args>::value> {};
 
 /// The rerun form (OpDesc::rerun) of a batch-norm training forward: y again from x without
 /// touching the running statistics. With the kernel's own rerun (the reference kernel: a
@@ -301,6 +308,17 @@ void LaunchKernel(KernelSlot<PrepareFn<Args>>& slot, const Args& a,
       hooks.with_epilogue = [fa, ws, run = std::move(fused.run)](Context*, const Epilogue& e) {
         Args b = fa;  // a ReLU-only kernel is only ever given e.relu (accepts says so)
         b.relu = e.relu;
+        b.epi = e;
+        run(b, ws.empty() ? nullptr : OutPtr(ws));
+      };
+    }
+  }
+  if constexpr (HasInputEpilogue<Args>::value) {
+    // The same prepared kernel, given the epilogue the graph found (it reads Args::epi).
+    if (p.epilogue && dev->graph_enabled()) {
+      hooks.accepts = p.epilogue;
+      hooks.with_epilogue = [a, ws, run = p.run](Context*, const Epilogue& e) {
+        Args b = a;
         b.epi = e;
         run(b, ws.empty() ? nullptr : OutPtr(ws));
       };

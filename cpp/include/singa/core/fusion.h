@@ -15,6 +15,12 @@
 //                  parameter changed by an optimizer step or a load is never stale)
 //   kEpiAdd        y = y + residual                                 (same shape and dtype as y)
 //   kEpiReLU       y = max(0, y), NaN kept (numpy's semantics, as the ReLU op)
+//
+// A backward may instead absorb what produces its first read, the incoming gradient (the
+// input side: the batch-norm backward after ResNet's bn -> relu):
+//   kEpiReLUGrad   dz = ReLUBackward(dy, mask), read as dy where mask > 0 or is NaN, else 0
+//                  (the ReLUBackward op's semantics): the operation reads relu_dy and
+//                  relu_mask in place of dz, which the graph then never materialises
 #pragma once
 
 #include <cstddef>
@@ -25,15 +31,21 @@ namespace singa {
 class Block;
 class Context;
 
-enum EpiloguePart : unsigned { kEpiBatchNorm = 1, kEpiAdd = 2, kEpiReLU = 4 };
+enum EpiloguePart : unsigned { kEpiBatchNorm = 1, kEpiAdd = 2, kEpiReLU = 4, kEpiReLUGrad = 8 };
+/// The parts applied to an operation's output y (a producer's chain, Graph: epilogue fusion).
+constexpr unsigned kEpiOutputParts = kEpiBatchNorm | kEpiAdd | kEpiReLU;
 
 struct Epilogue {
   Block *bn_scale = nullptr, *bn_bias = nullptr, *bn_mean = nullptr, *bn_var = nullptr;
   float bn_eps = 0.f;
   Block* residual = nullptr;
   bool relu = false;
+  /// kEpiReLUGrad: the ReLU backward's dy and mask (blocks of the replaced read's shape and
+  /// dtype, stored in its layout).
+  Block *relu_dy = nullptr, *relu_mask = nullptr;
   unsigned parts() const {
-    return (bn_scale ? kEpiBatchNorm : 0u) | (residual ? kEpiAdd : 0u) | (relu ? kEpiReLU : 0u);
+    return (bn_scale ? kEpiBatchNorm : 0u) | (residual ? kEpiAdd : 0u) | (relu ? kEpiReLU : 0u) |
+           (relu_mask ? kEpiReLUGrad : 0u);
   }
 };
 
@@ -43,7 +55,8 @@ using EpilogueFn = std::function<void(Context*, const Epilogue&)>;
 struct FusionHooks {
   FusionHooks() = default;
   FusionHooks(std::nullptr_t) {}  // NOLINT: "no hooks" at call sites written as nullptr
-  /// The operation with an epilogue applied to its first written block; empty: none.
+  /// The operation with an epilogue applied to its first written block (or, kEpiReLUGrad, its
+  /// first read computed on the fly); empty: none.
   EpilogueFn with_epilogue;
   /// The parts with_epilogue can apply (EpiloguePart bits).
   unsigned accepts = 0;

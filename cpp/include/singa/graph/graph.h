@@ -42,11 +42,18 @@
 // no block of the chain is held by a user handle or written twice, and what the absorbed
 // operations read besides the chain (the residual r, the batch norm's parameters) is written
 // before the producer runs and not between it and the link: the producer reads it (its
-// fused_reads) and runs its variant; the links become no-ops. Backward is unchanged: no
-// backward reads a chain's intermediate (the batch norm's backward reads its input x, the
-// ReLU's its output, the add's nothing), which is why a second reader stops the chain. The
-// values are those of the unfused operations within float rounding (a folded batch norm
-// rounds as the batch-norm kernel does; NaN propagates as in numpy).
+// fused_reads) and runs its variant; the links become no-ops. No backward reads a chain's
+// intermediate (the batch norm's backward reads its input x, the ReLU's its output, the add's
+// nothing), which is why a second reader stops the chain. The values are those of the unfused
+// operations within float rounding (a folded batch norm rounds as the batch-norm kernel does;
+// NaN propagates as in numpy).
+// In backward, an operation whose variant accepts kEpiReLUGrad (the batch-norm backward) reads
+// its incoming gradient through the ReLU backward that produces it: dz = ReLUBackward(dy, mask)
+// read by it alone, written by that ReLU backward alone, held by no user handle, dy and mask
+// (blocks of dz's shape and dtype) not written between the two (FuseReLUGrad in graph.cc). The
+// ReLU backward becomes a no-op, dz an alias of dy that nothing touches (no memory of its own);
+// the consumer reads dy and mask (fused_reads) and gives the unfused bits. ResNet's bn -> relu
+// (the stem and each block's first) fuses; bn -> add -> relu does not (dz has two readers).
 //
 // Layouts (SetLayouts(false) turns them off; cpp/src/graph/layouts.cc states the rules): a 4-d
 // activation stays in the layout its convolutions compute in, oneDNN's channel-blocked nChw16c
@@ -204,6 +211,7 @@ class Graph {
   /// Operations the last build fused into their producers, by kind, and in all.
   struct FusionCounts {
     size_t batch_norm = 0, add = 0, relu = 0;
+    size_t relu_backward = 0;  ///< ReLU backwards read through by their consumer (kEpiReLUGrad)
   };
   const FusionCounts& fusion_counts() const { return fused_; }
   /// Blocked layouts (see the file comment), on by default; takes effect at the next build.
@@ -216,7 +224,9 @@ class Graph {
     size_t channels_last = 0;
   };
   const LayoutCounts& layout_counts() const { return layout_counts_; }
-  size_t num_fused() const { return fused_.batch_norm + fused_.add + fused_.relu; }
+  size_t num_fused() const {
+    return fused_.batch_norm + fused_.add + fused_.relu + fused_.relu_backward;
+  }
 
   size_t num_nodes() const { return nodes_.size(); }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -250,6 +260,9 @@ class Graph {
   void FuseChain(size_t producer, const std::vector<size_t>& pos,
                  std::unordered_map<Block*, std::vector<size_t>>& writers,
                  std::unordered_map<Block*, std::vector<size_t>>& readers);
+  void FuseReLUGrad(size_t consumer, const std::vector<size_t>& pos,
+                    std::unordered_map<Block*, std::vector<size_t>>& writers,
+                    std::unordered_map<Block*, std::vector<size_t>>& readers);
   void ChooseLayouts();
   void ClearLayouts();
   void AnalyseBlocks();
