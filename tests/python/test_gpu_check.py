@@ -60,8 +60,8 @@ def test_missing_packages_fail_with_the_command_to_fetch_them(tmp_path):
 
 @needs_debs
 def test_a_library_found_outside_the_prefix_fails_configure(tmp_path):
-    # without GoogleTest among the packages, CMake finds this machine's own: on the device there
-    # is none, so the rehearsal must fail here rather than pass on the system's copy
+    # without GoogleTest among the packages, CMake would find this machine's own: on the device
+    # there is none, so the rehearsal must fail here rather than pass on the system's copy
     some = tmp_path / "somedebs"
     some.mkdir()
     for f in os.listdir(DEPS):
@@ -70,7 +70,9 @@ def test_a_library_found_outside_the_prefix_fails_configure(tmp_path):
     p, summary = run_check(tmp_path, "unpack,configure", GPU_DEPS_DIR=str(some))
     assert p.returncode != 0
     assert "PASS unpack" in summary and "FAIL configure" in summary
-    assert "GTest" in p.stdout + p.stderr
+    # here: CMake found this machine's GoogleTest outside the prefix; on a machine without one
+    # (the GPU image): SINGA_BUILD_TESTS=ON finds none. Either way configure fails naming it.
+    assert re.search(r"GTest|GoogleTest", p.stdout + p.stderr)
     assert "SOME STEPS FAILED" in summary
 
 
