@@ -6,6 +6,7 @@ here, so the one device call a lent GPU gets does not fail on a rotten script.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -84,3 +85,24 @@ def test_bench_train_runs_gpu_only_modes_only_on_the_gpu():
     assert p.returncode == 0, p.stderr[-2000:]
     rows = [l for l in p.stdout.splitlines() if l.startswith("| model") or l.startswith("| pytorch")]
     assert [r.split("|")[1].strip() for r in rows] == ["model: disable graph"], p.stdout
+
+
+HIDE = os.path.join(ROOT, "tools", "hide_system_deps.sh")
+
+
+@pytest.mark.skipif(subprocess.run(["bash", HIDE, "--can"]).returncode != 0,
+                    reason="needs root and unshare -m")
+def test_hide_system_deps_shows_the_command_a_machine_without_them(tmp_path):
+    # what make gpu-check-suite-dry relies on: inside, no mpirun, no GoogleTest headers, and the
+    # system's OpenBLAS reads empty; outside, nothing changed
+    probe = ("command -v mpirun; ls /usr/include/gtest 2>/dev/null | head -1; "
+             "for f in /usr/lib/*/libopenblas*.so* /usr/lib/*/openblas-*/libopenblas*.so*; do "
+             "[ -s \"$f\" ] && echo \"$f\"; done; echo done")
+    inside = subprocess.run(["bash", HIDE, "sh", "-c", probe], capture_output=True, text=True,
+                            timeout=60)
+    assert inside.returncode == 0, inside.stderr
+    assert inside.stdout.split() == ["done"], inside.stdout
+    outside = subprocess.run(["sh", "-c", probe], capture_output=True, text=True, timeout=60)
+    if shutil.which("mpirun"):
+        assert "mpirun" in outside.stdout
+    assert subprocess.run(["bash", HIDE], capture_output=True).returncode == 2  # usage
