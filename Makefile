@@ -145,9 +145,11 @@ clean:
 #                       downloaded (not installed) into .gpu-deps/ for the device call to carry
 # make gpu-check        tools/gpu_check.sh on this machine (on the GPU machine: the whole check)
 # make gpu-check-dry    the rehearsal here: unpack, configure against the prefix, build, CPU half
+# make gpu-check-suite-dry  the second device call's whole Python suite here, with the system's
+#                       OpenBLAS/oneDNN/GoogleTest/Open MPI hidden as on the GPU image (~20 min)
 GPU_DEBS := libopenblas-openmp-dev libopenblas0-openmp libgfortran5 libquadmath0 libdnnl-dev \
   libdnnl2 ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers libgtest-dev
-.PHONY: gpu-deps gpu-check gpu-check-dry
+.PHONY: gpu-deps gpu-check gpu-check-dry gpu-check-suite-dry
 gpu-deps: .gpu-deps/.ok
 .gpu-deps/.ok: Makefile
 	rm -rf .gpu-deps && mkdir -p .gpu-deps
@@ -159,6 +161,9 @@ gpu-check: gpu-deps
 	tools/gpu_check.sh
 gpu-check-dry: gpu-deps build
 	GPU_CHECK_DRY=1 tools/gpu_check.sh
+gpu-check-suite-dry: gpu-deps build
+	GPU_CHECK_DRY=1 GPU_CHECK_STEPS=suite GPU_CHECK_DEADLINE=3600 GPU_BUILD_LIMIT=1800 \
+	  GPU_PYALL_LIMIT=2400 PYTEST_WORKERS=$(JOBS) tools/gpu_check.sh
 
 # ---- The API reference (issue 22): make docs -> build/docs/index.html ---------------------------
 # Sphinx (autodoc + napoleon) and myst-parser (the pages include README.md and BENCHMARKS.md),

@@ -8,6 +8,8 @@
 #   GPU_CHECK_DRY=1 tools/gpu_check.sh  # rehearsal here: unpack, configure against the prefix,
 #                                       # build, the CPU half of the checks, the 64 MiB budget
 #   GPU_CHECK_DRY=1 GPU_CHECK_STEPS=unpack,configure tools/gpu_check.sh   # what make test runs
+#   make gpu-check-suite-dry            # the second call's suite here, the system's OpenBLAS,
+#                                       # oneDNN, GoogleTest, Open MPI hidden (~20 min, 2 cores)
 #
 # The GPU image (the device tool's KINDS.md) has nvcc 13, CMake, Cython, numpy, pytest, PyTorch
 # CUDA and the nvidia-cublas/cudnn/nccl/curand wheels in python3's environment, but no OpenBLAS,
@@ -250,9 +252,11 @@ compile() {  # torch.compile beside the same rows (its compile is slow: after th
 
 pyall() {  # the whole suite against the CUDA build (CPU-only tests may skip), in parallel if xdist
   # -v names each test as it ends, so a run cut short still says which failed; the suite stops
-  # 20 s inside the step's limit to leave time for that list
-  local par=""; "$PY" -c 'import xdist' 2>/dev/null && par="-n ${PYTEST_WORKERS:-14}"
-  (cd /tmp && PYTHONPATH="$B/py" SINGA_EXPECT_CUDA=$CUDA timeout --kill-after=5 \
+  # 20 s inside the step's limit to leave time for that list. Dry, where a mount namespace can be
+  # made, the suite runs without the system's OpenBLAS/oneDNN/GoogleTest/Open MPI, as there.
+  local par="" hide=""; "$PY" -c 'import xdist' 2>/dev/null && par="-n ${PYTEST_WORKERS:-14}"
+  [ "$DRY" = 1 ] && "$ROOT/tools/hide_system_deps.sh" --can && hide="$ROOT/tools/hide_system_deps.sh"
+  (cd /tmp && PYTHONPATH="$B/py" SINGA_EXPECT_CUDA=$CUDA $hide timeout --kill-after=5 \
      $(( ${STEP_LIMIT:-480} - 20 )) "$PY" -m pytest -v -rfEs -p no:cacheprovider $par \
      --ignore="$ROOT/tests/python/test_gpu.py" --ignore="$ROOT/tests/python/test_gpu_float16.py" \
      "$ROOT/tests/python") >"$OUT/python-all.log" 2>&1

@@ -34,6 +34,9 @@ def configure(build, *defs):
 def test_auto_skips_what_is_missing_and_on_fails_loudly(tmp_path, python_without_numpy):
     py = "-DPython_EXECUTABLE=" + python_without_numpy
     rc, out = configure(tmp_path / "b", py)  # AUTO is the default
+    if rc != 0 and "Could not find SINGA_BLAS_LIBRARY" in out:
+        # the GPU image: its OpenBLAS lives in tools/gpu_check.sh's prefix only
+        pytest.skip("no system OpenBLAS to configure against")
     assert rc == 0, out
     assert ("Python extension (singa.singa_wrap) skipped (SINGA_BUILD_PYTHON=AUTO): missing "
             "numpy") in out

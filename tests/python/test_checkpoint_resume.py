@@ -2,7 +2,6 @@
 as the uninterrupted run; aux_states takes an optimizer's get_states() (nested dicts); partial
 loads (strict=False) report what they skipped, strict loads raise listing it all."""
 import json
-import os
 import subprocess
 import sys
 import warnings
@@ -12,10 +11,9 @@ import numpy as np
 import pytest
 
 import tiny_nets
+from child_env import child_env
 from singa import device, layer, model, opt, tensor
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 N_STEPS, M_STEPS = 3, 4
 
 OPTIMIZERS = {
@@ -41,8 +39,7 @@ np.savez(out, **tiny_nets.params(net))
 
 
 def _fresh_process(optimizer, *args):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [ROOT, HERE] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env = child_env()
     res = subprocess.run([sys.executable, "-c", RESUME % optimizer] + [str(a) for a in args],
                          env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -20,6 +20,7 @@ import time
 import numpy as np
 import pytest
 
+from child_env import child_env
 from singa import singa_wrap
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -34,9 +35,7 @@ OPTIONS = ["plain", "half", "partialUpdate", "sparseTopK", "sparseThreshold"]
 
 
 def _env():
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    return child_env(OMP_NUM_THREADS="1")
 
 
 def mpirun_prefix(np_):

@@ -52,9 +52,15 @@ def test_module_without_mpirun_exits_with_the_error(tmp_path):
     assert "mpirun was not found" in p.stderr
 
 
-def test_dry_run_prints_the_command():
+def test_dry_run_prints_the_command(tmp_path):
+    # an mpirun of our own on PATH: the command is the subject, not this machine's Open MPI (the
+    # GPU image has none)
+    fake = tmp_path / "mpirun"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    env = dict(_env(), PATH=str(tmp_path) + os.pathsep + os.environ.get("PATH", ""))
     p = subprocess.run([sys.executable, "-m", "singa.launch", "-n", "2", "--dry-run", "t.py",
-                        "--lr", "0.1"], env=_env(), capture_output=True, text=True, timeout=60)
+                        "--lr", "0.1"], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     words = p.stdout.split()
     assert words[1:3] == ["-np", "2"] and words[-3:] == ["t.py", "--lr", "0.1"]

@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
+from child_env import child_env
 from singa import singa_wrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _loaded(name_start):
@@ -48,7 +48,7 @@ def _can_hide_files():
 
 @pytest.mark.skipif(not singa_wrap.USE_DIST, reason="built without MPI (USE_DIST=OFF)")
 @pytest.mark.skipif(not _can_hide_files(), reason="needs root and unshare -m to hide libmpi")
-def test_without_libmpi_singa_trains_and_distopt_says_how_to_get_it():
+def test_without_libmpi_singa_trains_and_distopt_says_how_to_get_it(tmp_path):
     # A mount namespace where every libmpi file reads as /dev/null: MPI cannot load.
     script = textwrap.dedent("""
         import numpy as np
@@ -71,9 +71,9 @@ def test_without_libmpi_singa_trains_and_distopt_says_how_to_get_it():
     """)
     hide = ("for f in $(find /usr/lib /usr/local/lib -xdev -type f -name 'libmpi*.so*' "
             "2>/dev/null); do mount --bind /dev/null $f; done; exec \"$@\"")
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     res = subprocess.run(["unshare", "-m", "sh", "-c", hide, "hide", sys.executable, "-c", script],
-                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+                         capture_output=True, text=True, env=child_env(), cwd=tmp_path,
+                         timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     msg = res.stdout
     assert "MPI is not available" in msg and "libmpi" in msg, msg

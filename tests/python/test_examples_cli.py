@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 
+from child_env import child_env
 from singa import tensor
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -26,8 +27,7 @@ import train  # noqa: E402
 
 
 def _run(*args, timeout=120):
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env = child_env(OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable] + list(args), env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
 

@@ -14,9 +14,9 @@ from singa import device, opt, tensor
 from singa import singa_wrap as sw
 import tiny_nets
 from backend_switch import backend
+from child_env import child_env
 
 LIBS = ["openblas"] + (["dnnl"] if sw.USE_DNNL else [])
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(params=LIBS)
@@ -224,11 +224,10 @@ print("|".join([name, why, before, ran]))
 
 
 def probe(knob):
-    env = dict(os.environ)
+    env = child_env()
     env.pop("SINGA_GEMM", None)
     if knob is not None:
         env["SINGA_GEMM"] = knob
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr

@@ -8,12 +8,14 @@ A module may import from a lower layer, or from its own package (autograd.math f
 autograd.base) as long as those imports form no cycle. A new module must be given a layer here.
 """
 import ast
+import os
 import pathlib
 import subprocess
 import sys
 
 import pytest
 
+from child_env import child_env
 from singa import _state, autograd, layer, model, tensor
 
 PKG = pathlib.Path(__file__).resolve().parents[2] / "singa"
@@ -189,9 +191,11 @@ def test_the_layering_would_catch_an_upward_import():
 @pytest.mark.parametrize("module", sorted(m for m in _graph()))
 def test_each_module_imports_alone(module):
     code = "import importlib, sys; importlib.import_module(%r); print('ok')" % module
-    env_path = str(PKG.parent) + (":" + ":".join(p for p in sys.path if p))
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=dict(__import__("os").environ, PYTHONPATH=env_path), timeout=120)
+    # the imported singa's folder first (child_env), then this process's whole path
+    env = child_env()
+    env["PYTHONPATH"] += os.pathsep + os.pathsep.join(p for p in sys.path if p)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]
 
 
@@ -216,3 +220,16 @@ def test_leaf_tensors_get_a_dummy_creator():
     assert isinstance(t.creator, autograd.Dummy) and t.creator.name == "w"
     assert t.creator is t.creator
     assert autograd.Linear is layer.Linear
+
+
+def test_a_child_process_imports_the_singa_under_test(tmp_path):
+    # the CUDA variant and the GPU machine test builds outside the source tree: a child process
+    # (examples, resume, MPI ranks) must load that build's extension, not the repository's
+    import singa
+    code = "import singa, singa.singa_wrap as w; print(singa.__file__); print(w.__file__)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=child_env(), cwd=tmp_path, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    pkg, wrap = res.stdout.split()
+    assert os.path.abspath(pkg) == os.path.abspath(singa.__file__)
+    assert os.path.abspath(wrap) == os.path.abspath(singa.singa_wrap.__file__)

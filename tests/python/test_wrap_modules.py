@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+from child_env import child_env
 from singa import singa_wrap as sw
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -54,13 +55,11 @@ def test_classes_say_where_users_find_them():
 def test_each_module_imports_alone():
     # In-place arithmetic (_wrap_elementwise) and DLPack (_wrap_dlpack) build on the Tensor
     # module; a Tensor imported alone finds them when first used.
-    here = pathlib.Path(sw.__file__).resolve().parents[1]  # this singa (a CUDA build's too)
-    probes = {name: "import sys; sys.path.insert(0, %r)\nimport singa.%s" % (str(here), name)
-              for name in SOURCES}
+    probes = {name: "import singa.%s" % name for name in SOURCES}
     probes["_wrap_tensor"] += ("\nimport numpy as np\nt = singa._wrap_tensor.Tensor((2,))\n"
                                "t += 1.5\nassert np.asarray(t).tolist() == [1.5, 1.5]")
     runs = {name: subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT)
+                                   stderr=subprocess.STDOUT, env=child_env())  # this singa's
             for name, code in probes.items()}
     failed = {name: p.communicate()[0].decode()[-400:] for name, p in runs.items()}
     assert {n: out for n, out in failed.items() if runs[n].returncode != 0} == {}
