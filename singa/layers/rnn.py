@@ -168,9 +168,9 @@ class RNN_Base(Layer):
         wider = [s.shape[-2] for s in states if len(s.shape) in (2, 3) and s.shape[-2] > 1]
         if batch == 1 and wider:
             # SINGA adds x Wx and h Wh with broadcasting, so a batch-1 input meets states of a
-            # larger batch (its char-rnn samples one character with the training batch's state)
+            # larger batch (its char-rnn samples one character with the training batch's state);
+            # the cells' sums broadcast too: only the states' batch is taken
             batch = wider[0]
-            steps = [autograd.expand(x, [batch, x.shape[1]]) for x in steps]
         h0s, rank = self._states(h0, batch, steps[0], "h0")
         c0s = self._states(c0, batch, steps[0], "c0")[0] if self.mode == 2 else None
         weights = [self._cell_weights(s) for s in self._suffixes()]

@@ -31,19 +31,20 @@ def copy_from_torch(tnet, net, mode):
                     for k in net.get_params()})
 
 
+@pytest.mark.parametrize("batch", [2, B])  # 2: the smallest batch a state broadcasts from
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
-def test_batch1_input_broadcasts_to_state_batch(mode, rng):
+def test_batch1_input_broadcasts_to_state_batch(mode, batch, rng):
     x = rng.normal(0, 1, (T, 1, I)).astype(F32)
-    h0 = rng.normal(0, 0.5, (B, H)).astype(F32)
-    c0 = rng.normal(0, 0.5, (B, H)).astype(F32)
-    dy = rng.uniform(-1, 1, (T, B, H)).astype(F32)
+    h0 = rng.normal(0, 0.5, (batch, H)).astype(F32)
+    c0 = rng.normal(0, 0.5, (batch, H)).astype(F32)
+    dy = rng.uniform(-1, 1, (T, batch, H)).astype(F32)
 
     torch.manual_seed(0)
     tnet = torch.nn.LSTM(I, H) if mode == "lstm" else torch.nn.GRU(I, H)
     tx = torch.tensor(x, requires_grad=True)
     th, tc = (torch.tensor(a[None], requires_grad=True) for a in (h0, c0))
-    ty, tstate = tnet(tx.expand(T, B, I), (th, tc)) if mode == "lstm" else \
-        tnet(tx.expand(T, B, I), th)
+    ty, tstate = tnet(tx.expand(T, batch, I), (th, tc)) if mode == "lstm" else \
+        tnet(tx.expand(T, batch, I), th)
     (ty * torch.tensor(dy)).sum().backward()
 
     net = layer.LSTM(I, H) if mode == "lstm" else layer.GRU(I, H)
@@ -68,7 +69,7 @@ def test_batch1_input_broadcasts_to_state_batch(mode, rng):
                                rtol=1e-5, atol=1e-5)
     final_h = tstate[0] if mode == "lstm" else tstate
     np.testing.assert_allclose(N(h), final_h.detach().numpy()[0], rtol=1e-5, atol=1e-5)
-    # each step's (1, I) input gets the sum over the B rows it was broadcast to
+    # each step's (1, I) input gets the sum over the batch rows it was broadcast to
     for t in range(T):
         np.testing.assert_allclose(N(grads[id(xs[t])]), tx.grad.numpy()[t], rtol=1e-4,
                                    atol=1e-5)
