@@ -9,7 +9,7 @@
 #                                       # build, the CPU half of the checks, the 64 MiB budget
 #   GPU_CHECK_DRY=1 GPU_CHECK_STEPS=unpack,configure tools/gpu_check.sh   # what make test runs
 #   make gpu-check-suite-dry            # the second call's suite here, the system's OpenBLAS,
-#                                       # oneDNN, GoogleTest, Open MPI hidden (~20 min, 2 cores)
+#                                       # oneDNN, GoogleTest, Open MPI hidden (386 s, 2 cores)
 #
 # The GPU image (the device tool's KINDS.md) has nvcc 13, CMake, Cython, numpy, pytest, PyTorch
 # CUDA and the nvidia-cublas/cudnn/nccl/curand wheels in python3's environment, but no OpenBLAS,
