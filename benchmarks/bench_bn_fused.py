@@ -26,9 +26,9 @@ import argparse
 import itertools
 import json
 import os
-import subprocess
-import sys
 import time
+
+from trees import commit_of, worker_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = {64: 32, 128: 16, 256: 8, 512: 4}  # channels -> height = width, ResNet-18 CIFAR b32
@@ -93,22 +93,7 @@ def worker(cfg):
 
 
 def run(cfg, tree):
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)]
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tree)
-    for line in p.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    raise RuntimeError("configuration %s failed:\n%s" % (cfg, p.stderr[-3000:]))
-
-
-def commit_of(tree):
-    """The tree's commit (+ "*" when its working tree differs), naming its row."""
-    git = ["git", "-C", tree]
-    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip() or os.path.abspath(tree)
-    dirty = subprocess.run(git + ["diff", "--quiet", "HEAD", "--", "cpp"]).returncode != 0
-    return head + ("*" if dirty else "")
+    return worker_results(__file__, ["--worker", json.dumps(cfg)], tree, timeout=600)[0]
 
 
 def main():

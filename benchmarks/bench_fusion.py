@@ -26,7 +26,6 @@ build without that count shows "-").
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -34,7 +33,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
-from bench_bn_fused import commit_of  # noqa: E402  (names a tree's row)
+from trees import commit_of, worker_results  # noqa: E402
 from bench_train import eval_step  # noqa: E402  (records the inference forward by hand)
 
 SHAPES = {"resnet18": ((3, 32, 32), 10), "resnet50": ((3, 224, 224), 1000)}
@@ -101,13 +100,7 @@ def across_trees(args, argv):
     rows = {}
     for _ in range(args.rounds):
         for tree in args.trees:
-            cmd = [sys.executable, os.path.abspath(__file__), "--worker"] + argv
-            env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree)
-            results = [json.loads(l[7:]) for l in p.stdout.splitlines() if l.startswith("RESULT ")]
-            if not results:
-                raise RuntimeError("%s failed:\n%s" % (tree, p.stderr[-3000:]))
-            for r in results:
+            for r in worker_results(__file__, ["--worker"] + argv, tree):
                 key = (tree, r["model"], r["mode"])
                 old = rows.setdefault(key, r)
                 for side in ("on", "off"):
