@@ -6,9 +6,9 @@
 # `auditwheel show` must report a manylinux tag. The wheel and its [onnx] extra are installed
 # into a fresh venv in a temporary folder outside the checkout; tools/wheel_check.py then runs
 # there with `python -I` (no PYTHONPATH, no script folder on sys.path) from that folder, inside a
-# mount namespace (`unshare -m`, as root) where every file of the system's OpenBLAS, BLAS,
-# oneDNN, GNU OpenMP and Open MPI is replaced by /dev/null: what the wheel did not bundle cannot
-# load. Without the namespace (not root, or unshare refused) the check of /proc/self/maps still
+# mount namespace (tools/hide_system_deps.sh --openmp: `unshare -m`, as root) where every file
+# of the system's OpenBLAS, BLAS, oneDNN, GNU OpenMP and Open MPI is replaced by /dev/null: what
+# the wheel did not bundle cannot load. Without the namespace (not root, or unshare refused) the check of /proc/self/maps still
 # holds (every such library mapped comes from singa.libs), and the script says so.
 # Then the [dist] extra (PyPI's Open MPI) is added to the venv and `wheel_check.py --dist 2`
 # trains two DistOpt ranks started by `python -m singa.launch` with the extra's mpirun, in the
@@ -32,31 +32,18 @@ trap 'rm -rf "$tmp"' EXIT
 "$PYTHON" -m venv "$tmp/venv"
 "$tmp/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel[onnx]"
 
-# The system's copies (real files, not their symlinks), in the loader's default folders.
-hidden=$(find /lib /lib64 /usr/lib /usr/lib64 /usr/local/lib -xdev \
-           -regextype posix-extended -type f \
-           -regex \
-           '.*/lib(openblas|blas|cblas|dnnl|gomp|mpi|mpi_cxx|open-pal|open-rte)[-_.a-z0-9]*\.so[.0-9]*' \
-           2>/dev/null || true)
-# and the system's Open MPI launchers (mpirun and mpiexec are links to orterun on Debian)
-hidden+=" $(find /usr/bin /usr/local/bin -xdev -regextype posix-extended -type f \
-              -regex '.*/(mpirun|mpiexec|orterun|orted|prterun|prted|prte)(\.[a-z]+)?' \
-              2>/dev/null || true)"
 check=("$tmp/venv/bin/python" -I "$root/tools/wheel_check.py" --examples "$root/examples")
 cd "$tmp"
 hide=no
-if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+if "$root/tools/hide_system_deps.sh" --can; then
   hide=yes
-  echo "== hiding $(echo "$hidden" | wc -w) system libraries and programs in a mount namespace"
+  echo "== the system's OpenBLAS, oneDNN, GNU OpenMP and Open MPI (mpirun too) hidden in a mount namespace"
 else
   echo "== no mount namespace here (not root, or unshare refused): /proc/self/maps check only"
 fi
 run_check() {
   if [ $hide = yes ]; then
-    # shellcheck disable=SC2016
-    env -u PYTHONPATH -u LD_LIBRARY_PATH -u LD_PRELOAD unshare -m bash -c '
-      for f in $1; do mount --bind /dev/null "$f"; done
-      shift; exec "$@"' hide "$hidden" "$@"
+    env -u PYTHONPATH -u LD_LIBRARY_PATH -u LD_PRELOAD "$root/tools/hide_system_deps.sh" --openmp "$@"
   else
     env -u PYTHONPATH -u LD_LIBRARY_PATH -u LD_PRELOAD "$@"
   fi
