@@ -161,11 +161,13 @@ def ones(shape: Shape, device: Optional[singa.Device] = None, dtype: DType = flo
 
 def zeros_like(t: Tensor) -> Tensor:
     """A new tensor of 0s with the shape, device and dtype of Tensor ``t``."""
+    _ct(t, "zeros_like")
     return Tensor(t.shape, t.device, t.dtype).set_value(0)
 
 
 def ones_like(t: Tensor) -> Tensor:
     """A new tensor of 1s with the shape, device and dtype of Tensor ``t``."""
+    _ct(t, "ones_like")
     return Tensor(t.shape, t.device, t.dtype).set_value(1)
 
 
@@ -297,6 +299,8 @@ def _axes(axis):
 
 def _into(out, res, op):
     """Copies result ``res`` into ``out`` (same shape) and returns out."""
+    if not isinstance(out, Tensor):
+        raise TypeError("%s: out must be a singa Tensor, got %s" % (op, type(out).__name__))
     if tuple(out.shape) != tuple(res.shape):
         raise singa.ShapeError("%s: out has shape %s but the result has shape %s"
                                % (op, tuple(out.shape), tuple(res.shape)))
@@ -525,16 +529,19 @@ def copy_data_to_from(dst: TensorLike, src: TensorLike, size: int, dst_offset: i
 # ---- random fills and row/column helpers ----------------------------------------------------
 def bernoulli(p: float, t: Tensor) -> Tensor:
     """Fills t with 1 (probability p) or 0; returns t."""
+    _ct(t, "bernoulli")
     return t.bernoulli(p)
 
 
 def gaussian(mean: float, std: float, t: Tensor) -> Tensor:
     """Fills t with samples of N(mean, std^2); returns t."""
+    _ct(t, "gaussian")
     return t.gaussian(mean, std)
 
 
 def uniform(low: float, high: float, t: Tensor) -> Tensor:
     """Fills t with samples of U[low, high); returns t."""
+    _ct(t, "uniform")
     return t.uniform(low, high)
 
 

@@ -113,6 +113,13 @@ def reduce_to(dy, shape):
 
 def back_broadcast(y_shape, x_shape, x):
     """Apache SINGA's name for reduce_to(x, x_shape) (y_shape is x's current shape)."""
+    if not isinstance(x, singa.Tensor):
+        raise TypeError("back_broadcast: x must be a core tensor (Tensor.data), got %s"
+                        % type(x).__name__)
+    try:
+        x_shape = tuple(int(d) for d in x_shape)
+    except TypeError:
+        raise TypeError("back_broadcast: x_shape must be a sequence of ints, got %r" % (x_shape,))
     return reduce_to(x, x_shape)
 
 

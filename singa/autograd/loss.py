@@ -20,6 +20,7 @@ import numbers
 import numpy as np
 
 from .. import singa_wrap as singa
+from .._core import Tensor
 from .errors import ShapeError
 from .base import Operator
 
@@ -67,6 +68,10 @@ class _TargetLoss(Operator):
         if t is None:
             raise ShapeError("%s: no target: give it to the constructor or to forward"
                              % type(self).__name__)
+        t = getattr(t, "data", t)
+        if not isinstance(t, singa.Tensor):
+            raise TypeError("%s: the target must be a singa Tensor, got %s"
+                            % (type(self).__name__, type(t).__name__))
         return self.loss(x, t)
 
     def backward(self, dy=1.0):
@@ -196,6 +201,10 @@ class MeanSquareError(_TargetLoss):
 
 def mse_loss(x, t):
     """The mean over all elements of the squared error between x and t (same shapes)."""
+    for what, v in (("predictions", x), ("target", t)):
+        if not isinstance(v, Tensor):
+            raise TypeError("mse_loss: the %s must be a singa Tensor, got %s"
+                            % (what, type(v).__name__))
     if tuple(x.shape) != tuple(t.shape):
         raise ShapeError("mse_loss: target of shape %s does not match predictions of shape %s"
                          % (tuple(t.shape), tuple(x.shape)))

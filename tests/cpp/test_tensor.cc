@@ -97,6 +97,23 @@ TEST(Tensor, ReshapeRulesAndViews) {
   EXPECT_EQ(tr.ToVector<float>(), (std::vector<float>{0, 3, 1, 4, 2, 5}));
 }
 
+// Sizes past 2^63 - 1 elements or bytes raise instead of wrapping: (3, 2^63) float32 tensors
+// used to get a block of 3 * 2^65 mod 2^64 = 0 bytes, and the first write crashed.
+TEST(Tensor, SizesThatOverflowThrow) {
+  const size_t big = size_t(1) << 63;
+  EXPECT_THROW(Tensor({3, big}), ValueError);
+  EXPECT_THROW(Tensor({size_t(1) << 62}), ValueError);  // 2^62 elements fit, 2^64 bytes do not
+  EXPECT_THROW(Tensor({big, big}, kChar), ValueError);
+  EXPECT_THROW(Product({2, big + 1}), ValueError);  // wraps to 2 unchecked
+  EXPECT_EQ(Product({big, big, 0}), 0u);            // numpy: holds nothing, no error
+  EXPECT_EQ(Product({size_t(1) << 31, size_t(1) << 31}), size_t(1) << 62);
+  EXPECT_EQ(NBytes({size_t(1) << 60}, kFloat32), size_t(1) << 62);
+  EXPECT_THROW(NBytes({size_t(1) << 61}, kFloat32), ValueError);  // 2^63 bytes
+  Tensor t = FromVector(Iota(2), {2});
+  EXPECT_THROW(Reshape(t, Shape{2, big + 1}), ValueError);
+  EXPECT_THROW(Broadcast(t, {big, 2}), ValueError);
+}
+
 TEST(Tensor, BroadcastView) {
   Tensor row = FromVector({1, 2, 3}, {3});
   Tensor b = Broadcast(row, {2, 3});

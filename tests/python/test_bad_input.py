@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from singa import singa_wrap, tensor
+from singa import autograd, layer, singa_wrap, tensor
 
 F32 = np.float32
 
@@ -125,6 +125,29 @@ CASES = [
     ("einsum-ellipsis", lambda: tensor.einsum("...i->i", T(2, 3)), ValueError, ["einsum", "..."]),
     ("einsum-diagonal", lambda: tensor.einsum("ii->i", T(3, 3)), ValueError, ["einsum", "ii"]),
     ("device-type", lambda: tensor.Tensor((2,), device="cuda"), TypeError, ["Tensor", "str"]),
+    # sizes past 2^63 - 1 elements or bytes (found by tools/fuzz_api.py: these crashed, the
+    # element count wrapped to a block of 0 bytes)
+    ("size-overflow", lambda: tensor.Tensor((3, 2 ** 63)), ValueError,
+     ["(3, 9223372036854775808)", "too big"]),
+    ("bytes-overflow", lambda: tensor.Tensor((2 ** 62,)), ValueError, ["float32", "too big"]),
+    ("layer-size-overflow", lambda: layer.Embedding(3, 2 ** 63)(T(2, 4, dtype=np.int32)),
+     ValueError, ["too big"]),
+    ("reshape-wraps", lambda: T(2).reshape((2 ** 31 - 1,) * 3), ValueError, ["too big"]),
+    # a non-tensor where a tensor belongs (these raised AttributeError from inside)
+    ("zeros-like-int", lambda: tensor.zeros_like(3), TypeError, ["zeros_like", "int"]),
+    ("ones-like-list", lambda: tensor.ones_like([1.0]), TypeError, ["ones_like", "list"]),
+    ("sum-out-float", lambda: tensor.sum(T(2, 3), 0, out=2.0), TypeError, ["sum", "out", "float"]),
+    ("softmax-out-list", lambda: tensor.softmax(T(2, 3), out=[]), TypeError, ["out", "list"]),
+    ("gaussian-none", lambda: tensor.gaussian(0, 1, None), TypeError, ["gaussian", "NoneType"]),
+    ("bernoulli-int", lambda: tensor.bernoulli(0.5, 3), TypeError, ["bernoulli", "int"]),
+    ("mse-target-int", lambda: autograd.mse_loss(T(3), -1), TypeError,
+     ["mse_loss", "target", "int"]),
+    ("cross-entropy-target", lambda: autograd.cross_entropy(T(2, 3), 3), TypeError,
+     ["CrossEntropy", "target", "int"]),
+    ("softmax-ce-target", lambda: autograd.softmax_cross_entropy(T(2, 3), [0, 1]), TypeError,
+     ["SoftMaxCrossEntropy", "target", "list"]),
+    ("back-broadcast-x", lambda: autograd.back_broadcast((2, 3), (3,), 0), TypeError,
+     ["back_broadcast", "int"]),
 ]
 
 

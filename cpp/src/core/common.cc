@@ -33,13 +33,42 @@ std::string DataTypeName(DataType t) {
   return "dtype(" + std::to_string(int(t)) + ")";
 }
 
+namespace {
+// Elements are addressed with ptrdiff_t strides, so a tensor holds at most PTRDIFF_MAX elements
+// and bytes. Past that the product would wrap (3 x 2^63 elements of 4 bytes is 0 bytes: a block
+// of nothing, written past its end), so the sizes are checked where they are computed.
+constexpr size_t kMaxCount = static_cast<size_t>(PTRDIFF_MAX);
+
+bool HasZero(const Shape& shape, size_t begin, size_t end) {
+  for (size_t i = begin; i < shape.size() && i < end; ++i)
+    if (shape[i] == 0) return true;
+  return false;
+}
+}  // namespace
+
 size_t Product(const Shape& shape, size_t begin, size_t end) {
   size_t n = 1;
-  for (size_t i = begin; i < shape.size() && i < end; ++i) n *= shape[i];
+  for (size_t i = begin; i < shape.size() && i < end; ++i) {
+    if (__builtin_mul_overflow(n, shape[i], &n) || n > kMaxCount) {
+      if (HasZero(shape, begin, end)) return 0;  // numpy: (2^62, 2^62, 0) holds nothing
+      SINGA_THROW(ValueError, "shape " << shape << " is too big: it has more than 2^63 - 1 "
+                                          "elements");
+    }
+  }
   return n;
 }
 
+size_t NBytes(const Shape& shape, DataType t) {
+  const size_t n = Product(shape), width = SizeOf(t);
+  size_t bytes = 0;
+  SINGA_CHECK_VALUE(!__builtin_mul_overflow(n, width, &bytes) && bytes <= kMaxCount,
+                    "shape " << shape << " of " << DataTypeName(t)
+                             << " is too big: its size in bytes exceeds 2^63 - 1");
+  return bytes;
+}
+
 Strides ContiguousStrides(const Shape& shape) {
+  Product(shape);  // throws where a stride below would overflow
   Strides s(shape.size());
   std::ptrdiff_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {

@@ -33,8 +33,7 @@ Tensor::Tensor(const Shape& shape, std::shared_ptr<Device> device, DataType dtyp
       strides_(ContiguousStrides(shape)),
       dtype_(dtype),
       device_(device ? std::move(device) : defaultDevice()) {
-  SizeOf(dtype);  // validates the dtype
-  block_ = device_->NewBlock(Product(shape_) * SizeOf(dtype_));
+  block_ = device_->NewBlock(NBytes(shape_, dtype_));  // validates dtype and size
   block_->set_layout(dtype_, shape_);
 }
 
@@ -48,6 +47,7 @@ Tensor::Tensor(std::shared_ptr<Block> block, const Shape& shape, const Strides& 
   SINGA_CHECK_SHAPE(shape_.size() == strides_.size(),
                     "Tensor: shape " << shape_ << " and strides " << strides_
                                      << " have different ranks");
+  Product(shape_);  // a view (a broadcast) past 2^63 - 1 elements throws here, not at first use
 }
 
 size_t Tensor::shape(size_t idx) const {
@@ -238,7 +238,7 @@ Tensor& Tensor::ResetLike(const Tensor& t) {
 
 Tensor& Tensor::Resize(const Shape& shape) {
   if (Product(shape) != Size() || block_ == nullptr) {
-    block_ = device_->NewBlock(Product(shape) * SizeOf(dtype_));
+    block_ = device_->NewBlock(NBytes(shape, dtype_));
     block_->set_layout(dtype_, shape);
   }
   shape_ = shape;

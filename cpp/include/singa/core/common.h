@@ -77,7 +77,10 @@ constexpr DataType DataTypeOf<uint8_t>() { return kUChar; }
 
 size_t SizeOf(DataType t);
 std::string DataTypeName(DataType t);
+/// The number of elements of shape[begin:end]; throws ValueError when it exceeds 2^63 - 1.
 size_t Product(const Shape& shape, size_t begin = 0, size_t end = SIZE_MAX);
+/// Product(shape) * SizeOf(t); throws ValueError naming the shape when that exceeds 2^63 - 1.
+size_t NBytes(const Shape& shape, DataType t);
 /// Row-major strides of a contiguous tensor of this shape.
 Strides ContiguousStrides(const Shape& shape);
 /// numpy's broadcasting rule; throws ShapeError naming `op` when the shapes do not fit.

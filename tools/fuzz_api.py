@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+"""Call singa's public API with hostile arguments and report anything that is not a clean error.
+
+    .venv/bin/python tools/fuzz_api.py                     # every target, 40 calls each
+    .venv/bin/python tools/fuzz_api.py --calls 200 --only autograd.softmax tensor.sum
+    .venv/bin/python tools/fuzz_api.py --list               # the targets
+    .venv/bin/python tools/fuzz_api.py --case autograd.pad:17   # replay one call, traceback shown
+
+The targets are read off the modules themselves (every public function of singa.autograd and
+singa.tensor, every Tensor method, every layer class: constructed, then called), so new API is
+fuzzed without a table to update. Each call draws its arguments, one per parameter, from pools
+chosen by the parameter's name (tensors for x/a/t..., axes, shapes, numbers), with hostile
+members in every pool: empty and 0-d tensors, int32/float16/NaN tensors, transposed views,
+out-of-range axes, negative sizes, sizes past int32, None, strings. After a forward that
+returns a tensor needing a gradient, backward runs too.
+
+Outcomes, by what README's Errors section promises ("bad input never aborts the process"):
+  ok       the call returned
+  error    it raised one of the documented classes (ValueError, TypeError, IndexError,
+           NotImplementedError, MemoryError, FloatingPointError, AssertionError) from a
+           `raise` in singa or from the core's mapped exceptions
+  leak     a documented class, but raised inside numpy or by Python itself (a list index, an
+           unsupported operand): the input reached code that never checked it; the message
+           does not name the op
+  bug      any other exception (AttributeError, KeyError, ZeroDivisionError, RuntimeError, ...)
+  crash    the process died (signal, abort) during the call
+  hang     no progress for --timeout seconds
+Calls run in a child process that logs each case before it starts; the parent restarts it after
+a crash or hang, so one run reports every such case. Exit status 1 when any crash, hang or bug
+was seen (leaks are reported, not failed on, unless --strict).
+"""
+import argparse
+import ast
+import inspect
+import io
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import time
+import traceback
+import warnings
+
+# OverflowError: numpy raises it too for a size past the C integer types (np.ones(3).reshape(2**63)).
+DOCUMENTED = (ValueError, TypeError, IndexError, NotImplementedError, MemoryError,
+              FloatingPointError, AssertionError, OverflowError)
+
+# ---------------------------------------------------------------- targets
+
+
+def _public_functions(module, prefix):
+    out = []
+    for name in sorted(dir(module)):
+        if name.startswith("__"):
+            continue
+        obj = getattr(module, name)
+        if inspect.isfunction(obj) and name[:1].islower() and \
+                (getattr(obj, "__module__", "") or "").startswith("singa"):
+            out.append((prefix + name, obj, None))
+    return out
+
+
+# Functions that are machinery rather than operations on data, or that would do something other
+# than compute (read files, spawn processes, change global state the later calls depend on).
+SKIP = {
+    "tensor.random", "tensor.from_raw_tensor", "tensor.from_raw_tensors",
+    "autograd.infer_dependency", "autograd.ctensor2numpy",
+}
+SKIP_PREFIX = ("autograd.set_", "tensor.set_", "tensor.Tensor.to_device", "tensor.Tensor.T")
+
+
+def targets():
+    from singa import autograd, layer, tensor
+    out = _public_functions(autograd, "autograd.") + _public_functions(tensor, "tensor.")
+    for name in sorted(dir(tensor.Tensor)):
+        if name.startswith("_") and name not in ("__add__", "__sub__", "__mul__", "__truediv__",
+                                                  "__getitem__", "__setitem__", "__matmul__",
+                                                  "__pow__", "__iadd__", "__lt__", "__eq__"):
+            continue
+        obj = getattr(tensor.Tensor, name)
+        if inspect.isfunction(obj):
+            out.append(("tensor.Tensor." + name, obj, "method"))
+    for name in sorted(dir(layer)):
+        obj = getattr(layer, name)
+        if inspect.isclass(obj) and issubclass(obj, layer.Layer) and obj is not layer.Layer \
+                and not inspect.isabstract(obj) and name[0].isupper():
+            out.append(("layer." + name, obj, "layer"))
+    return [t for t in out if t[0] not in SKIP and not t[0].startswith(SKIP_PREFIX)]
+
+
+# ---------------------------------------------------------------- argument pools
+
+TENSOR_SHAPES = [(), (1,), (3,), (2, 3), (1, 3), (3, 1), (0,), (0, 3), (3, 0), (2, 3, 4),
+                 (1, 3, 4, 4), (2, 3, 5, 5), (2, 4, 6, 6), (2, 0, 4, 4), (2, 3, 4, 5, 1)]
+
+
+class TSpec(object):
+    """A tensor described so the report can print it and the child can rebuild it."""
+
+    def __init__(self, shape, dtype="float32", fill="randn", view=None, grad=False):
+        self.shape, self.dtype, self.fill, self.view, self.grad = tuple(shape), dtype, fill, view, grad
+
+    def __repr__(self):
+        extra = "".join(", " + s for s in (self.fill if self.fill != "randn" else None,
+                                           self.view, "requires_grad" if self.grad else None) if s)
+        return "T(%s, %s%s)" % (self.dtype, self.shape, extra)
+
+    def array(self, rng):
+        """The numpy array (in its stored, untransposed shape)."""
+        import numpy as np
+        shape = self.shape
+        if self.view == "transposed" and len(shape) >= 2:
+            shape = shape[::-1]
+        n = int(np.prod(shape)) if shape else 1
+        if self.fill == "nan":
+            a = np.full(n, np.nan)
+            a[::2] = 1.5
+        elif self.fill == "inf":
+            a = np.full(n, np.inf)
+            a[1::2] = -np.inf
+        elif self.fill == "index":
+            a = rng.integers(-4, 6, n)
+        elif self.fill == "zeros":
+            a = np.zeros(n)
+        else:
+            a = rng.standard_normal(n)
+        return a.astype(self.dtype).reshape(shape)
+
+    def build(self, rng):
+        from singa import tensor
+        t = tensor.from_numpy(self.array(rng))
+        if self.view == "transposed" and len(self.shape) >= 2:
+            t = t.transpose()
+        if self.grad:
+            t.requires_grad = True
+            t.stores_grad = True
+        return t
+
+
+def _tensor(r):
+    shape = r.choice(TENSOR_SHAPES)
+    u = r.random()
+    if u < 0.62:
+        return TSpec(shape, grad=r.random() < 0.5)
+    if u < 0.72:
+        return TSpec(shape, "int32", "index")
+    if u < 0.77:
+        return TSpec(shape, "float16")
+    if u < 0.84:
+        return TSpec(shape, fill=r.choice(["nan", "inf", "zeros"]), grad=r.random() < 0.5)
+    return TSpec(shape, view="transposed", grad=r.random() < 0.5)
+
+
+AXES = [0, 1, -1, 2, 3, -2, 4, 7, -9, None, [0], [1, 0], [0, 0], [-1], [5], [], (0, 1), 1.5, "x"]
+SHAPES = [[2, 3], [3, 2], [6], [-1], [-1, 3], [0], [], [1, 1, 6], [-2, 3], [2, -1, -1], [4, 5],
+          [2 ** 31], [2 ** 62, 2 ** 62], [0, 0], (2, 3), None, 3, "ab", [1.5, 2]]
+INTS = [0, 1, 2, 3, -1, -5, 7, 2 ** 31, 2 ** 63, None, 1.5, True, "3", [1, 2]]
+FLOATS = [0.0, 1.0, 0.5, -1.0, 2.0, 1e30, -1e-30, float("nan"), float("inf"), None, "1", 3]
+ODD = [None, "x", [], [None], 0, 1, -1, (), 2 ** 40, object()]
+
+TENSORISH = {"x", "y", "a", "b", "t", "x1", "x2", "lhs", "rhs", "w", "tensor", "input", "condition",
+             "indices", "mask", "dy", "grad", "target", "c", "h", "hx", "cx", "scale", "bias",
+             "running_mean", "running_var", "updates", "slope", "pos", "neg", "m", "v", "q", "k",
+             "value", "key", "query", "src", "dst", "M", "A", "B", "C", "W", "other", "data",
+             "np_array", "attn_mask", "weight", "gamma", "beta", "states"}
+
+
+def _value(r, pname, default_known):
+    """A value for the parameter named pname (lower-cased name chooses the pool)."""
+    p = pname.lower()
+    u = r.random()
+    if u < 0.06:
+        return r.choice(ODD)
+    if pname in TENSORISH or p in TENSORISH or p.startswith(("x", "t_", "tensor")):
+        if p in ("np_array", "data") and r.random() < 0.5:
+            return ("numpy", _tensor(r))
+        return _tensor(r)
+    if "axis" in p or "axes" in p or p in ("dim", "dims", "perm", "keepdims"):
+        return r.choice(AXES)
+    if any(s in p for s in ("shape", "size", "repeats", "pads", "padding", "kernel", "stride",
+                            "starts", "ends", "steps", "scales", "split", "parts", "dilation")):
+        return r.choice(SHAPES + INTS)
+    if any(s in p for s in ("num", "depth", "group", "block", "channels", "features", "heads",
+                            "layers", "offset", "idx", "index", "seed", "count", "n", "k", "to")):
+        return r.choice(INTS + ["float32", "int32", "float16"])
+    if any(s in p for s in ("dtype", "mode", "format", "nonlinearity", "ops", "name", "reduction")):
+        return r.choice(["float32", "int32", "float16", "channels_first", "channels_last", "DCR",
+                         "CRD", "constant", "reflect", "edge", "linear", "nearest", "tanh", "relu",
+                         "ij,jk->ik", "i->", "mean", "sum", "", None, 3])
+    if r.random() < 0.5:
+        return r.choice(FLOATS)
+    return _tensor(r) if r.random() < 0.5 else r.choice(INTS)
+
+
+def _params(fn, kind):
+    """(name, has_default, kind) for each parameter of the callable, self dropped."""
+    target = fn.__init__ if kind == "layer" else fn
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return []
+    out = []
+    for i, p in enumerate(sig.parameters.values()):
+        if i == 0 and kind in ("method", "layer") and p.name in ("self", "cls"):
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            continue
+        out.append((p.name, p.default is not p.empty, p.kind))
+    return out
+
+
+def draw(name, fn, kind, seed, i):
+    """The arguments of call i of target name: (args, kwargs, receiver, layer call inputs), all as
+    specs (TSpec / plain values), reproducible from (seed, name, i)."""
+    r = random.Random("%d:%s:%d" % (seed, name, i))
+    args, kwargs = [], {}
+    for pname, has_default, pkind in _params(fn, kind):
+        if pkind is inspect.Parameter.VAR_POSITIONAL:
+            args.extend(_tensor(r) for _ in range(r.choice([0, 1, 2, 2, 3])))
+            continue
+        if has_default and r.random() < 0.5:
+            continue
+        v = _value(r, pname, has_default)
+        if pkind is inspect.Parameter.KEYWORD_ONLY or (has_default and r.random() < 0.3):
+            kwargs[pname] = v
+        elif kwargs:
+            kwargs[pname] = v
+        else:
+            args.append(v)
+    receiver = _tensor(r) if kind == "method" else None
+    inputs = [_tensor(r) for _ in range(r.choice([1, 1, 1, 2]))] if kind == "layer" else None
+    return args, kwargs, receiver, inputs
+
+
+def describe(name, case):
+    args, kwargs, receiver, inputs = case
+    parts = [repr(a) for a in args] + ["%s=%r" % kv for kv in kwargs.items()]
+    text = "%s(%s)" % (name, ", ".join(parts))
+    if receiver is not None:
+        text = "%r.%s" % (receiver, text.split("tensor.Tensor.", 1)[1])
+    if inputs is not None:
+        text += "(%s)" % ", ".join(map(repr, inputs))
+    return text
+
+
+# ---------------------------------------------------------------- one call, classified
+
+
+def _build(v, rng):
+    if isinstance(v, TSpec):
+        return v.build(rng)
+    if isinstance(v, tuple) and len(v) == 2 and v[0] == "numpy":
+        return v[1].array(rng)
+    if isinstance(v, list):
+        return [_build(x, rng) for x in v]
+    return v
+
+
+def _origin(exc):
+    """Where exc was raised: 'singa-raise' (a raise statement in singa's Python or the core's
+    mapped exception), or 'internal' (numpy, Python itself, or an expression in singa)."""
+    from singa import singa_wrap
+    core = tuple(getattr(singa_wrap, n) for n in dir(singa_wrap)
+                 if n.endswith("Error") and isinstance(getattr(singa_wrap, n), type))
+    if core and isinstance(exc, core):
+        return "singa-raise"
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    if last is None:
+        return "internal"
+    fname = last.tb_frame.f_code.co_filename
+    if "singa" not in fname or "site-packages/numpy" in fname:
+        return "internal"
+    try:
+        import linecache
+        line = linecache.getline(fname, last.tb_lineno).strip()
+    except Exception:
+        line = ""
+    return "singa-raise" if line.startswith(("raise", "assert")) or fname.endswith(".pyx") \
+        else "internal"
+
+
+def run_case(name, fn, kind, case, seed):
+    """Run one call; returns (outcome, detail)."""
+    import numpy as np
+    from singa import autograd, tensor
+    rng = np.random.default_rng(seed)
+    args, kwargs, receiver, inputs = case
+    try:
+        a = [_build(v, rng) for v in args]
+        kw = {k: _build(v, rng) for k, v in kwargs.items()}
+        if kind == "method":
+            y = fn(_build(receiver, rng), *a, **kw)
+        elif kind == "layer":
+            lay = fn(*a, **kw)
+            y = lay(*[_build(v, rng) for v in inputs])
+        else:
+            y = fn(*a, **kw)
+        outs = y if isinstance(y, (list, tuple)) else [y]
+        for o in outs:
+            if isinstance(o, tensor.Tensor):
+                o.numpy() if hasattr(o, "numpy") else tensor.to_numpy(o)
+        first = outs[0] if outs else None
+        if autograd.training and isinstance(first, tensor.Tensor) and first.creator is not None \
+                and getattr(first, "requires_grad", False) and first.dtype == tensor.float32:
+            dy = tensor.from_numpy(np.ones(first.shape, np.float32))
+            for p, g in autograd.backward(first, dy):
+                tensor.to_numpy(g)
+        return "ok", ""
+    except DOCUMENTED as e:
+        origin = _origin(e)
+        msg = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
+        return ("error" if origin == "singa-raise" else "leak"), msg + _where(e)
+    except Exception as e:  # noqa: BLE001 - classifying is the point
+        return "bug", "%s: %s%s" % (type(e).__name__, str(e)[:200], _where(e))
+
+
+def _where(e):
+    tb = traceback.extract_tb(e.__traceback__)
+    for fr in reversed(tb):
+        if "/singa/" in fr.filename or "singa" in os.path.basename(fr.filename):
+            return "  [%s:%d]" % (os.path.relpath(fr.filename), fr.lineno)
+    return ""
+
+
+# ---------------------------------------------------------------- child and parent
+
+
+def child(opts):
+    resource.setrlimit(resource.RLIMIT_AS, (opts.mem_gib << 30, opts.mem_gib << 30))
+    warnings.simplefilter("ignore")
+    from singa import autograd
+    autograd.training = True
+    tg = {n: (f, k) for n, f, k in targets()}
+    log = open(opts.log, "a", buffering=1)
+    for line in open(opts.plan):
+        idx, name, i = line.split()
+        idx, i = int(idx), int(i)
+        if idx < opts.start:
+            continue
+        fn, kind = tg[name]
+        log.write("BEGIN %d\n" % idx)
+        log.flush()
+        os.fsync(log.fileno())
+        sys.stdout = io.StringIO()  # ops that print (SINGA's verbose paths) stay quiet
+        outcome, detail = run_case(name, fn, kind, draw(name, fn, kind, opts.seed, i), opts.seed)
+        sys.stdout = sys.__stdout__
+        autograd.training = True
+        log.write("END %d %s %s\n" % (idx, outcome, json.dumps(detail)))
+
+
+def parent(opts):
+    tg = targets()
+    if opts.only:
+        tg = [t for t in tg if any(t[0] == o or t[0].startswith(o + ".") for o in opts.only)]
+    if opts.list:
+        for n, f, k in tg:
+            print(n, k or "")
+        return 0
+    work = "/tmp/singa-fuzz-%d" % os.getpid()
+    os.makedirs(work, exist_ok=True)
+    plan, logf = os.path.join(work, "plan"), os.path.join(work, "log")
+    cases = [(n, i) for n, _, _ in tg for i in range(opts.calls)]
+    with open(plan, "w") as f:
+        for idx, (n, i) in enumerate(cases):
+            f.write("%d %s %d\n" % (idx, n, i))
+    open(logf, "w").close()
+    results = {}
+    start = 0
+    t0 = time.time()
+    while start < len(cases):
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--plan", plan, "--log", logf,
+               "--start", str(start), "--seed", str(opts.seed), "--mem-gib", str(opts.mem_gib)]
+        env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        last_size, last_change = -1, time.time()
+        while proc.poll() is None:
+            time.sleep(0.2)
+            size = os.path.getsize(logf)
+            if size != last_size:
+                last_size, last_change = size, time.time()
+            elif time.time() - last_change > opts.timeout:
+                proc.kill()
+                proc.wait()
+                break
+        err = proc.stderr.read().decode(errors="replace")
+        begun = None
+        for line in open(logf):
+            parts = line.rstrip("\n").split(" ", 3)
+            if parts[0] == "BEGIN":
+                begun = int(parts[1])
+            elif parts[0] == "END":
+                results[int(parts[1])] = (parts[2], json.loads(parts[3]))
+                begun = None
+        if proc.returncode == 0:
+            break
+        if begun is None:  # died outside a case (import, plan): report and stop
+            print("child failed outside a case (rc %s):\n%s" % (proc.returncode, err[-3000:]))
+            return 2
+        rc = proc.returncode
+        what = "hang" if rc == -signal.SIGKILL else "crash"
+        tail = "; ".join(l for l in err.strip().splitlines()[-3:])
+        results[begun] = (what, "rc %s %s" % (rc, tail[:300]))
+        with open(logf, "a") as f:
+            f.write("END %d %s %s\n" % (begun, what, json.dumps(results[begun][1])))
+        start = begun + 1
+    return report(opts, tg, cases, results, time.time() - t0)
+
+
+def report(opts, tg, cases, results, seconds):
+    kinds = ("ok", "error", "leak", "bug", "crash", "hang")
+    per = {}
+    for idx, (n, i) in enumerate(cases):
+        outcome = results.get(idx, ("missing", ""))[0]
+        per.setdefault(n, dict.fromkeys(kinds + ("missing",), 0))[outcome] += 1
+    bad = [(idx, cases[idx], results[idx]) for idx in sorted(results)
+           if results[idx][0] in ("bug", "crash", "hang") or
+           (results[idx][0] == "leak" and opts.show_leaks)]
+    fmap = {n: (f, k) for n, f, k in tg}
+    print("| target | calls | ok | error | leak | bug | crash | hang |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    tot = dict.fromkeys(kinds, 0)
+    for n in sorted(per):
+        c = per[n]
+        for k in kinds:
+            tot[k] += c[k]
+        if opts.all_rows or any(c[k] for k in ("leak", "bug", "crash", "hang")):
+            print("| %s | %d | %s |" % (n, sum(c.values()), " | ".join(str(c[k]) for k in kinds)))
+    print("| **all %d targets** | %d | %s |" % (len(per), len(cases),
+                                               " | ".join(str(tot[k]) for k in kinds)))
+    print("\n%d calls in %.0f s (seed %d)" % (len(cases), seconds, opts.seed))
+    seen = set()
+    for idx, (n, i), (outcome, detail) in bad:
+        key = (n, outcome, detail.split("  [")[0][:80])
+        if key in seen and not opts.every:
+            continue
+        seen.add(key)
+        f, k = fmap[n]
+        print("\n%s  %s:%d  %s\n    %s" % (outcome.upper(), n, i, detail,
+                                         describe(n, draw(n, f, k, opts.seed, i))))
+    fail = tot["bug"] + tot["crash"] + tot["hang"] + (tot["leak"] if opts.strict else 0)
+    return 1 if fail else 0
+
+
+def replay(opts):
+    name, i = opts.case.rsplit(":", 1)
+    tg = {n: (f, k) for n, f, k in targets()}
+    fn, kind = tg[name]
+    case = draw(name, fn, kind, opts.seed, int(i))
+    print(describe(name, case))
+    from singa import autograd
+    autograd.training = True
+    import numpy as np
+    rng = np.random.default_rng(opts.seed)
+    args, kwargs, receiver, inputs = case
+    a = [_build(v, rng) for v in args]
+    kw = {k: _build(v, rng) for k, v in kwargs.items()}
+    if kind == "method":
+        y = fn(_build(receiver, rng), *a, **kw)
+    elif kind == "layer":
+        y = fn(*a, **kw)(*[_build(v, rng) for v in inputs])
+    else:
+        y = fn(*a, **kw)
+    print("returned", type(y).__name__, getattr(y, "shape", ""))
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calls", type=int, default=40, help="calls per target")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", nargs="*", help="targets (or prefixes: autograd, layer.Conv2d)")
+    ap.add_argument("--timeout", type=float, default=30.0, help="seconds without progress")
+    ap.add_argument("--mem-gib", type=int, default=8, help="address-space limit of the child")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--case", help="replay NAME:I in this process, with the traceback")
+    ap.add_argument("--show-leaks", action="store_true", help="print each leak's first case")
+    ap.add_argument("--strict", action="store_true", help="fail on leaks too")
+    ap.add_argument("--all-rows", action="store_true", help="a row for every target")
+    ap.add_argument("--every", action="store_true", help="print every bad case, not one per kind")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--plan", help=argparse.SUPPRESS)
+    ap.add_argument("--log", help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    opts = ap.parse_args(argv)
+    if opts.child:
+        child(opts)
+        return 0
+    if opts.case:
+        return replay(opts)
+    return parent(opts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
