@@ -409,6 +409,10 @@ class Tensor(object):
                                   % (arr.size, arr.shape, self.size(), self.shape))
         target, order = self._writable()
         if order is not None:
+            if offset != 0:
+                raise CheckShapeError("copy_from_numpy: an offset (%r) into a transposed view "
+                                      "%s is not supported; copy into a contiguous tensor"
+                                      % (offset, self.shape))
             arr = arr.reshape(self.shape).transpose(order)
         singa.copy_from_numpy(target, arr, offset)
 

@@ -3,34 +3,41 @@
 
     .venv/bin/python tools/fuzz_api.py                     # every target, 40 calls each
     .venv/bin/python tools/fuzz_api.py --calls 200 --only autograd.softmax tensor.sum
+    .venv/bin/python tools/fuzz_api.py --graph             # also: graph replay == eager
     .venv/bin/python tools/fuzz_api.py --list               # the targets
     .venv/bin/python tools/fuzz_api.py --case autograd.pad:17   # replay one call, traceback shown
 
-The targets are read off the modules themselves (every public function of singa.autograd and
-singa.tensor, every Tensor method, every layer class: constructed, then called), so new API is
-fuzzed without a table to update. Each call draws its arguments, one per parameter, from pools
-chosen by the parameter's name (tensors for x/a/t..., axes, shapes, numbers), with hostile
-members in every pool: empty and 0-d tensors, int32/float16/NaN tensors, transposed views,
-out-of-range axes, negative sizes, sizes past int32, None, strings. After a forward that
-returns a tensor needing a gradient, backward runs too.
+The targets are read off the modules themselves, so new API is fuzzed without a table to
+update: every public function of singa.autograd and singa.tensor, every Tensor method, every
+layer class (constructed, then called), and the raw binding SINGA code also calls (every
+singa_wrap function on core tensors, the core Tensor's and Device's methods, the conv / pooling
+/ batch-norm handles). Each call draws its arguments, one per parameter, from pools chosen by
+the parameter's name (tensors for x/a/t..., axes, shapes, numbers, handles), with hostile
+members in every pool: empty and 0-d tensors, int32/float16/NaN/Inf tensors, transposed views,
+out-of-range axes, negative sizes, sizes past int32 and int64, None, strings, handles built for
+another input. After a forward that returns a tensor needing a gradient, backward runs too.
 
 Outcomes, by what README's Errors section promises ("bad input never aborts the process"):
   ok       the call returned
   error    it raised one of the documented classes (ValueError, TypeError, IndexError,
-           NotImplementedError, MemoryError, FloatingPointError, AssertionError) from a
-           `raise` in singa or from the core's mapped exceptions
+           NotImplementedError, MemoryError, FloatingPointError, AssertionError, OverflowError)
+           from a `raise` in singa or from the core's mapped exceptions
   leak     a documented class, but raised inside numpy or by Python itself (a list index, an
            unsupported operand): the input reached code that never checked it; the message
            does not name the op
   bug      any other exception (AttributeError, KeyError, ZeroDivisionError, RuntimeError, ...)
   crash    the process died (signal, abort) during the call
   hang     no progress for --timeout seconds
-Calls run in a child process that logs each case before it starts; the parent restarts it after
-a crash or hang, so one run reports every such case. Exit status 1 when any crash, hang or bug
-was seen (leaks are reported, not failed on, unless --strict).
+  graph    (--graph) the call recorded in the default device's graph and replayed gave other
+           shapes, dtypes or bits than eager mode (random and value-reading targets: shapes)
+  refused  (--graph) eager computed, recording raised a clean error (reading values while
+           recording does so by design); reported, not failed on
+Calls run in a child process (address space limited by --mem-gib, so that huge sizes meet a
+failing allocation) that logs each case before it starts; the parent restarts it after a crash
+or hang, so one run reports every such case. Exit status 1 when any crash, hang, bug or graph
+difference was seen (leaks are reported, not failed on, unless --strict).
 """
 import argparse
-import ast
 import inspect
 import io
 import json
@@ -40,6 +47,7 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -72,8 +80,49 @@ SKIP = {
 SKIP_PREFIX = ("autograd.set_", "tensor.set_", "tensor.Tensor.to_device", "tensor.Tensor.T")
 
 
-def targets():
-    from singa import autograd, layer, tensor
+# The raw binding (singa.singa_wrap, what SINGA code calls as `singa_wrap.X` / `CTensor`): the
+# functions that would end the process or change what every later call means stay out.
+RAW_SKIP = {"mpi_abort", "set_num_threads", "set_gemm_backend", "create_cuda_gpu_on",
+            "from_dlpack", "kernel_table", "cpu_features", "get_default_device"}
+RAW_METHOD_SKIP = {"ToDevice", "PrintTimeProfiling", "SetVerbosity", "graph_dot"}
+HANDLES = ("ConvHandle", "PoolingHandle", "BatchNormHandle")
+
+
+def _raw_targets(singa_wrap):
+    out = []
+    for name in sorted(dir(singa_wrap)):
+        obj = getattr(singa_wrap, name)
+        if name.startswith("_") or name in RAW_SKIP or not callable(obj):
+            continue
+        if isinstance(obj, type):
+            if name in HANDLES:
+                out.append(("raw." + name, obj, "rawclass"))
+            continue
+        out.append(("raw." + name, obj, "raw"))
+    for cls, kind in ((singa_wrap.Tensor, "rawmethod"), (singa_wrap.Device, "devmethod")):
+        for name in sorted(dir(cls)):
+            if name.startswith("_") or name in RAW_METHOD_SKIP or not callable(getattr(cls, name)):
+                continue
+            out.append(("raw.%s.%s" % (cls.__name__, name), getattr(cls, name), kind))
+    return out
+
+
+def _extra_targets(specs):
+    """FILE:FUNC pairs: functions of a Python file fuzzed beside the API (the tests of this
+    tool give it functions that crash, hang or raise on purpose)."""
+    import importlib.util
+    out = []
+    for spec in specs or ():
+        path, func = spec.rsplit(":", 1)
+        mod_spec = importlib.util.spec_from_file_location("fuzz_extra_%d" % len(out), path)
+        mod = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(mod)
+        out.append(("extra." + func, getattr(mod, func), None))
+    return out
+
+
+def targets(extra=None):
+    from singa import autograd, layer, singa_wrap, tensor
     out = _public_functions(autograd, "autograd.") + _public_functions(tensor, "tensor.")
     for name in sorted(dir(tensor.Tensor)):
         if name.startswith("_") and name not in ("__add__", "__sub__", "__mul__", "__truediv__",
@@ -88,6 +137,7 @@ def targets():
         if inspect.isclass(obj) and issubclass(obj, layer.Layer) and obj is not layer.Layer \
                 and not inspect.isabstract(obj) and name[0].isupper():
             out.append(("layer." + name, obj, "layer"))
+    out += _raw_targets(singa_wrap) + _extra_targets(extra)
     return [t for t in out if t[0] not in SKIP and not t[0].startswith(SKIP_PREFIX)]
 
 
@@ -174,6 +224,11 @@ def _value(r, pname, default_known):
     u = r.random()
     if u < 0.06:
         return r.choice(ODD)
+    if p in ("h", "handle"):
+        return ("handle", r.choice(HANDLES), _tensor(r), [r.choice([1, 2, 3, 0, -1, 9])
+                                                           for _ in range(4)])
+    if p in ("tensors", "xs", "l"):
+        return [_tensor(r) for _ in range(r.choice([0, 1, 2, 3]))]
     if pname in TENSORISH or p in TENSORISH or p.startswith(("x", "t_", "tensor")):
         if p in ("np_array", "data") and r.random() < 0.5:
             return ("numpy", _tensor(r))
@@ -183,6 +238,8 @@ def _value(r, pname, default_known):
     if any(s in p for s in ("shape", "size", "repeats", "pads", "padding", "kernel", "stride",
                             "starts", "ends", "steps", "scales", "split", "parts", "dilation")):
         return r.choice(SHAPES + INTS)
+    if "layers" in p:  # a count of layers built in a Python loop: 2^31 of them only takes time
+        return r.choice([0, 1, 2, 3, -1, None, 1.5, "2"])
     if any(s in p for s in ("num", "depth", "group", "block", "channels", "features", "heads",
                             "layers", "offset", "idx", "index", "seed", "count", "n", "k", "to")):
         return r.choice(INTS + ["float32", "int32", "float16"])
@@ -199,12 +256,18 @@ def _params(fn, kind):
     """(name, has_default, kind) for each parameter of the callable, self dropped."""
     target = fn.__init__ if kind == "layer" else fn
     try:
-        sig = inspect.signature(target)
-    except (TypeError, ValueError):
+        if kind == "rawclass":  # a Cython class: its docstring's first line is the signature
+            head = fn.__doc__.split("\n", 1)[0]
+            sig = inspect.signature(eval("lambda " + head[head.index("(") + 1:head.rindex(")")]
+                                         + ": None"))
+        else:
+            sig = inspect.signature(target)
+    except (TypeError, ValueError, SyntaxError, AttributeError, NameError):
         return []
     out = []
     for i, p in enumerate(sig.parameters.values()):
-        if i == 0 and kind in ("method", "layer") and p.name in ("self", "cls"):
+        if i == 0 and kind in ("method", "layer", "rawmethod", "devmethod") and \
+                p.name in ("self", "cls"):
             continue
         if p.kind is p.VAR_KEYWORD:
             continue
@@ -217,20 +280,24 @@ def draw(name, fn, kind, seed, i):
     specs (TSpec / plain values), reproducible from (seed, name, i)."""
     r = random.Random("%d:%s:%d" % (seed, name, i))
     args, kwargs = [], {}
+    positional = True  # until a parameter is left out or passed by keyword: then keywords only
     for pname, has_default, pkind in _params(fn, kind):
         if pkind is inspect.Parameter.VAR_POSITIONAL:
-            args.extend(_tensor(r) for _ in range(r.choice([0, 1, 2, 2, 3])))
+            if positional:
+                args.extend(_tensor(r) for _ in range(r.choice([0, 1, 2, 2, 3])))
             continue
         if has_default and r.random() < 0.5:
+            positional = False
             continue
         v = _value(r, pname, has_default)
         if pkind is inspect.Parameter.KEYWORD_ONLY or (has_default and r.random() < 0.3):
-            kwargs[pname] = v
-        elif kwargs:
-            kwargs[pname] = v
-        else:
+            positional = False
+        if positional:
             args.append(v)
-    receiver = _tensor(r) if kind == "method" else None
+        else:
+            kwargs[pname] = v
+    receiver = _tensor(r) if kind in ("method", "rawmethod") else \
+        ("device",) if kind == "devmethod" else None
     inputs = [_tensor(r) for _ in range(r.choice([1, 1, 1, 2]))] if kind == "layer" else None
     return args, kwargs, receiver, inputs
 
@@ -240,7 +307,8 @@ def describe(name, case):
     parts = [repr(a) for a in args] + ["%s=%r" % kv for kv in kwargs.items()]
     text = "%s(%s)" % (name, ", ".join(parts))
     if receiver is not None:
-        text = "%r.%s" % (receiver, text.split("tensor.Tensor.", 1)[1])
+        text = "%r.%s" % (receiver, text.split(".", 2)[2] if text.startswith("raw.")
+                          else text.split("tensor.Tensor.", 1)[1])
     if inputs is not None:
         text += "(%s)" % ", ".join(map(repr, inputs))
     return text
@@ -249,23 +317,79 @@ def describe(name, case):
 # ---------------------------------------------------------------- one call, classified
 
 
-def _build(v, rng):
+RAW_KINDS = ("raw", "rawclass", "rawmethod", "devmethod")
+
+
+def _handle(cls_name, x, sizes):
+    """A handle of the named class for core tensor x with the drawn sizes; where those do not
+    make one, a valid handle for a (2, 3, 5, 5) input, so ops also meet a handle of another
+    geometry than their input's."""
+    from singa import singa_wrap
+    k, s, p, c = sizes
+    cls = getattr(singa_wrap, cls_name)
+    try:
+        if cls_name == "ConvHandle":
+            cin = x.shape()[1] if x.nDim() == 4 else c
+            return cls(x, k, s, p, cin, c, bool(p % 2))
+        if cls_name == "PoolingHandle":
+            return cls(x, k, s, p, bool(c % 2))
+        return cls(x, 0.9)
+    except DOCUMENTED:
+        shape = [2, 3, 5, 5]
+        if cls_name == "ConvHandle":
+            return cls(shape, 3, 1, 1, 3, 4, True)
+        return cls(shape, 2, 2, 0) if cls_name == "PoolingHandle" else cls(shape, 0.9)
+
+
+def _build(v, rng, raw=False):
+    """The value a spec stands for; raw: tensors as core tensors (singa_wrap.Tensor)."""
     if isinstance(v, TSpec):
-        return v.build(rng)
+        t = v.build(rng)
+        return t.data if raw else t
     if isinstance(v, tuple) and len(v) == 2 and v[0] == "numpy":
         return v[1].array(rng)
+    if isinstance(v, tuple) and len(v) == 4 and v[0] == "handle":
+        return _handle(v[1], v[2].build(rng).data, v[3])
+    if v == ("device",):
+        from singa import singa_wrap
+        return singa_wrap.create_cpu_device()
     if isinstance(v, list):
-        return [_build(x, rng) for x in v]
+        return [_build(x, rng, raw) for x in v]
     return v
+
+
+def _call(fn, kind, case, rng):
+    """Builds the case's values and makes the call; returns what it returned."""
+    args, kwargs, receiver, inputs = case
+    raw = kind in RAW_KINDS
+    a = [_build(v, rng, raw) for v in args]
+    kw = {k: _build(v, rng, raw) for k, v in kwargs.items()}
+    if kind in ("method", "rawmethod", "devmethod"):
+        return fn(_build(receiver, rng, raw), *a, **kw)
+    if kind == "layer":
+        lay = fn(*a, **kw)
+        return lay(*[_build(v, rng) for v in inputs])
+    return fn(*a, **kw)
+
+
+def _core_errors():
+    """The exception classes of the core's binding (computed once: under a tight memory limit
+    the classification must not allocate much)."""
+    global _CORE_ERRORS
+    if _CORE_ERRORS is None:
+        from singa import singa_wrap
+        _CORE_ERRORS = tuple(getattr(singa_wrap, n) for n in dir(singa_wrap)
+                             if n.endswith("Error") and isinstance(getattr(singa_wrap, n), type))
+    return _CORE_ERRORS
+
+
+_CORE_ERRORS = None
 
 
 def _origin(exc):
     """Where exc was raised: 'singa-raise' (a raise statement in singa's Python or the core's
     mapped exception), or 'internal' (numpy, Python itself, or an expression in singa)."""
-    from singa import singa_wrap
-    core = tuple(getattr(singa_wrap, n) for n in dir(singa_wrap)
-                 if n.endswith("Error") and isinstance(getattr(singa_wrap, n), type))
-    if core and isinstance(exc, core):
+    if isinstance(exc, _core_errors()):
         return "singa-raise"
     tb = exc.__traceback__
     last = None
@@ -286,32 +410,75 @@ def _origin(exc):
         else "internal"
 
 
-def run_case(name, fn, kind, case, seed):
-    """Run one call; returns (outcome, detail)."""
+def _values(y):
+    """The numpy values of every tensor (Python or core) a call returned."""
+    from singa import singa_wrap, tensor
+    outs = y if isinstance(y, (list, tuple)) else [y]
+    return [tensor.to_numpy(o) if isinstance(o, tensor.Tensor) else singa_wrap.to_numpy(o)
+            for o in outs if isinstance(o, (tensor.Tensor, singa_wrap.Tensor))]
+
+
+# Targets whose values depend on the random generator or on reading tensor values while
+# recording (the graph records ops; it cannot branch on data): under --graph only the shapes
+# of their results are compared.
+GRAPH_SHAPES_ONLY = ("bernoulli", "gaussian", "uniform", "dropout", "random", "layer.",
+                     "nonzero", "constant_of_shape", "Bernoulli", "Gaussian", "Uniform")
+
+
+def graph_case(name, fn, kind, case, seed, eager):
+    """The same call recorded with the default device's graph on, then run: its results must
+    equal the eager ones (`eager`, numpy arrays). Returns (outcome, detail)."""
+    import numpy as np
+    from singa import device, singa_wrap
+    dev = device.get_default_device()
+    rng = np.random.default_rng(seed)
+    try:
+        dev.EnableGraph(True)
+        try:
+            y = _call(fn, kind, case, rng)
+        finally:
+            dev.EnableGraph(False)
+        dev.RunGraph(False)
+        got = _values(y)
+    except DOCUMENTED + (singa_wrap.SingaError, BufferError) as e:
+        # Reading values while recording (to_numpy, a tensor as a number) raises by design.
+        return "refused", "eager computed, the graph raised %s: %s%s" % (
+            type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "", _where(e))
+    finally:
+        dev.ResetGraph()
+    if len(got) != len(eager):
+        return "graph", "%d results in the graph, %d eager" % (len(got), len(eager))
+    shapes_only = any(k in name for k in GRAPH_SHAPES_ONLY)
+    for i, (g, e) in enumerate(zip(got, eager)):
+        if g.shape != e.shape or g.dtype != e.dtype:
+            return "graph", "result %d: %s %s in the graph, %s %s eager" % (
+                i, g.dtype, g.shape, e.dtype, e.shape)
+        if not shapes_only and not np.array_equal(g, e, equal_nan=g.dtype.kind == "f"):
+            bad = np.argwhere(~((g == e) | (np.isnan(g) & np.isnan(e)) if g.dtype.kind == "f"
+                                else g == e))
+            return "graph", "result %d differs at %d places, first %s: graph %r, eager %r" % (
+                i, len(bad), tuple(bad[0]), g[tuple(bad[0])], e[tuple(bad[0])])
+    return "ok", ""
+
+
+def run_case(name, fn, kind, case, seed, graph=False):
+    """Run one call (and, with graph, the same call in a recorded graph); returns (outcome,
+    detail)."""
     import numpy as np
     from singa import autograd, tensor
     rng = np.random.default_rng(seed)
-    args, kwargs, receiver, inputs = case
     try:
-        a = [_build(v, rng) for v in args]
-        kw = {k: _build(v, rng) for k, v in kwargs.items()}
-        if kind == "method":
-            y = fn(_build(receiver, rng), *a, **kw)
-        elif kind == "layer":
-            lay = fn(*a, **kw)
-            y = lay(*[_build(v, rng) for v in inputs])
-        else:
-            y = fn(*a, **kw)
+        y = _call(fn, kind, case, rng)
+        eager = _values(y)
         outs = y if isinstance(y, (list, tuple)) else [y]
-        for o in outs:
-            if isinstance(o, tensor.Tensor):
-                o.numpy() if hasattr(o, "numpy") else tensor.to_numpy(o)
         first = outs[0] if outs else None
         if autograd.training and isinstance(first, tensor.Tensor) and first.creator is not None \
                 and getattr(first, "requires_grad", False) and first.dtype == tensor.float32:
             dy = tensor.from_numpy(np.ones(first.shape, np.float32))
             for p, g in autograd.backward(first, dy):
                 tensor.to_numpy(g)
+        if graph and kind in (None, "method", "raw", "rawmethod"):
+            return graph_case(name, fn, kind, case, seed, eager)
         return "ok", ""
     except DOCUMENTED as e:
         origin = _origin(e)
@@ -333,11 +500,13 @@ def _where(e):
 
 
 def child(opts):
-    resource.setrlimit(resource.RLIMIT_AS, (opts.mem_gib << 30, opts.mem_gib << 30))
+    if opts.mem_gib > 0:  # 0: no limit (AddressSanitizer reserves terabytes of address space)
+        resource.setrlimit(resource.RLIMIT_AS, (opts.mem_gib << 30, opts.mem_gib << 30))
     warnings.simplefilter("ignore")
     from singa import autograd
     autograd.training = True
-    tg = {n: (f, k) for n, f, k in targets()}
+    _core_errors()
+    tg = {n: (f, k) for n, f, k in targets(opts.extra)}
     log = open(opts.log, "a", buffering=1)
     for line in open(opts.plan):
         idx, name, i = line.split()
@@ -345,38 +514,46 @@ def child(opts):
         if idx < opts.start:
             continue
         fn, kind = tg[name]
-        log.write("BEGIN %d\n" % idx)
-        log.flush()
-        os.fsync(log.fileno())
+        log.write("BEGIN %d\n" % idx)  # line-buffered: in the page cache before the call starts
         sys.stdout = io.StringIO()  # ops that print (SINGA's verbose paths) stay quiet
-        outcome, detail = run_case(name, fn, kind, draw(name, fn, kind, opts.seed, i), opts.seed)
+        t0 = time.time()
+        try:
+            outcome, detail = run_case(name, fn, kind, draw(name, fn, kind, opts.seed, i),
+                                       opts.seed, opts.graph)
+        except MemoryError:  # the address-space limit hit again while the error was reported
+            outcome, detail = "error", "MemoryError: (while reporting an earlier MemoryError)"
         sys.stdout = sys.__stdout__
         autograd.training = True
-        log.write("END %d %s %s\n" % (idx, outcome, json.dumps(detail)))
+        log.write("END %d %s %.3f %s\n" % (idx, outcome, time.time() - t0, json.dumps(detail)))
 
 
 def parent(opts):
-    tg = targets()
+    tg = targets(opts.extra)
     if opts.only:
         tg = [t for t in tg if any(t[0] == o or t[0].startswith(o + ".") for o in opts.only)]
     if opts.list:
         for n, f, k in tg:
             print(n, k or "")
         return 0
-    work = "/tmp/singa-fuzz-%d" % os.getpid()
-    os.makedirs(work, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="singa-fuzz-") as work:
+        return _run(opts, tg, work)
+
+
+def _run(opts, tg, work):
+    """Runs every case of the targets tg in child processes, logging under work; reports."""
     plan, logf = os.path.join(work, "plan"), os.path.join(work, "log")
     cases = [(n, i) for n, _, _ in tg for i in range(opts.calls)]
     with open(plan, "w") as f:
         for idx, (n, i) in enumerate(cases):
             f.write("%d %s %d\n" % (idx, n, i))
     open(logf, "w").close()
-    results = {}
+    results, seconds = {}, {}
     start = 0
     t0 = time.time()
     while start < len(cases):
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--plan", plan, "--log", logf,
                "--start", str(start), "--seed", str(opts.seed), "--mem-gib", str(opts.mem_gib)]
+        cmd += ["--extra=" + e for e in opts.extra or ()] + (["--graph"] if opts.graph else [])
         env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         last_size, last_change = -1, time.time()
@@ -392,11 +569,12 @@ def parent(opts):
         err = proc.stderr.read().decode(errors="replace")
         begun = None
         for line in open(logf):
-            parts = line.rstrip("\n").split(" ", 3)
+            parts = line.rstrip("\n").split(" ", 4)
             if parts[0] == "BEGIN":
                 begun = int(parts[1])
             elif parts[0] == "END":
-                results[int(parts[1])] = (parts[2], json.loads(parts[3]))
+                results[int(parts[1])] = (parts[2], json.loads(parts[4]))
+                seconds[int(parts[1])] = float(parts[3])
                 begun = None
         if proc.returncode == 0:
             break
@@ -408,33 +586,36 @@ def parent(opts):
         tail = "; ".join(l for l in err.strip().splitlines()[-3:])
         results[begun] = (what, "rc %s %s" % (rc, tail[:300]))
         with open(logf, "a") as f:
-            f.write("END %d %s %s\n" % (begun, what, json.dumps(results[begun][1])))
+            f.write("END %d %s 0 %s\n" % (begun, what, json.dumps(results[begun][1])))
         start = begun + 1
-    return report(opts, tg, cases, results, time.time() - t0)
+    return report(opts, tg, cases, results, seconds, time.time() - t0)
 
 
-def report(opts, tg, cases, results, seconds):
-    kinds = ("ok", "error", "leak", "bug", "crash", "hang")
+def report(opts, tg, cases, results, durations, seconds):
+    kinds = ("ok", "error", "leak", "bug", "crash", "hang") + \
+        (("graph", "refused") if opts.graph else ())
     per = {}
     for idx, (n, i) in enumerate(cases):
         outcome = results.get(idx, ("missing", ""))[0]
         per.setdefault(n, dict.fromkeys(kinds + ("missing",), 0))[outcome] += 1
     bad = [(idx, cases[idx], results[idx]) for idx in sorted(results)
-           if results[idx][0] in ("bug", "crash", "hang") or
-           (results[idx][0] == "leak" and opts.show_leaks)]
+           if results[idx][0] in ("bug", "crash", "hang", "graph") or
+           (results[idx][0] in ("leak", "refused") and opts.show_leaks)]
     fmap = {n: (f, k) for n, f, k in tg}
-    print("| target | calls | ok | error | leak | bug | crash | hang |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| target | calls | %s |" % " | ".join(kinds))
+    print("|---|---:|%s" % ("---:|" * len(kinds)))
     tot = dict.fromkeys(kinds, 0)
     for n in sorted(per):
         c = per[n]
         for k in kinds:
             tot[k] += c[k]
-        if opts.all_rows or any(c[k] for k in ("leak", "bug", "crash", "hang")):
+        if opts.all_rows or any(c[k] for k in ("leak", "bug", "crash", "hang", "graph") if k in c):
             print("| %s | %d | %s |" % (n, sum(c.values()), " | ".join(str(c[k]) for k in kinds)))
     print("| **all %d targets** | %d | %s |" % (len(per), len(cases),
                                                " | ".join(str(tot[k]) for k in kinds)))
-    print("\n%d calls in %.0f s (seed %d)" % (len(cases), seconds, opts.seed))
+    print("\n%d calls in %.0f s (seed %d); the slowest:" % (len(cases), seconds, opts.seed))
+    for idx in sorted(durations, key=durations.get, reverse=True)[:3]:
+        print("  %.2f s  %s:%d" % (durations[idx], cases[idx][0], cases[idx][1]))
     seen = set()
     for idx, (n, i), (outcome, detail) in bad:
         key = (n, outcome, detail.split("  [")[0][:80])
@@ -444,29 +625,21 @@ def report(opts, tg, cases, results, seconds):
         f, k = fmap[n]
         print("\n%s  %s:%d  %s\n    %s" % (outcome.upper(), n, i, detail,
                                          describe(n, draw(n, f, k, opts.seed, i))))
-    fail = tot["bug"] + tot["crash"] + tot["hang"] + (tot["leak"] if opts.strict else 0)
+    fail = tot["bug"] + tot["crash"] + tot["hang"] + tot.get("graph", 0) + \
+        (tot["leak"] if opts.strict else 0)
     return 1 if fail else 0
 
 
 def replay(opts):
     name, i = opts.case.rsplit(":", 1)
-    tg = {n: (f, k) for n, f, k in targets()}
+    tg = {n: (f, k) for n, f, k in targets(opts.extra)}
     fn, kind = tg[name]
     case = draw(name, fn, kind, opts.seed, int(i))
     print(describe(name, case))
+    import numpy as np
     from singa import autograd
     autograd.training = True
-    import numpy as np
-    rng = np.random.default_rng(opts.seed)
-    args, kwargs, receiver, inputs = case
-    a = [_build(v, rng) for v in args]
-    kw = {k: _build(v, rng) for k, v in kwargs.items()}
-    if kind == "method":
-        y = fn(_build(receiver, rng), *a, **kw)
-    elif kind == "layer":
-        y = fn(*a, **kw)(*[_build(v, rng) for v in inputs])
-    else:
-        y = fn(*a, **kw)
+    y = _call(fn, kind, case, np.random.default_rng(opts.seed))
     print("returned", type(y).__name__, getattr(y, "shape", ""))
     return 0
 
@@ -477,13 +650,19 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", nargs="*", help="targets (or prefixes: autograd, layer.Conv2d)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds without progress")
-    ap.add_argument("--mem-gib", type=int, default=8, help="address-space limit of the child")
+    ap.add_argument("--mem-gib", type=int, default=4,
+                    help="address-space limit of the child (0: none)")
+    ap.add_argument("--graph", action="store_true",
+                    help="also record each call that computed in the device's graph, run it and "
+                         "compare with the eager results (outcome 'graph' when they differ)")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--case", help="replay NAME:I in this process, with the traceback")
     ap.add_argument("--show-leaks", action="store_true", help="print each leak's first case")
     ap.add_argument("--strict", action="store_true", help="fail on leaks too")
     ap.add_argument("--all-rows", action="store_true", help="a row for every target")
     ap.add_argument("--every", action="store_true", help="print every bad case, not one per kind")
+    ap.add_argument("--extra", action="append", metavar="FILE:FUNC",
+                    help="also fuzz this function (tests of the harness itself)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--plan", help=argparse.SUPPRESS)
     ap.add_argument("--log", help=argparse.SUPPRESS)

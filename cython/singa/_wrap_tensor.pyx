@@ -176,7 +176,7 @@ cdef class Tensor:
             return ""
         return self.c.block().name().decode()
 
-    def set_block_name(self, str name):
+    def set_block_name(self, str name not None):
         """Names this tensor's block for the graph's drawings (e.g. 'conv1.W')."""
         if self.c.block() != NULL:
             self.c.block().set_name(name.encode())

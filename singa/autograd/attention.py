@@ -28,7 +28,7 @@ from .. import _state
 from .. import singa_wrap as singa
 from .._core import Tensor
 from .errors import InputError
-from .base import Operator
+from .base import Operator, expect_tensor
 
 
 class ScaledDotProductAttention(Operator):
@@ -65,6 +65,7 @@ class ScaledDotProductAttention(Operator):
 def _mask_tensor(attn_mask, like):
     """attn_mask as a Tensor on like's device: bool arrays become int32 (keep), other numbers
     float32 (added); a Tensor is used as it is (int32: keep, float32: added)."""
+    expect_tensor(like, "scaled_dot_product_attention", "q")
     if attn_mask is None or isinstance(attn_mask, Tensor):
         return attn_mask
     a = np.asarray(attn_mask)

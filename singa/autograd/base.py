@@ -111,6 +111,13 @@ def reduce_to(dy, shape):
     return singa.Reshape(dy, list(shape))
 
 
+def expect_tensor(x, op, what="x"):
+    """Raises a TypeError naming op and the argument unless x is a singa Tensor (the checks
+    of functions that read x before an Operator call would check it)."""
+    if not isinstance(x, Tensor):
+        raise TypeError("%s: %s must be a singa Tensor, got %s" % (op, what, type(x).__name__))
+
+
 def back_broadcast(y_shape, x_shape, x):
     """Apache SINGA's name for reduce_to(x, x_shape) (y_shape is x's current shape)."""
     if not isinstance(x, singa.Tensor):

@@ -243,7 +243,11 @@ class OneHot(Operator):
     def __init__(self, axis, depth, values):
         super(OneHot, self).__init__()
         self.axis, self.depth = axis, int(depth)
-        self.off, self.on = (float(v) for v in values)
+        vals = np.asarray(values.numpy() if hasattr(values, "numpy") else values).reshape(-1)
+        if vals.size != 2:
+            raise InputError("onehot: values must hold [off_value, on_value], got %d values"
+                             % vals.size)
+        self.off, self.on = float(vals[0]), float(vals[1])
 
     def forward(self, indices):
         nd = indices.nDim()
@@ -323,7 +327,11 @@ class ConstantOfShape(_Query):
 
     def __init__(self, value=0.0):
         super(ConstantOfShape, self).__init__()
-        self.value = float(np.asarray(value).reshape(-1)[0]) if np.size(value) else 0.0
+        v = np.asarray(value.numpy() if hasattr(value, "numpy") else value).reshape(-1)
+        if v.size != 1:
+            raise InputError("constant_of_shape: value must hold one element, got %d"
+                             % v.size)
+        self.value = float(v[0])
 
     def forward(self, x):
         dims = singa.to_numpy(x).reshape(-1)
@@ -339,10 +347,15 @@ def constant_of_shape(x, value=0):
 
 
 class NonZero(_Query):
-    """The indices of the non-zero elements, (rank, count) int32 (eager only: reads x)."""
+    """The indices of the non-zero elements, (rank, count) int32 (eager only: reads x). A 0-d x
+    gives (0, 1) or (0, 0), ONNX NonZero's rule (numpy refuses 0-d input)."""
 
     def forward(self, x):
-        nz = np.array(np.nonzero(singa.to_numpy(x)), dtype=np.int32)
+        a = singa.to_numpy(x)
+        if a.ndim == 0:
+            nz = np.zeros((0, int(a != 0)), np.int32)
+        else:
+            nz = np.array(np.nonzero(a), dtype=np.int32).reshape(a.ndim, -1)
         return base.const(nz, x)
 
 

@@ -20,9 +20,8 @@ import numbers
 import numpy as np
 
 from .. import singa_wrap as singa
-from .._core import Tensor
 from .errors import ShapeError
-from .base import Operator
+from .base import Operator, expect_tensor
 
 _M = singa.EltwiseMult
 
@@ -41,8 +40,13 @@ def _float(t):
 
 
 def _scale(dy):
-    """dy as a float, or as a core tensor (a (1,) seed from autograd.backward, or a Tensor)."""
-    return float(dy) if isinstance(dy, numbers.Real) else getattr(dy, "data", dy)
+    """dy as a float, or as a core tensor (a (1,) seed from autograd.backward, or a Tensor);
+    a one-element dy becomes 0-d, so that it scales a 0-d x's gradient without growing it to
+    (1,)."""
+    if isinstance(dy, numbers.Real):
+        return float(dy)
+    dy = getattr(dy, "data", dy)
+    return singa.Reshape(dy, []) if dy.Size() == 1 and dy.nDim() > 0 else dy
 
 
 def _batch(x, op):
@@ -201,10 +205,8 @@ class MeanSquareError(_TargetLoss):
 
 def mse_loss(x, t):
     """The mean over all elements of the squared error between x and t (same shapes)."""
-    for what, v in (("predictions", x), ("target", t)):
-        if not isinstance(v, Tensor):
-            raise TypeError("mse_loss: the %s must be a singa Tensor, got %s"
-                            % (what, type(v).__name__))
+    expect_tensor(x, "mse_loss", "the predictions")
+    expect_tensor(t, "mse_loss", "the target")
     if tuple(x.shape) != tuple(t.shape):
         raise ShapeError("mse_loss: target of shape %s does not match predictions of shape %s"
                          % (tuple(t.shape), tuple(x.shape)))

@@ -133,7 +133,7 @@ class _BatchNorm2d(Operator):
                                                    self.running_var, self.eps, self.relu)
         y, self.mean, self.var = singa.BatchNormForwardTraining(
             x, scale, bias, self.running_mean, self.running_var, momentum, self.eps, self.relu)
-        self.x, self.scale = x, scale
+        self.x, self.scale, self.bias_shape = x, scale, bias.shape()
         self.y = y if self.relu else None
         return y
 
@@ -142,7 +142,10 @@ class _BatchNorm2d(Operator):
             dy = singa.ReLUBackward(dy, self.y)
         dx, dscale, dbias = singa.BatchNormBackward(dy, self.x, self.scale, self.mean, self.var,
                                                     self.eps)
-        return dx, dscale, dbias
+        # The core takes any shape holding C values ((C,), (1, C, 1, 1)...) and returns (C,):
+        # the gradients take their parameters' shapes back.
+        return dx, singa.Reshape(dscale, list(self.scale.shape())), \
+            singa.Reshape(dbias, list(self.bias_shape))
 
 
 def batchnorm_2d(handle, x, scale, bias, running_mean, running_var, relu=False):

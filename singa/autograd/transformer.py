@@ -100,6 +100,7 @@ def cumsum(x, axis, exclusive=False, reverse=False):
 
 def _indices(indices, like, op):
     """indices as a Tensor on like's device: Tensors pass, integer arrays become int32."""
+    base.expect_tensor(like, op)
     if isinstance(indices, Tensor):
         return indices
     arr = np.asarray(indices)
@@ -171,6 +172,7 @@ class MaskedFill(Operator):
 def as_mask(mask, like, op):
     """mask as a Tensor on like's device: Tensors pass, numpy arrays / lists (bool or numbers)
     become float32 constants."""
+    base.expect_tensor(like, op)
     if isinstance(mask, Tensor):
         return mask
     arr = np.asarray(mask)

@@ -101,6 +101,14 @@ def make_handle(cpu_name, gpu_name, dev, *args, **kwargs):
     return cls(*args, **kwargs)
 
 
+def positive_int(name, what, v):
+    """v as an int, or a CheckValueError (a ValueError) naming the layer and the setting when it
+    is not a positive integer (numpy integers count; bools do not)."""
+    if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v <= 0:
+        raise CheckValueError("%s: %s must be a positive int, got %r" % (name, what, v))
+    return int(v)
+
+
 def is_real(v):
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 

@@ -28,7 +28,7 @@ import numpy as np
 from .. import _state, autograd, tensor
 from ..tensor import Tensor
 from .base import Layer, graph_paused, settings
-from ._util import CheckValueError, check_ndim, check_tensor, param, shape_error
+from ._util import CheckValueError, check_ndim, check_tensor, param, positive_int, shape_error
 from .dense import Linear
 
 __all__ = ["LayerNorm", "GELU", "MultiHeadAttention", "MultiheadAttention",
@@ -159,9 +159,7 @@ class MultiHeadAttention(Layer):
         if add_bias_kv or add_zero_attn:
             raise NotImplementedError("MultiHeadAttention: add_bias_kv and add_zero_attn are "
                                       "not supported")
-        if not isinstance(num_heads, int) or num_heads <= 0:
-            raise CheckValueError("MultiHeadAttention: num_heads must be a positive int, got %r"
-                                  % (num_heads,))
+        num_heads = positive_int("MultiHeadAttention", "num_heads", num_heads)
         if not 0.0 <= dropout < 1.0:
             raise CheckValueError("MultiHeadAttention: dropout must be in [0, 1), got %r"
                                   % (dropout,))

@@ -5,7 +5,8 @@ from .. import autograd
 from ..tensor import Tensor
 from .base import Layer, graph_paused, settings
 from ._util import (CheckValueError, check_dim, check_ndim, handle_class, make_handle,
-                    padding_spec, pair, param, param_dtype, same_padding, shape_error)
+                    padding_spec, pair, param, param_dtype, positive_int, same_padding,
+                    shape_error)
 
 __all__ = ["Conv2d", "SeparableConv2d", "BatchNorm2d", "Pooling2d", "MaxPool2d", "AvgPool2d",
            "MaxPool1d", "AvgPool1d"]
@@ -106,8 +107,7 @@ class Conv2d(_Windowed):
             if k not in self.inner_params:
                 raise TypeError("Conv2d: unexpected keyword argument %r" % k)
             self.inner_params[k] = v
-        if not isinstance(nb_kernels, int) or nb_kernels <= 0:
-            raise ValueError("Conv2d: nb_kernels must be a positive int, got %r" % (nb_kernels,))
+        nb_kernels = positive_int("Conv2d", "nb_kernels", nb_kernels)
         if not isinstance(group, int) or group < 1 or nb_kernels % group:
             raise CheckValueError("Conv2d: group must be a positive divisor of nb_kernels "
                                   "(%d), got %r" % (nb_kernels, group))

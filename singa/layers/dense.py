@@ -5,7 +5,7 @@ import warnings
 from .. import autograd
 from ..tensor import Tensor
 from .base import Layer, settings
-from ._util import check_dim, check_ndim, check_tensor, param, shape_error
+from ._util import check_dim, check_ndim, check_tensor, param, positive_int, shape_error
 
 __all__ = ["Linear", "Gemm", "Embedding"]
 
@@ -30,9 +30,9 @@ class Linear(Layer):
             bias = args[1]
         if len(args) > 2:
             raise TypeError("Linear: at most (in_features, out_features, bias) positionally")
-        for v in (self.in_features, self.out_features):
-            if v is not None and (not isinstance(v, int) or v <= 0):
-                raise ValueError("Linear: feature sizes must be positive ints, got %r" % (v,))
+        for what in ("in_features", "out_features"):
+            if getattr(self, what) is not None:
+                setattr(self, what, positive_int("Linear", what, getattr(self, what)))
         self.bias = bool(bias)
 
     def extra_repr(self):
@@ -67,7 +67,7 @@ class Gemm(Layer):
     def __init__(self, nb_kernels, alpha=1.0, beta=1.0, transA=False, transB=True, bias=True,
                  bias_shape=None):
         super(Gemm, self).__init__()
-        self.nb_kernels = nb_kernels
+        self.nb_kernels = positive_int("Gemm", "nb_kernels", nb_kernels)
         self.alpha = alpha
         self.beta = beta
         self.transA = 1 if transA else 0

@@ -31,7 +31,7 @@ from .. import errors
 from ..autograd import rnn as _rnn
 from ..tensor import Tensor
 from .base import Layer, settings
-from ._util import check_dim, check_ndim, check_tensor, param, shape_error
+from ._util import check_dim, check_ndim, check_tensor, param, positive_int, shape_error
 
 __all__ = ["RNN_Base", "RNN", "LSTM", "GRU", "CudnnRNN"]
 
@@ -64,10 +64,9 @@ class RNN_Base(Layer):
                  batch_first=False, dropout=0, bidirectional=False):
         super(RNN_Base, self).__init__()
         name = type(self).__name__
-        for what, v in (("input_size", input_size), ("hidden_size", hidden_size),
-                        ("num_layers", num_layers)):
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise ValueError("%s: %s must be a positive int, got %r" % (name, what, v))
+        input_size = positive_int(name, "input_size", input_size)
+        hidden_size = positive_int(name, "hidden_size", hidden_size)
+        num_layers = positive_int(name, "num_layers", num_layers)
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError("%s: nonlinearity must be 'tanh' or 'relu', got %r"
                              % (name, nonlinearity))

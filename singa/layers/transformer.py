@@ -20,7 +20,7 @@ import numpy as np
 from .. import autograd
 from .attention import LayerNorm, MultiHeadAttention, dense
 from .base import Layer, settings
-from ._util import CheckValueError
+from ._util import CheckValueError, check_ndim
 from .dense import Linear
 from .simple import Dropout
 
@@ -72,6 +72,8 @@ class _Block(Layer):
                         batch_first=self.batch_first, norm_first=self.norm_first)
 
     def initialize(self, x, *args, **kwargs):
+        check_ndim(self, x, 3, "(batch, seq, d_model)" if self.batch_first else
+                   "(seq, batch, d_model)")
         if self.linear2 is None:
             self.d_model = x.shape[-1]
             self.linear2 = Linear(self.d_model, bias=self._bias)

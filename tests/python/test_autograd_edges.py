@@ -246,3 +246,39 @@ def test_clip_of_int32_with_open_or_huge_bounds_matches_numpy(lo, hi):
     exp = exp.astype(np.int32)
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, exp)
+
+
+@pytest.mark.parametrize("value,count", [(3.0, 1), (0.0, 0), (float("nan"), 1)])
+def test_nonzero_of_a_0d_tensor_follows_onnx(value, count):
+    # ONNX NonZero: (rank, count) indices, so (0, 1) or (0, 0) for a scalar (numpy raises for
+    # 0-d input, and the error used to leak out of singa unexplained).
+    y = autograd.nonzero(tensor.from_numpy(np.array(value, np.float32)))
+    assert y.shape == (0, count) and y.dtype == tensor.int32
+
+
+def test_nonzero_of_an_empty_tensor_has_rank_rows():
+    y = autograd.nonzero(tensor.from_numpy(np.zeros((2, 0, 3), np.float32)))
+    assert y.shape == (3, 0)
+
+
+def test_batchnorm_gradients_take_their_parameters_shapes():
+    # The core accepts per-channel tensors of any shape holding C values; the gradients came
+    # back (C,) and backward raised for (1, C, 1, 1) parameters (found by tools/fuzz_api.py).
+    autograd.training = True
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    dy = tensor.from_numpy(rng.standard_normal((2, 3, 4, 4)).astype(np.float32))
+    grads = {}
+    for shape in [(3,), (1, 3, 1, 1)]:
+        x = tensor.from_numpy(x_np)
+        scale = tensor.from_numpy(np.linspace(0.5, 1.5, 3).astype(np.float32).reshape(shape))
+        bias = tensor.from_numpy(np.full(shape, 0.1, np.float32))
+        for t in (x, scale, bias):
+            t.requires_grad = t.stores_grad = True
+        rm, rv = tensor.from_numpy(np.zeros(3, np.float32)), tensor.from_numpy(np.ones(3, np.float32))
+        y = autograd.batchnorm_2d(sw.BatchNormHandle(0.9, x.data), x, scale, bias, rm, rv)
+        g = dict((id(p), tensor.to_numpy(d)) for p, d in autograd.backward(y, dy))
+        assert g[id(scale)].shape == shape and g[id(bias)].shape == shape
+        grads[shape] = [g[id(x)], g[id(scale)].reshape(-1), g[id(bias)].reshape(-1)]
+    for a, b in zip(grads[(3,)], grads[(1, 3, 1, 1)]):
+        np.testing.assert_array_equal(a, b)

@@ -148,6 +148,25 @@ CASES = [
      ["SoftMaxCrossEntropy", "target", "list"]),
     ("back-broadcast-x", lambda: autograd.back_broadcast((2, 3), (3,), 0), TypeError,
      ["back_broadcast", "int"]),
+    ("gather-elements-x", lambda: autograd.gather_elements((), 0), TypeError,
+     ["gather_elements", "x", "tuple"]),
+    ("sdpa-q", lambda: autograd.scaled_dot_product_attention(None, T(1, 2, 4), T(1, 2, 4)),
+     TypeError, ["scaled_dot_product_attention", "q", "NoneType"]),
+    ("softmax-x", lambda: autograd.softmax(7, 1, 1), TypeError, ["softmax", "int"]),
+    ("block-name-none", lambda: T(2).data.set_block_name(None), TypeError, ["None"]),
+    # bad values that reached numpy or a tuple index unchecked
+    ("constant-of-shape-value", lambda: autograd.constant_of_shape(T(2), value=T(0)),
+     ValueError, ["constant_of_shape", "one element", "0"]),
+    ("onehot-values", lambda: autograd.onehot(-1, T(2, dtype=np.int32), 3, [0, 1, 2]),
+     ValueError, ["onehot", "off_value", "3 values"]),
+    ("copy-from-numpy-offset-view", lambda: T(2, 3).T().copy_from_numpy(np.ones(2, F32), 1),
+     ValueError, ["copy_from_numpy", "transposed", "(3, 2)"]),
+    ("encoder-layer-scalar", lambda: layer.TransformerEncoderLayer(4, 2)(T()), ValueError,
+     ["TransformerEncoderLayer", "3-d", "()"]),
+    ("gemm-kernels", lambda: layer.Gemm(0), ValueError, ["Gemm", "nb_kernels", "0"]),
+    ("linear-features", lambda: layer.Linear(-2), ValueError, ["Linear", "out_features", "-2"]),
+    ("lstm-layers", lambda: layer.LSTM(2, 3, num_layers=1.5), ValueError,
+     ["LSTM", "num_layers", "1.5"]),
 ]
 
 

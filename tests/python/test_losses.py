@@ -211,3 +211,18 @@ def test_mse_loss_function_still_asks_for_equal_shapes():
     with pytest.raises(AssertionError, match=r"\(2, 1\).*\(2, 4\)"):
         autograd.mse_loss(tensor.from_numpy(np.ones((2, 4), np.float32)),
                           tensor.from_numpy(np.ones((2, 1), np.float32)))
+
+
+@pytest.mark.parametrize("use_layer", [False, True])
+def test_mse_of_0d_predictions_keeps_a_0d_gradient(use_layer):
+    # The (1,) seed of backward used to broadcast a 0-d x's gradient to (1,): backward raised.
+    from singa import layer
+    autograd.training = True
+    x = tensor.from_numpy(np.array(2.5, np.float32))
+    x.requires_grad = x.stores_grad = True
+    t = tensor.from_numpy(np.array(1.0, np.float32))
+    y = layer.MeanSquareError()(x, t) if use_layer else autograd.mse_loss(x, t)
+    np.testing.assert_allclose(np_(y), [2.25])
+    (p, g), = list(autograd.backward(y))
+    assert p is x and g.shape == ()
+    np.testing.assert_allclose(np_(g), 2 * (2.5 - 1.0))
