@@ -182,23 +182,33 @@ def orthogonal(t, gain=1.0):
     return t
 
 
+def _rows_cols(t, fn, axes=2):
+    """The sizes of t's first ``axes`` axes, each at least 1 (an empty tensor draws nothing;
+    SINGA's formulas divided by zero there)."""
+    _check(t, fn)
+    if len(t.shape) < axes:
+        raise CheckValueError("initializer.%s: expected a tensor of %d or more axes, got shape "
+                              "%s" % (fn, axes, tuple(t.shape)))
+    return tuple(max(1, d) for d in t.shape[:axes])
+
+
 def xavier(t):
     """U(-sqrt(6 / (rows + cols)), +sqrt(...)) for a matrix (deprecated: glorot_uniform)."""
-    _check(t, "xavier")
-    scale = math.sqrt(6.0 / (t.shape[0] + t.shape[1]))
+    rows, cols = _rows_cols(t, "xavier")
+    scale = math.sqrt(6.0 / (rows + cols))
     t.uniform(-scale, scale)
     return t
 
 
 def glorot(t):
     """N(0, 2 / (rows + cols)) for a matrix (deprecated: glorot_normal)."""
-    _check(t, "glorot")
-    t.gaussian(0.0, math.sqrt(2.0 / (t.shape[0] + t.shape[1])))
+    rows, cols = _rows_cols(t, "glorot")
+    t.gaussian(0.0, math.sqrt(2.0 / (rows + cols)))
     return t
 
 
 def msra(t):
     """N(0, 2 / rows) (deprecated: he_normal)."""
-    _check(t, "msra")
-    t.gaussian(0.0, math.sqrt(2.0 / t.shape[0]))
+    rows, = _rows_cols(t, "msra", 1)
+    t.gaussian(0.0, math.sqrt(2.0 / rows))
     return t

@@ -23,7 +23,7 @@ from . import singa_wrap as singa
 from . import errors
 from . import tensor
 from .autograd import nn as _nn
-from .autograd.base import Dummy
+from .autograd.base import Dummy, Operator
 from ._padding import same_pad_split
 
 _BAR_LENGTH = 20
@@ -100,6 +100,9 @@ def handle_odd_pad_bwd(dx, odd_padding):
 
 
 def _spatial(x):
+    if not isinstance(x, (singa.Tensor, tensor.Tensor)):
+        raise errors.CheckTypeError("same_pad_shape_check: x must be a singa Tensor, got %s"
+                                    % type(x).__name__)
     shape = x.shape() if isinstance(x, singa.Tensor) else tuple(x.shape)
     return list(shape[2:])
 
@@ -115,6 +118,7 @@ def same_pad_shape_check(handle, pad_mode, x):
 
     SINGA's version fails on every call (it floor-divides a list); we check what it meant to.
     """
+    _check_handle(handle, "same_pad_shape_check", (singa.ConvHandle, singa.PoolingHandle))
     kernel = [handle.kernel_h, handle.kernel_w]
     stride = [handle.stride_h, handle.stride_w]
     given = [handle.pad_h, handle.pad_w]
@@ -128,8 +132,16 @@ def same_pad_shape_check(handle, pad_mode, x):
     return pads, odd
 
 
+def _check_handle(handle, fn, classes):
+    if not isinstance(handle, classes):
+        raise errors.CheckTypeError("%s: expected a %s, got %s" % (
+            fn, " or ".join(c.__name__ for c in classes), type(handle).__name__))
+
+
 def re_new_handle(handle, x, is_pool=False):
     """A new handle of ``handle``'s class and geometry for input x (a new input shape)."""
+    _check_handle(handle, "re_new_handle (is_pool=%r)" % (is_pool,),
+                  (singa.PoolingHandle,) if is_pool else (singa.ConvHandle,))
     if not isinstance(x, (singa.Tensor, tensor.Tensor)):
         raise TypeError("re_new_handle: x must be a singa Tensor, got %s" % type(x).__name__)
     ct = x.data if isinstance(x, tensor.Tensor) else x
@@ -231,6 +243,9 @@ def post_order_recursive(root, root_t):
     recursion limit; a shared sub-graph is listed once, at its first completion, as SINGA's
     recursion (which revisits it) also leaves it.
     """
+    if root is not None and not isinstance(root, Operator):
+        raise errors.CheckTypeError("post_order_recursive: root must be an autograd Operator "
+                                    "(a tensor's creator), got %s" % type(root).__name__)
     nodes, weights, inputs = OrderedDict(), OrderedDict(), OrderedDict()
     done = set()
     stack = [(root, root_t, False)]

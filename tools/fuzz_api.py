@@ -121,9 +121,27 @@ def _extra_targets(specs):
     return out
 
 
+def _opt_targets(opt):
+    """Optimizers (constructed, then given a (param, grad) pair and a step) and learning-rate
+    schedules (constructed, then called with a step)."""
+    out = []
+    for name in sorted(dir(opt)):
+        obj = getattr(opt, name)
+        if not inspect.isclass(obj) or obj.__module__ is None or \
+                not obj.__module__.startswith("singa") or name in ("Optimizer", "DistOpt"):
+            continue
+        if issubclass(obj, opt.Optimizer):
+            out.append(("opt." + name, obj, "opt"))
+        elif issubclass(obj, opt.DecayScheduler) and obj is not opt.DecayScheduler:
+            out.append(("opt." + name, obj, "schedule"))
+    return out
+
+
 def targets(extra=None):
-    from singa import autograd, layer, singa_wrap, tensor
+    from singa import autograd, initializer, layer, opt, singa_wrap, tensor, utils
     out = _public_functions(autograd, "autograd.") + _public_functions(tensor, "tensor.")
+    out += _public_functions(initializer, "initializer.") + _public_functions(utils, "utils.")
+    out += _opt_targets(opt)
     for name in sorted(dir(tensor.Tensor)):
         if name.startswith("_") and name not in ("__add__", "__sub__", "__mul__", "__truediv__",
                                                   "__getitem__", "__setitem__", "__matmul__",
@@ -254,7 +272,7 @@ def _value(r, pname, default_known):
 
 def _params(fn, kind):
     """(name, has_default, kind) for each parameter of the callable, self dropped."""
-    target = fn.__init__ if kind == "layer" else fn
+    target = fn.__init__ if kind in ("layer", "opt", "schedule") else fn
     try:
         if kind == "rawclass":  # a Cython class: its docstring's first line is the signature
             head = fn.__doc__.split("\n", 1)[0]
@@ -266,7 +284,7 @@ def _params(fn, kind):
         return []
     out = []
     for i, p in enumerate(sig.parameters.values()):
-        if i == 0 and kind in ("method", "layer", "rawmethod", "devmethod") and \
+        if i == 0 and kind in ("method", "layer", "rawmethod", "devmethod", "opt", "schedule") and \
                 p.name in ("self", "cls"):
             continue
         if p.kind is p.VAR_KEYWORD:
@@ -298,7 +316,15 @@ def draw(name, fn, kind, seed, i):
             kwargs[pname] = v
     receiver = _tensor(r) if kind in ("method", "rawmethod") else \
         ("device",) if kind == "devmethod" else None
-    inputs = [_tensor(r) for _ in range(r.choice([1, 1, 1, 2]))] if kind == "layer" else None
+    inputs = None
+    if kind == "layer":
+        inputs = [_tensor(r) for _ in range(r.choice([1, 1, 1, 2]))]
+    elif kind == "opt":  # a parameter and its gradient, usually of one shape
+        p = _tensor(r)
+        p.grad = True
+        inputs = [p, TSpec(p.shape, p.dtype, view=p.view) if r.random() < 0.7 else _tensor(r)]
+    elif kind == "schedule":
+        inputs = [r.choice(INTS + FLOATS + [TSpec((1,)), TSpec(())])]
     return args, kwargs, receiver, inputs
 
 
@@ -309,7 +335,9 @@ def describe(name, case):
     if receiver is not None:
         text = "%r.%s" % (receiver, text.split(".", 2)[2] if text.startswith("raw.")
                           else text.split("tensor.Tensor.", 1)[1])
-    if inputs is not None:
+    if inputs is not None and name.startswith("opt.") and len(inputs) == 2:
+        text += ".update(%r, %r); .step()" % tuple(inputs)
+    elif inputs is not None:
         text += "(%s)" % ", ".join(map(repr, inputs))
     return text
 
@@ -369,6 +397,14 @@ def _call(fn, kind, case, rng):
     if kind == "layer":
         lay = fn(*a, **kw)
         return lay(*[_build(v, rng) for v in inputs])
+    if kind == "opt":
+        o = fn(*a, **kw)
+        param, grad = [_build(v, rng) for v in inputs]
+        o.update(param, grad)
+        o.step()
+        return param
+    if kind == "schedule":
+        return fn(*a, **kw)(_build(inputs[0], rng))
     return fn(*a, **kw)
 
 

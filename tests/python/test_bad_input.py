@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from singa import autograd, layer, singa_wrap, tensor
+from singa import autograd, layer, singa_wrap, tensor, utils
 
 F32 = np.float32
 
@@ -167,6 +167,20 @@ CASES = [
     ("linear-features", lambda: layer.Linear(-2), ValueError, ["Linear", "out_features", "-2"]),
     ("lstm-layers", lambda: layer.LSTM(2, 3, num_layers=1.5), ValueError,
      ["LSTM", "num_layers", "1.5"]),
+    # singa.utils' handle helpers (AttributeError from inside, or a division by zero, before)
+    ("re-new-handle-class", lambda: utils.re_new_handle(
+        singa_wrap.BatchNormHandle(0.9, T(2, 3, 4, 4).data), T(2, 3, 4, 4)), TypeError,
+     ["re_new_handle", "ConvHandle", "BatchNormHandle"]),
+    ("re-new-handle-pool", lambda: utils.re_new_handle(
+        singa_wrap.ConvHandle([2, 3, 4, 4], 3, 1, 1, 3, 4, True), T(2, 3, 4, 4), True),
+     TypeError, ["re_new_handle", "is_pool=True", "PoolingHandle", "ConvHandle"]),
+    ("same-pad-x", lambda: utils.same_pad_shape_check(
+        singa_wrap.PoolingHandle([2, 3, 4, 4], 2, 2, 0), "SAME_UPPER", 1), TypeError,
+     ["same_pad_shape_check", "x", "int"]),
+    ("post-order-root", lambda: utils.post_order_recursive(T(2), None), TypeError,
+     ["post_order_recursive", "Operator", "Tensor"]),
+    ("same-pad-stride", lambda: utils.get_padding_shape("SAME_UPPER", [5], [2], [0]),
+     ValueError, ["stride", "0"]),
 ]
 
 

@@ -106,3 +106,22 @@ def test_draws_come_from_the_device_generator():
         return N(t)
 
     np.testing.assert_array_equal(draw(), draw())
+
+
+@pytest.mark.parametrize("fn", [initializer.xavier, initializer.glorot, initializer.msra,
+                                initializer.he_normal, initializer.glorot_uniform,
+                                initializer.lecun_normal])
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0), (2, 0, 3, 3)])
+def test_an_empty_weight_is_left_as_it_is(fn, shape):
+    # PyTorch's init functions do nothing to a zero-element tensor; SINGA's older helpers
+    # divided by the zero fan (ZeroDivisionError, found by tools/fuzz_api.py).
+    t = tensor.Tensor(shape)
+    assert fn(t) is t and t.shape == shape
+
+
+def test_older_helpers_name_the_axes_they_need():
+    with pytest.raises(ValueError, match=r"initializer\.xavier: .*2 or more axes.*\(5,\)"):
+        initializer.xavier(tensor.Tensor((5,)))
+    with pytest.raises(ValueError, match=r"initializer\.msra: .*1 or more axes.*\(\)"):
+        initializer.msra(tensor.Tensor(()))
+    assert_normal(tensor.to_numpy(initializer.msra(tensor.Tensor((40000,)))), math.sqrt(2 / 40000))
