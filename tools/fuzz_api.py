@@ -458,6 +458,7 @@ def _values(y):
 # recording (the graph records ops; it cannot branch on data): under --graph only the shapes
 # of their results are compared.
 GRAPH_SHAPES_ONLY = ("bernoulli", "gaussian", "uniform", "dropout", "random", "layer.",
+                     "initializer.",
                      "nonzero", "constant_of_shape", "Bernoulli", "Gaussian", "Uniform")
 
 
