@@ -52,7 +52,8 @@ import time
 import traceback
 import warnings
 
-# OverflowError: numpy raises it too for a size past the C integer types (np.ones(3).reshape(2**63)).
+# OverflowError: numpy raises it too for a size past the C integer types
+# (np.ones(3).reshape(2**63)).
 DOCUMENTED = (ValueError, TypeError, IndexError, NotImplementedError, MemoryError,
               FloatingPointError, AssertionError, OverflowError)
 
@@ -137,6 +138,16 @@ def _opt_targets(opt):
     return out
 
 
+def _onnx_targets():
+    """Every ONNX op type sonnx imports, run as one node (SingaBackend.run_node) with hostile
+    attributes and inputs: what a malformed or unusual model file gives the importer."""
+    try:
+        from singa.sonnx.backend import SingaBackend
+    except ImportError:  # onnx is a test dependency, not the demo's
+        return []
+    return [("sonnx." + op, op, "onnx") for op in sorted(SingaBackend._rename_operators)]
+
+
 def targets(extra=None):
     from singa import autograd, initializer, layer, opt, singa_wrap, tensor, utils
     out = _public_functions(autograd, "autograd.") + _public_functions(tensor, "tensor.")
@@ -155,7 +166,7 @@ def targets(extra=None):
         if inspect.isclass(obj) and issubclass(obj, layer.Layer) and obj is not layer.Layer \
                 and not inspect.isabstract(obj) and name[0].isupper():
             out.append(("layer." + name, obj, "layer"))
-    out += _raw_targets(singa_wrap) + _extra_targets(extra)
+    out += _raw_targets(singa_wrap) + _onnx_targets() + _extra_targets(extra)
     return [t for t in out if t[0] not in SKIP and not t[0].startswith(SKIP_PREFIX)]
 
 
@@ -169,7 +180,8 @@ class TSpec(object):
     """A tensor described so the report can print it and the child can rebuild it."""
 
     def __init__(self, shape, dtype="float32", fill="randn", view=None, grad=False):
-        self.shape, self.dtype, self.fill, self.view, self.grad = tuple(shape), dtype, fill, view, grad
+        self.shape, self.dtype, self.fill = tuple(shape), dtype, fill
+        self.view, self.grad = view, grad
 
     def __repr__(self):
         extra = "".join(", " + s for s in (self.fill if self.fill != "randn" else None,
@@ -293,10 +305,77 @@ def _params(fn, kind):
     return out
 
 
+ONNX_INTS = [[], [1], [2, 2], [1, 1, 1, 1], [0, 0], [-1], [3, 3], [1, 2, 3, 4], [2 ** 31],
+             [0, -1, 1, 2], [0, 0, 1, 1], [-1, 0], [2 ** 62, 1]]
+ONNX_STRINGS = ["", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "DCR", "CRD", "constant",
+                "reflect", "edge", "nearest", "linear", "cubic", "tanh", "relu", "sigmoid",
+                "none", "x", "half_pixel", "asymmetric", "round_prefer_floor", "floor"]
+
+
+def _onnx_attr(r, a):
+    """A value for ONNX attribute schema a (None: an attribute type not drawn)."""
+    from onnx.defs import OpSchema
+    t = OpSchema.AttrType
+    if a.type == t.INT:
+        return r.choice([0, 1, 2, 3, -1, -5, 7, 2 ** 31, 2 ** 62, 1, 0])
+    if a.type == t.INTS:
+        return r.choice(ONNX_INTS)
+    if a.type == t.FLOAT:
+        return r.choice([0.0, 1.0, 0.5, -1.0, 1e30, float("nan"), float("inf"), 1e-5])
+    if a.type == t.FLOATS:
+        return r.choice([[], [1.0], [0.5, 2.0], [float("nan")]])
+    if a.type == t.STRING:
+        return r.choice(ONNX_STRINGS)
+    if a.type == t.STRINGS:
+        return r.choice([["sigmoid", "tanh", "tanh"], [], ["x"], ["relu"]])
+    if a.type == t.TENSOR:
+        return ("onnx-tensor", _onnx_input(r))
+    return None
+
+
+def _onnx_input(r):
+    spec = _tensor(r)
+    u = r.random()
+    if u < 0.25:
+        spec.dtype, spec.fill = "int64", "index"
+    elif u < 0.3:
+        spec.dtype, spec.fill = "bool", "index"
+    spec.grad = False
+    return spec
+
+
+def _draw_onnx(r, op):
+    """(attributes, input specs, number of outputs) of a one-node model of ONNX op type op."""
+    import onnx
+    from onnx.defs import OpSchema
+    schema = onnx.defs.get_schema(op)
+    attrs = {}
+    for a in schema.attributes.values():
+        if a.required or r.random() < 0.5:
+            v = _onnx_attr(r, a)
+            if v is not None:  # typed: make_node cannot type an empty list by itself
+                attrs[a.name] = ("onnx-attr", v, int(a.type))
+    inputs = []
+    for f in schema.inputs:
+        if f.option == OpSchema.FormalParameterOption.Variadic:
+            inputs += [_onnx_input(r) for _ in range(r.choice([0, 1, 2, 3]))]
+        elif f.option == OpSchema.FormalParameterOption.Optional and r.random() < 0.4:
+            inputs.append(None if r.random() < 0.5 else "stop")
+            if inputs[-1] == "stop":
+                inputs.pop()
+                break
+        else:
+            inputs.append(_onnx_input(r))
+    n_out = max(1, len(schema.outputs)) if r.random() < 0.7 else r.choice([1, 2, 3])
+    return [attrs], {}, None, [inputs, n_out]
+
+
 def draw(name, fn, kind, seed, i):
     """The arguments of call i of target name: (args, kwargs, receiver, layer call inputs), all as
     specs (TSpec / plain values), reproducible from (seed, name, i)."""
     r = random.Random("%d:%s:%d" % (seed, name, i))
+    if kind == "onnx":
+        return _draw_onnx(r, fn)
     args, kwargs = [], {}
     positional = True  # until a parameter is left out or passed by keyword: then keywords only
     for pname, has_default, pkind in _params(fn, kind):
@@ -330,6 +409,8 @@ def draw(name, fn, kind, seed, i):
 
 def describe(name, case):
     args, kwargs, receiver, inputs = case
+    if name.startswith("sonnx."):  # attributes without their ONNX type numbers
+        args = [{k: v[1] for k, v in args[0].items()}]
     parts = [repr(a) for a in args] + ["%s=%r" % kv for kv in kwargs.items()]
     text = "%s(%s)" % (name, ", ".join(parts))
     if receiver is not None:
@@ -386,6 +467,22 @@ def _build(v, rng, raw=False):
     return v
 
 
+def _run_onnx(op, attrs, inputs, rng):
+    """One node of type op with these attributes on these inputs, through sonnx's run_node."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+    from singa.sonnx.backend import SingaBackend
+    specs, n_out = inputs
+    names = ["" if s is None else "in%d" % i for i, s in enumerate(specs)]
+    node = helper.make_node(op, names, ["out%d" % i for i in range(n_out)])
+    for k, (_, v, attr_type) in attrs.items():
+        if isinstance(v, tuple):  # ("onnx-tensor", spec)
+            v = numpy_helper.from_array(v[1].array(rng))
+        node.attribute.append(helper.make_attribute(k, v, attr_type=attr_type))
+    arrays = [None if s is None else s.array(rng) for s in specs]
+    return [np.asarray(y) for y in SingaBackend.run_node(node, arrays)]
+
+
 def _call(fn, kind, case, rng):
     """Builds the case's values and makes the call; returns what it returned."""
     args, kwargs, receiver, inputs = case
@@ -405,6 +502,8 @@ def _call(fn, kind, case, rng):
         return param
     if kind == "schedule":
         return fn(*a, **kw)(_build(inputs[0], rng))
+    if kind == "onnx":
+        return _run_onnx(fn, args[0], inputs, rng)
     return fn(*a, **kw)
 
 

@@ -277,7 +277,7 @@ class Expand(_Broadcasting):
     def plan(self, shape):
         try:
             out = list(np.broadcast_shapes(tuple(shape), tuple(self.shape)))
-        except ValueError:
+        except (ValueError, RuntimeError):  # RuntimeError: more axes than numpy handles
             raise ShapeError("expand: shape %s cannot be broadcast to %s"
                              % (tuple(shape), tuple(self.shape)))
         view = [1] * (len(out) - len(shape)) + shape

@@ -47,13 +47,27 @@ def _check_2d(op, x, kernel):
                                  "shape %s and kernel %s" % (op, x.shape, list(kernel)))
 
 
+def _geometry(op, x, kernel, attrs):
+    """(kernel, strides, dilations) of a 2-d conv / pool node, each two positive ints, after
+    the pads are checked too (a zero stride divided by zero further on)."""
+    _check_2d(op, x, kernel)
+    strides = list(attrs.get("strides", [1, 1]))
+    dil = list(attrs.get("dilations", [1, 1]))
+    for what, v, n, low in (("kernel_shape", kernel, 2, 1), ("strides", strides, 2, 1),
+                            ("dilations", dil, 2, 1), ("pads", attrs.get("pads", [0] * 4), 4, 0)):
+        if len(v) != n or any(int(e) < low for e in v):
+            raise SonnxError("%s: %s must be %d ints >= %d, got %s" % (op, what, n, low, list(v)))
+    return kernel, strides, dil
+
+
 def _conv(ins, attrs, opset, cache):
     x, W = ins[0], ins[1]
     b = ins[2] if len(ins) > 2 else None
-    kernel = list(attrs.get("kernel_shape", W.shape[2:]))
-    _check_2d("Conv", x, kernel)
-    strides = list(attrs.get("strides", [1, 1]))
-    dil = list(attrs.get("dilations", [1, 1]))
+    if len(W.shape) != 4:
+        raise SonnxError("Conv: the weight must be 4-d (M, C/group, kH, kW), got shape %s"
+                         % (tuple(W.shape),))
+    kernel, strides, dil = _geometry("Conv", x, list(attrs.get("kernel_shape", W.shape[2:])),
+                                     attrs)
     group = int(attrs.get("group", 1))
     pad, odd = _spatial_pads("Conv", x, attrs, kernel, strides, dil)
     in_shape = (x.shape[1], x.shape[2] + odd[0] + odd[1], x.shape[3] + odd[2] + odd[3])
@@ -70,10 +84,8 @@ def _pool(is_max):
 
     def run(ins, attrs, opset, cache):
         x = ins[0]
-        kernel = list(attrs["kernel_shape"])
-        _check_2d(op, x, kernel)
-        strides = list(attrs.get("strides", [1, 1]))
-        if list(attrs.get("dilations", [1, 1])) != [1, 1]:
+        kernel, strides, dil = _geometry(op, x, list(attrs["kernel_shape"]), attrs)
+        if dil != [1, 1]:
             raise UnsupportedOpError("%s: dilations %s are not supported (opset %d)"
                                      % (op, attrs["dilations"], opset))
         if len(ins) > 1 or attrs.get("storage_order", 0):
@@ -155,19 +167,23 @@ def _gemm(ins, attrs, opset, cache):
                           int(attrs.get("transA", 0)), int(attrs.get("transB", 0)))]
 
 
-def _softmax(fn):
+def _softmax(fn, op):
     def run(ins, attrs, opset, cache):
         x = ins[0]
+        nd = len(x.shape)
+        axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
+        # opset 13 names one axis; before, the flattening point, which may be the rank itself
+        if nd == 0 or not -nd <= axis < nd + (opset < 13):
+            raise SonnxError("%s: axis %d is out of range for an input of shape %s (opset %d)"
+                             % (op, axis, tuple(x.shape), opset))
         if opset >= 13:  # along one axis: moved last, where both conventions agree
-            nd = len(x.shape)
-            axis = int(attrs.get("axis", -1)) % nd
+            axis %= nd
             if axis == nd - 1:
                 return [fn(x, axis)]
             perm = [i for i in range(nd) if i != axis] + [axis]
             back = list(np.argsort(perm))
             return [autograd.transpose(fn(autograd.transpose(x, perm), nd - 1), back)]
         # before opset 13: softmax over the flattened trailing axes from ``axis``
-        axis = int(attrs.get("axis", 1))
         y = fn(_flatten(x, axis), 1)
         return [autograd.reshape(y, list(x.shape))]
     return run
@@ -278,7 +294,8 @@ def _cast_like(ins, attrs, opset, cache):
 HANDLERS = {
     "Conv": _conv, "MaxPool": _pool(True), "AveragePool": _pool(False),
     "BatchNormalization": _batchnorm, "Gemm": _gemm,
-    "Softmax": _softmax(autograd.softmax), "LogSoftmax": _softmax(autograd.log_softmax),
+    "Softmax": _softmax(autograd.softmax, "Softmax"),
+    "LogSoftmax": _softmax(autograd.log_softmax, "LogSoftmax"),
     "Reshape": _reshape, "Pad": _pad, "Concat": _concat, "Identity": _identity, "Dropout": _dropout,
     "Constant": _constant, "CastLike": _cast_like,
     "Flatten": lambda ins, a, o, c: [_flatten(ins[0], int(a.get("axis", 1)))],

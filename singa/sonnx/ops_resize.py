@@ -15,10 +15,22 @@ what onnx's reference Resize gives along that axis alone for the identity I_{n_k
 import numpy as np
 
 from .. import autograd, tensor
-from .errors import UnsupportedOpError
+from .errors import SonnxError, UnsupportedOpError, reference_errors
 
 _AXIS_ATTRS = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
                "extrapolation_value", "nearest_mode", "antialias")
+
+
+def resize_axes(attrs, x_shape):
+    """The axes a Resize node scales (opset 18's ``axes``, every axis by default), made
+    non-negative; SonnxError when one is out of range or repeated."""
+    nd = len(x_shape)
+    given = list(attrs.get("axes", range(nd)))
+    if any(not -nd <= a < nd for a in given) or \
+            len(set(a % max(nd, 1) for a in given)) < len(given):
+        raise SonnxError("Resize: axes %s are out of range or repeated for an input of shape %s"
+                         % (given, tuple(x_shape)))
+    return [a + nd if a < 0 else a for a in given]
 
 
 def _per_axis(x_shape, attrs, scales, sizes, roi):
@@ -26,13 +38,16 @@ def _per_axis(x_shape, attrs, scales, sizes, roi):
     them from the given scales or sizes, ``axes`` and ``keep_aspect_ratio_policy``; and the
     aspect (policy, (length, size) of the axis that set the common scale) or None."""
     nd = len(x_shape)
-    axes = [a + nd if a < 0 else a for a in attrs.get("axes", range(nd))]
+    axes = resize_axes(attrs, x_shape)
     scale, out, aspect = [1.0] * nd, list(x_shape), None
     if sizes is not None:
-        for a, s in zip(axes, sizes):
-            out[a], scale[a] = int(s), int(s) / x_shape[a]
+        for a, s in zip(axes, sizes):  # an empty axis stays empty (_resize checks the size)
+            out[a], scale[a] = int(s), int(s) / x_shape[a] if x_shape[a] else 1.0
         policy = attrs.get("keep_aspect_ratio_policy", b"stretch")
         policy = policy.decode() if isinstance(policy, bytes) else policy
+        if policy not in ("stretch", "not_larger", "not_smaller"):
+            raise SonnxError("Resize: keep_aspect_ratio_policy must be stretch, not_larger or "
+                             "not_smaller, got %r" % (policy,))
         if policy != "stretch":
             pick = min if policy == "not_larger" else max
             j = pick(axes, key=lambda a: scale[a])
@@ -77,12 +92,14 @@ def _axis_map(n, scale, out, bounds, attrs, opset, aspect, by_size):
         feeds["sizes"] = np.array([out, size], np.int64)
         shape = (n, n, length)
     node = helper.make_node("Resize", inputs, ["y"], **given)
-    ref = ReferenceEvaluator(node, opsets={"": opset})
+    with reference_errors("Resize"):
+        ref = ReferenceEvaluator(node, opsets={"": opset})
 
     def run(v):
         v = np.broadcast_to(v.reshape(v.shape + (1,) * (len(shape) - 2)), (v.shape[0],) +
                             shape[1:]).astype(np.float32)
-        y = np.asarray(ref.run(None, dict(feeds, x=np.ascontiguousarray(v)))[0])
+        with reference_errors("Resize"):
+            y = np.asarray(ref.run(None, dict(feeds, x=np.ascontiguousarray(v)))[0])
         return y.reshape(y.shape[:2] + (-1,))[:, :, 0]
     c = run(np.zeros((1, n), np.float32))[0]
     M = (run(np.eye(n, dtype=np.float32)) - c).T  # row i of the identity: input i's weights

@@ -23,8 +23,8 @@ import numpy as np
 from .. import autograd, tensor
 from .. import singa_wrap as singa
 from . import names
-from .errors import SonnxError, UnsupportedOpError
-from .ops_resize import resize_by_axis_maps
+from .errors import SonnxError, UnsupportedOpError, reference_errors
+from .ops_resize import resize_axes, resize_by_axis_maps
 
 
 def _np(t):
@@ -194,14 +194,18 @@ def _host_cast(x, attrs, opset, cache):
         x = tensor.to_numpy(x)
     given = {k: v for k, v in attrs.items() if not k.startswith("__")}
     key = ("host_cast", repr(sorted(given.items())), opset)
-    if key not in cache:
-        cache[key] = ReferenceEvaluator(helper.make_node("Cast", ["x"], ["y"], **given),
-                                        opsets={"": opset})
-    return np.asarray(cache[key].run(None, {"x": x})[0])
+    with reference_errors("Cast"):
+        if key not in cache:
+            cache[key] = ReferenceEvaluator(helper.make_node("Cast", ["x"], ["y"], **given),
+                                            opsets={"": opset})
+        return np.asarray(cache[key].run(None, {"x": x})[0])
 
 
 def _cast(ins, attrs, opset, cache):
     to, x = int(attrs["to"]), ins[0]
+    import onnx
+    if to == onnx.TensorProto.UNDEFINED or to not in onnx.TensorProto.DataType.values():
+        raise SonnxError("Cast: to=%d is not an ONNX element type" % to)
     if isinstance(x, np.ndarray) or _host_only(to):
         return [_host_cast(x, attrs, opset, cache)]
     if to in _ONNX_FLOATS:
@@ -260,11 +264,15 @@ def _resize(ins, attrs, opset, cache):
     coord = _str(attrs, "coordinate_transformation_mode", "half_pixel")
     scale_i, size_i = (1, 2) if opset < 11 else (2, 3)
     nd = len(x.shape)
-    axes = [a + nd if a < 0 else a for a in attrs.get("axes", range(nd))]  # opset 18
+    axes = resize_axes(attrs, x.shape)  # opset 18
     sizes = ints(ins[size_i]) if _given(ins, size_i) and _np(ins[size_i]).size else None
     scales = None if sizes is not None else [float(v) for v in _np(ins[scale_i]).reshape(-1)]
     roi = _np(ins[1]).reshape(-1) if opset >= 11 and _given(ins, 1) else None
-    given = scales if sizes is None else [s / x.shape[a] for s, a in zip(sizes, axes)]
+    if sizes is not None and any(x.shape[a] == 0 and s != 0 for s, a in zip(sizes, axes)):
+        raise SonnxError("Resize: sizes %s ask for elements along an empty axis of the input "
+                         "%s" % (sizes, tuple(x.shape)))
+    given = scales if sizes is None else [s / x.shape[a] if x.shape[a] else 1.0
+                                          for s, a in zip(sizes, axes)]
     full = [1.0] * nd
     for a, s in zip(axes, given):
         full[a] = s

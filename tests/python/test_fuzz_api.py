@@ -116,6 +116,6 @@ def test_the_targets_include_each_layer_of_the_api(flag):
     for expected in ("autograd.conv2d", "tensor.einsum", "tensor.Tensor.reshape", "layer.LSTM",
                      "raw.Conv2dForward", "raw.ConvHandle", "raw.Tensor.Reshape",
                      "raw.Device.SetMemoryBudget", "opt.Adam", "opt.CosineDecay",
-                     "initializer.he_normal", "utils.re_new_handle"):
+                     "initializer.he_normal", "utils.re_new_handle", "sonnx.Conv", "sonnx.Resize"):
         assert expected in names, expected
     assert "raw.mpi_abort" not in names  # would end the process on purpose
