@@ -32,7 +32,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo)
 CMAKE := $(shell command -v cmake 2>/dev/null || echo $(CURDIR)/$(VENV)/bin/cmake)
 PYTEST_ARGS ?= -q -rs
 
-.PHONY: test demo deps deps-demo build build-python ctest pytest example-cpp cuda-deps cuda-build cuda-test asan mutate clean
+.PHONY: test demo deps deps-demo build build-python ctest pytest example-cpp cuda-deps cuda-build cuda-test asan asan-build fuzz fuzz-asan mutate clean
 
 test: build gpu-deps ctest example-cpp pytest $(if $(NVCC),cuda-test)
 
@@ -120,15 +120,31 @@ cuda-test: cuda-build
 # Every C++ and Python test under AddressSanitizer + UBSan (graph replays included; LESSONS.md #2).
 # Not part of `make test` (the instrumented build takes ~3 minutes on 2 cores).
 ASAN_BUILD := $(BUILD)/asan
-asan: deps
+ASAN_ENV := LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
+  PYTHONPATH=$(CURDIR)/$(ASAN_BUILD)/py
+asan-build: deps
 	$(CMAKE) -S . -B $(ASAN_BUILD) -DSINGA_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSINGA_PY_OUTPUT_DIR=$(CURDIR)/$(ASAN_BUILD)/py/singa -DPython_EXECUTABLE=$(CURDIR)/$(VPY) >/dev/null
 	$(CMAKE) --build $(ASAN_BUILD) -j$(JOBS)
-	$(ASAN_BUILD)/tests/cpp/singa_tests --gtest_brief=1
 	cd $(ASAN_BUILD)/py/singa && for f in $(CURDIR)/singa/*; do case $$f in *.so) ;; *) ln -sfn $$f . ;; esac; done
-	cd /tmp && LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
-	  ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$(CURDIR)/$(ASAN_BUILD)/py \
+
+asan: asan-build
+	$(ASAN_BUILD)/tests/cpp/singa_tests --gtest_brief=1
+	cd /tmp && $(ASAN_ENV) ASAN_OPTIONS=detect_leaks=0 \
 	  $(CURDIR)/$(VPY) -m pytest -q -p no:cacheprovider $(CURDIR)/tests/python
+
+# Hostile calls against the whole public API (tools/fuzz_api.py; TESTING.md "Fuzzing"): nothing
+# may crash, hang or fail inside, and graph replays must equal eager mode. `make test` runs a
+# slice (tests/python/test_fuzz_api.py); these run it long, and under the sanitizers, where a
+# bad read or undefined behaviour becomes a crash the report names. Not part of `make test`.
+FUZZ_ARGS ?= --calls 1000 --graph
+fuzz: build
+	$(VPY) tools/fuzz_api.py $(FUZZ_ARGS)
+
+fuzz-asan: asan-build
+	cd /tmp && $(ASAN_ENV) UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:allocator_may_return_null=1:max_allocation_size_mb=2048 \
+	  $(CURDIR)/$(VPY) $(CURDIR)/tools/fuzz_api.py --mem-gib 0 --calls 200
 
 # Mutation testing (mutmut) of the Python modules against the whole suite; TESTING.md has the
 # numbers. Not part of `make test` (a full run takes tens of minutes on 2 cores).

@@ -719,7 +719,10 @@ def _run(opts, tg, work):
             return 2
         rc = proc.returncode
         what = "hang" if rc == -signal.SIGKILL else "crash"
-        tail = "; ".join(l for l in err.strip().splitlines()[-3:])
+        lines = err.strip().splitlines()
+        # a sanitizer's verdict (ASan's SUMMARY, UBSan's "runtime error") says more than the tail
+        tail = "; ".join([l for l in lines if "SUMMARY:" in l or "runtime error:" in l][:2] or
+                         lines[-3:])
         results[begun] = (what, "rc %s %s" % (rc, tail[:300]))
         with open(logf, "a") as f:
             f.write("END %d %s 0 %s\n" % (begun, what, json.dumps(results[begun][1])))

@@ -106,6 +106,7 @@ TEST(Tensor, SizesThatOverflowThrow) {
   EXPECT_THROW(Tensor({big, big}, kChar), ValueError);
   EXPECT_THROW(Product({2, big + 1}), ValueError);  // wraps to 2 unchecked
   EXPECT_EQ(Product({big, big, 0}), 0u);            // numpy: holds nothing, no error
+  EXPECT_EQ(Tensor({size_t(1) << 62, size_t(1) << 62, 0}).Size(), 0u);  // strides wrap, unused
   EXPECT_EQ(Product({size_t(1) << 31, size_t(1) << 31}), size_t(1) << 62);
   EXPECT_EQ(NBytes({size_t(1) << 60}, kFloat32), size_t(1) << 62);
   EXPECT_THROW(NBytes({size_t(1) << 61}, kFloat32), ValueError);  // 2^63 bytes

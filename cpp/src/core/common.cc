@@ -68,12 +68,15 @@ size_t NBytes(const Shape& shape, DataType t) {
 }
 
 Strides ContiguousStrides(const Shape& shape) {
-  Product(shape);  // throws where a stride below would overflow
+  // Product throws where a stride would pass 2^63 - 1, except in an empty tensor (a 0 axis):
+  // there the outer strides may wrap, harmlessly (they address nothing), in unsigned
+  // arithmetic, whose wrap is defined (a signed overflow, as before, is undefined behaviour).
+  Product(shape);
   Strides s(shape.size());
-  std::ptrdiff_t acc = 1;
+  size_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
-    s[i] = acc;
-    acc *= static_cast<std::ptrdiff_t>(shape[i]);
+    s[i] = static_cast<std::ptrdiff_t>(acc);
+    acc *= shape[i];
   }
   return s;
 }
