@@ -148,6 +148,12 @@ def _onnx_targets():
     return [("sonnx." + op, op, "onnx") for op in sorted(SingaBackend._rename_operators)]
 
 
+def _model_targets():
+    """Random small models trained eagerly and in a graph (tools/fuzz_model.py)."""
+    import fuzz_model
+    return [("model.train", fuzz_model.run, "model")]
+
+
 def targets(extra=None):
     from singa import autograd, initializer, layer, opt, singa_wrap, tensor, utils
     out = _public_functions(autograd, "autograd.") + _public_functions(tensor, "tensor.")
@@ -166,7 +172,8 @@ def targets(extra=None):
         if inspect.isclass(obj) and issubclass(obj, layer.Layer) and obj is not layer.Layer \
                 and not inspect.isabstract(obj) and name[0].isupper():
             out.append(("layer." + name, obj, "layer"))
-    out += _raw_targets(singa_wrap) + _onnx_targets() + _extra_targets(extra)
+    out += _raw_targets(singa_wrap) + _onnx_targets() + _model_targets() + \
+        _extra_targets(extra)
     return [t for t in out if t[0] not in SKIP and not t[0].startswith(SKIP_PREFIX)]
 
 
@@ -376,6 +383,9 @@ def draw(name, fn, kind, seed, i):
     r = random.Random("%d:%s:%d" % (seed, name, i))
     if kind == "onnx":
         return _draw_onnx(r, fn)
+    if kind == "model":
+        import fuzz_model
+        return [fuzz_model.draw(r)], {}, None, None
     args, kwargs = [], {}
     positional = True  # until a parameter is left out or passed by keyword: then keywords only
     for pname, has_default, pkind in _params(fn, kind):
@@ -504,6 +514,8 @@ def _call(fn, kind, case, rng):
         return fn(*a, **kw)(_build(inputs[0], rng))
     if kind == "onnx":
         return _run_onnx(fn, args[0], inputs, rng)
+    if kind == "model":
+        return fn(args[0], int(rng.integers(1 << 30)))
     return fn(*a, **kw)
 
 
@@ -621,6 +633,8 @@ def run_case(name, fn, kind, case, seed, graph=False):
         msg = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
         return ("error" if origin == "singa-raise" else "leak"), msg + _where(e)
     except Exception as e:  # noqa: BLE001 - classifying is the point
+        if type(e).__name__ == "GraphMismatch":  # tools/fuzz_model.py's twins disagreed
+            return "graph", str(e)[:300]
         return "bug", "%s: %s%s" % (type(e).__name__, str(e)[:200], _where(e))
 
 
@@ -731,8 +745,7 @@ def _run(opts, tg, work):
 
 
 def report(opts, tg, cases, results, durations, seconds):
-    kinds = ("ok", "error", "leak", "bug", "crash", "hang") + \
-        (("graph", "refused") if opts.graph else ())
+    kinds = ("ok", "error", "leak", "bug", "crash", "hang", "graph", "refused")
     per = {}
     for idx, (n, i) in enumerate(cases):
         outcome = results.get(idx, ("missing", ""))[0]

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from child_env import child_env
@@ -116,6 +117,39 @@ def test_the_targets_include_each_layer_of_the_api(flag):
     for expected in ("autograd.conv2d", "tensor.einsum", "tensor.Tensor.reshape", "layer.LSTM",
                      "raw.Conv2dForward", "raw.ConvHandle", "raw.Tensor.Reshape",
                      "raw.Device.SetMemoryBudget", "opt.Adam", "opt.CosineDecay",
-                     "initializer.he_normal", "utils.re_new_handle", "sonnx.Conv", "sonnx.Resize"):
+                     "initializer.he_normal", "utils.re_new_handle", "sonnx.Conv", "sonnx.Resize",
+                     "model.train"):
         assert expected in names, expected
     assert "raw.mpi_abort" not in names  # would end the process on purpose
+
+
+SPEC = {"image": False, "input": (4,), "classes": 3, "batches": [2, 2, 3], "sequential": False,
+        "optimizer": "momentum", "loss": "softmax_ce",
+        "layers": [("linear", 6), ("relu",), ("dropout", 0.5), ("linear", 5)]}
+
+
+def _fuzz_model():
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    try:
+        import fuzz_model
+    finally:
+        sys.path.pop(0)
+    return fuzz_model
+
+
+def test_model_twins_agree_and_train():
+    losses = _fuzz_model().run(SPEC, seed=3)
+    assert len(losses) == 3 and all(np.isfinite(l).all() for l in losses)
+
+
+def test_model_twins_catch_a_graph_that_trains_differently(monkeypatch):
+    fm = _fuzz_model()
+    made = []
+
+    def drifting(name):  # the graph twin's optimizer steps twice as far
+        from singa import opt
+        made.append(name)
+        return opt.SGD(lr=0.05 * len(made), momentum=0.9)
+    monkeypatch.setattr(fm, "_optimizer", drifting)
+    with pytest.raises(fm.GraphMismatch, match="step 1: loss"):
+        fm.run(SPEC, seed=3)
