@@ -5,13 +5,16 @@
 
 A case is a layer stack drawn for an image (N, C, H, W) or a vector (N, F) input (convolutions
 of any stride and padding, batch norm, ReLU/Tanh/GELU, max/average pooling, dropout, layer
-norm, flatten, linear), a loss, an optimizer, a graph order (BFS or serial) and a few batches whose
-size may change between steps (1 included: batch norm of one sample). Twin models start from the
+norm, flatten, linear), a loss, an optimizer, a graph order (BFS or serial), a precision (float32
+or bfloat16 mixed precision), for the graph twin sometimes a memory budget (a fraction of its
+unconstrained plan, met by recomputation), and a few batches whose size may change between
+steps (1 included: batch norm of one sample). Twin models start from the
 same states on two devices seeded alike, one eager, one with the graph; every loss, output and
 final state must match (float32 tolerance: the graph may fuse or reorder). A stack that does not
 fit its input must fail in both modes alike (a clean error, the harness checks which).
 """
 import random
+import re
 
 import numpy as np
 
@@ -30,7 +33,14 @@ def draw(r):
     spec = {"image": image, "classes": r.choice([1, 2, 5]),
             "batches": [r.choice([1, 2, 3, 4])] * 2 + [r.choice([1, 2, 3, 4])],
             "sequential": r.random() < 0.5, "optimizer": r.choice(["sgd", "momentum", "adam"]),
-            "loss": r.choice(["softmax_ce", "mse"])}
+            "loss": r.choice(["softmax_ce", "mse"]),
+            # both twins in one precision; the graph twin alone under a memory budget (met by
+            # recomputation, bit-identical by design; one no plan reaches is retried at the least
+            # the refusal states), over 7 steps: the measured costs replan at the sixth
+            "precision": "bfloat16" if r.random() < 0.2 else "float32",
+            "budget": r.choice([None, None, 0.5, 0.8])}
+    if spec["budget"] is not None:
+        spec["batches"] += [spec["batches"][-1]] * 4
     if image:
         spec["input"] = (r.choice([1, 3]), r.choice([3, 4, 5, 8]))
         pool = IMAGE_LAYERS
@@ -135,7 +145,9 @@ def _train(spec, use_graph, batches, init):
     net = _net(spec)
     net.set_optimizer(_optimizer(spec["optimizer"]))
     x0 = tensor.Tensor(batches[0][0].shape, dev)
-    net.compile([x0], is_train=True, use_graph=use_graph, sequential=spec["sequential"])
+    net.compile([x0], is_train=True, use_graph=use_graph, sequential=spec["sequential"],
+                precision=spec.get("precision", "float32"),
+                memory_budget=spec.get("budget") if use_graph else None)
     if init is not None:
         net.set_states(init)
     start = {k: tensor.to_numpy(v).copy() for k, v in net.get_states().items()}
@@ -156,11 +168,35 @@ def _close(a, b):
     return a.shape == b.shape and np.allclose(a, b, rtol=2e-4, atol=2e-5, equal_nan=True)
 
 
+def _least_budget(spec, batches, init, oom):
+    """The graph twin trained at the least budget each refusal states. A budget no plan
+    reaches is refused with the least that works for that step's graph (the most
+    recomputation); a step of a larger batch, recorded again, may need more, and says so: each
+    refusal must then ask for more than the budget it refused."""
+    from singa import singa_wrap
+    budget = None
+    for _ in range(len(batches) + 1):
+        least = re.search(r"needs at least (\d+) bytes", str(oom))
+        if least is None:
+            raise GraphMismatch("the budget was refused without the least that works: %s" % oom)
+        if budget is not None and int(least.group(1)) <= budget:
+            raise GraphMismatch("a budget of %d bytes, the least a refusal stated, is refused "
+                                "stating %s: %s" % (budget, least.group(1), oom))
+        budget = int(least.group(1))
+        try:
+            return _train(dict(spec, budget=budget), True, batches, init)
+        except singa_wrap.OutOfMemoryError as again:
+            oom = again
+    raise GraphMismatch("more budget refusals than steps: %s" % oom)
+
+
 def run(spec, seed=0):
     """Trains the eager twin, then the graph twin from its initial states; raises
     GraphMismatch where they differ, or the eager twin's error (which the graph twin must raise
     too, as the same class)."""
+    from singa import singa_wrap
     batches = _batches(spec, seed)
+    budget_refused = singa_wrap.OutOfMemoryError if spec.get("budget") is not None else ()
     try:
         eager = _train(spec, False, batches, None)
     except Exception as e:  # noqa: BLE001  the graph twin must fail alike
@@ -168,12 +204,16 @@ def run(spec, seed=0):
             _train(spec, True, batches, None)
         except type(e):
             raise e
+        except budget_refused:  # the budget refused the first step, before the eager error
+            raise e
         except Exception as g:  # noqa: BLE001
             raise GraphMismatch("eager raised %s: %s; the graph raised %s: %s"
                                 % (type(e).__name__, e, type(g).__name__, g))
         raise GraphMismatch("eager raised %s: %s; the graph computed" % (type(e).__name__, e))
     try:
         graph = _train(spec, True, batches, eager[3])
+    except budget_refused as oom:
+        graph = _least_budget(spec, batches, eager[3], oom)
     except Exception as g:  # noqa: BLE001
         raise GraphMismatch("eager computed; the graph raised %s: %s" % (type(g).__name__, g))
     for step, (a, b) in enumerate(zip(eager[0], graph[0])):
