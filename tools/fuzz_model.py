@@ -1,5 +1,6 @@
-"""Random small models trained eagerly and in a recorded graph: the two must agree (tools/fuzz_api.py's
-`model.train` target; its harness runs the cases and classifies the outcomes).
+"""Random small models trained eagerly and in a recorded graph, and exported to ONNX: what
+must agree does (tools/fuzz_api.py's `model.train` and `model.onnx` targets; its harness runs
+the cases and classifies the outcomes).
 
     .venv/bin/python tools/fuzz_api.py --only model --calls 200
 
@@ -19,8 +20,19 @@ import re
 import numpy as np
 
 
-class GraphMismatch(Exception):
+class Mismatch(Exception):
+    """Two computations that must agree did not; ``outcome`` names the fuzzer's outcome."""
+    outcome = "graph"
+
+
+class GraphMismatch(Mismatch):
     """The graph-mode twin computed something else than the eager one."""
+
+
+class ExportMismatch(Mismatch):
+    """The model's ONNX export, run by onnxruntime or imported back by sonnx, computed
+    something else than the model (or onnxruntime refused the file)."""
+    outcome = "onnx"
 
 
 IMAGE_LAYERS = ["conv", "conv", "bn", "relu", "tanh", "maxpool", "avgpool", "dropout"]
@@ -227,6 +239,39 @@ def run(spec, seed=0):
         if not _close(eager[2][k], graph[2][k]):
             raise GraphMismatch("final state %s differs" % k)
     return eager[0]
+
+
+def export(spec, seed=0):
+    """Exports the model (traced in training mode, as SINGA's examples do) with sonnx.to_onnx,
+    then compares its eval-mode outputs with onnxruntime's run of the file and with sonnx's
+    import of it. Raises ExportMismatch where they differ, or where onnxruntime rejects the
+    file; the model's own errors (a stack that does not fit) propagate."""
+    import onnxruntime as ort
+    from singa import device, sonnx, tensor
+    x = _batches(spec, seed)[0][0]
+    dev = device.create_cpu_device(7)
+    net = _net(spec)
+    tx = tensor.Tensor(x.shape, dev)
+    tx.copy_from_numpy(x)
+    net.compile([tx], is_train=False, use_graph=False)
+    net.train()
+    m = sonnx.to_onnx([tx], [net.forward(tx)])
+    net.eval()
+    ours = tensor.to_numpy(net.forward(tx))
+    try:
+        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        ref = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    except Exception as e:  # noqa: BLE001  onnxruntime's own exception classes
+        raise ExportMismatch("onnxruntime rejected the export: %s: %s"
+                             % (type(e).__name__, str(e)[:300]))
+    back = sonnx.prepare(m, dev).run([x])[0]
+    back = tensor.to_numpy(back) if isinstance(back, tensor.Tensor) else np.asarray(back)
+    for what, got in (("singa's eval forward", ours), ("sonnx's import", back)):
+        if not _close(np.asarray(got), np.asarray(ref)):
+            raise ExportMismatch("%s %s vs onnxruntime %s (max |diff| %s)" % (
+                what, np.shape(got), np.shape(ref),
+                np.nanmax(np.abs(got - ref)) if np.shape(got) == np.shape(ref) else "-"))
+    return ours
 
 
 def describe(spec):

@@ -118,7 +118,7 @@ def test_the_targets_include_each_layer_of_the_api(flag):
                      "raw.Conv2dForward", "raw.ConvHandle", "raw.Tensor.Reshape",
                      "raw.Device.SetMemoryBudget", "opt.Adam", "opt.CosineDecay",
                      "initializer.he_normal", "utils.re_new_handle", "sonnx.Conv", "sonnx.Resize",
-                     "model.train"):
+                     "model.train", "model.onnx"):
         assert expected in names, expected
     assert "raw.mpi_abort" not in names  # would end the process on purpose
 
@@ -153,3 +153,31 @@ def test_model_twins_catch_a_graph_that_trains_differently(monkeypatch):
     monkeypatch.setattr(fm, "_optimizer", drifting)
     with pytest.raises(fm.GraphMismatch, match="step 1: loss"):
         fm.run(SPEC, seed=3)
+
+
+def _have(module):
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(not _have("onnxruntime"), reason="needs onnxruntime")
+def test_model_export_is_checked_against_onnxruntime(monkeypatch):
+    fm = _fuzz_model()
+    spec = dict(SPEC, layers=[("linear", 6), ("relu",), ("linear", 5)])
+    assert fm.export(spec, seed=3).shape == (2, 3)
+    from singa import sonnx
+
+    real = sonnx.to_onnx
+
+    def tampered(*args, **kwargs):  # a weight changed on its way into the file
+        m = real(*args, **kwargs)
+        from onnx import numpy_helper
+        w = m.graph.initializer[0]
+        w.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(w) + 1.0, w.name))
+        return m
+    monkeypatch.setattr(sonnx, "to_onnx", tampered)
+    with pytest.raises(fm.ExportMismatch, match="singa's eval forward"):
+        fm.export(spec, seed=3)
