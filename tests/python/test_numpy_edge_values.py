@@ -34,3 +34,31 @@ def test_flatten_negative_axis_counts_from_the_rank(shape):
 def test_flatten_axis_below_minus_rank_raises():
     with pytest.raises(AxisError, match="flatten"):
         autograd.flatten(t(np.zeros((2, 3), np.float32)), -3)
+
+
+def test_prelu_ignores_the_slope_where_x_is_positive():
+    # relu(x) + min(x, 0) * slope gave NaN where x > 0 and the slope was inf or NaN
+    x = np.array([[1.5, -2.0, 0.5, -1.0]], np.float32)
+    slope = np.array([[np.inf], [np.nan], [0.25]], np.float32)
+    autograd.training = True
+    tx, ts = t(x, True), t(slope, True)
+    y = autograd.prelu(tx, ts)
+    with np.errstate(invalid="ignore"):
+        want = np.where(x > 0, x, slope * x)
+    np.testing.assert_array_equal(tensor.to_numpy(y), want)
+    dy = np.ones(want.shape, np.float32)
+    dx, = grads_of(y, dy, tx)
+    with np.errstate(invalid="ignore"):
+        want_dx = np.where(x > 0, 1.0, slope).sum(axis=0, keepdims=True)
+    np.testing.assert_array_equal(dx, want_dx)
+
+
+def test_scatter_elements_overwrites_nan_and_inf():
+    # x * keep + updates kept x's NaN/inf at written positions (NaN * 0)
+    x = np.array([[np.nan, 1.0], [np.inf, -np.inf]], np.float32)
+    idx = np.array([[0, 1], [1, 0]], np.int32)
+    upd = np.array([[5.0, 6.0], [7.0, 8.0]], np.float32)
+    y = tensor.to_numpy(autograd.scatter_elements(t(x), t(idx), t(upd), axis=1))
+    want = x.copy()
+    np.put_along_axis(want, idx.astype(np.int64), upd, 1)
+    np.testing.assert_array_equal(y, want)
