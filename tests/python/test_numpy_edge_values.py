@@ -62,3 +62,14 @@ def test_scatter_elements_overwrites_nan_and_inf():
     want = x.copy()
     np.put_along_axis(want, idx.astype(np.int64), upd, 1)
     np.testing.assert_array_equal(y, want)
+
+
+def test_hardswish_of_minus_inf_is_nan_as_in_torch():
+    # below -3 the result was a plain 0; x * relu6(x + 3) / 6 is -inf * 0 there
+    x = np.array([-np.inf, -5.0, -3.0, 0.5, 3.0, np.inf, np.nan], np.float32)
+    with np.errstate(invalid="ignore"):
+        want = x * np.clip(x + 3, 0, 6) / 6
+    got = tensor.to_numpy(autograd.hardswish(t(x)))
+    np.testing.assert_array_equal(got, want)
+    torch = pytest.importorskip("torch")
+    np.testing.assert_array_equal(got, torch.nn.functional.hardswish(torch.from_numpy(x)).numpy())
