@@ -73,3 +73,15 @@ def test_hardswish_of_minus_inf_is_nan_as_in_torch():
     np.testing.assert_array_equal(got, want)
     torch = pytest.importorskip("torch")
     np.testing.assert_array_equal(got, torch.nn.functional.hardswish(torch.from_numpy(x)).numpy())
+
+
+@pytest.mark.parametrize("op", ["ceil", "floor", "round", "rounde"])
+def test_integral_rounding_of_int32_keeps_int32(op):
+    # they went through the float32 kernel: a float32 result, 16777217 became 16777216
+    a = np.array([[16777217, -3], [2 ** 31 - 1, 0]], np.int32)
+    for f in (getattr(tensor, op), getattr(autograd, op)):
+        y = tensor.to_numpy(f(t(a)))
+        assert y.dtype == np.int32
+        np.testing.assert_array_equal(y, a)
+    y = tensor.to_numpy(getattr(tensor, op)(tensor.transpose(t(a))))
+    np.testing.assert_array_equal(y, a.T)
