@@ -343,7 +343,9 @@ def softmax(t: TensorLike, out: Optional[Tensor] = None, axis: Optional[int] = N
         res = singa.SoftMax(x, -1)
     else:
         shape = x.shape()
-        res = singa.Reshape(singa.SoftMax(singa.Reshape(x, [shape[0], -1]), -1), list(shape))
+        # the row length spelled out: -1 cannot be inferred when a dimension is 0
+        cols = int(np.prod(shape[1:], dtype=np.int64))
+        res = singa.Reshape(singa.SoftMax(singa.Reshape(x, [shape[0], cols]), -1), list(shape))
     res = _wrap(res)
     return res if out is None else _into(out, res, "softmax")
 

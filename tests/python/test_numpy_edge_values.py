@@ -85,3 +85,10 @@ def test_integral_rounding_of_int32_keeps_int32(op):
         np.testing.assert_array_equal(y, a)
     y = tensor.to_numpy(getattr(tensor, op)(tensor.transpose(t(a))))
     np.testing.assert_array_equal(y, a.T)
+
+
+def test_tensor_softmax_of_an_empty_batch():
+    # Reshape(x, [rows, -1]) could not infer -1 with a 0 dimension; numpy gives an empty result
+    for shape in [(0, 3, 2), (2, 0, 3), (0,)]:
+        y = tensor.softmax(t(np.zeros(shape, np.float32)))
+        assert tensor.to_numpy(y).shape == shape
