@@ -92,3 +92,18 @@ def test_tensor_softmax_of_an_empty_batch():
     for shape in [(0, 3, 2), (2, 0, 3), (0,)]:
         y = tensor.softmax(t(np.zeros(shape, np.float32)))
         assert tensor.to_numpy(y).shape == shape
+
+
+def _log_softmax(x, axis):
+    x = x.astype(np.float64)
+    m = x.max(axis=axis, keepdims=True)
+    return (x - m) - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def test_log_softmax_keeps_log_sum_when_the_maximum_is_large():
+    # x - (max + log(sum)) lost log(sum) next to a max of 1e30: [1e30, 1e30] gave [0, 0]
+    x = np.array([[1e30, 1e30, -0.3], [1e8, 1e8 + 8, 0.0], [1.0, 2.0, 3.0]], np.float32)
+    for axis in (1, -1):
+        got = tensor.to_numpy(autograd.log_softmax(t(x), axis))
+        np.testing.assert_allclose(got, _log_softmax(x, axis), rtol=1e-6)
+
