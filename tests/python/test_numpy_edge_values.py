@@ -107,3 +107,32 @@ def test_log_softmax_keeps_log_sum_when_the_maximum_is_large():
         got = tensor.to_numpy(autograd.log_softmax(t(x), axis))
         np.testing.assert_allclose(got, _log_softmax(x, axis), rtol=1e-6)
 
+
+def test_softmax_cross_entropy_of_large_logits():
+    # the loss was lse - z with lse = max + log(sum) in float: 0 for logits [1e30, 1e30], whose
+    # loss is log 2, and the gradient rows summed to 2
+    x = np.array([[1e30, 1e30, 0.0], [1e8, 1e8, 1e8]], np.float32)
+    labels = np.array([0, 2], np.int32)
+    want = -_log_softmax(x, 1)[[0, 1], labels].mean()
+    autograd.training = True
+    for target in (labels, np.eye(3, dtype=np.float32)[labels]):
+        tx = t(x, True)
+        loss = autograd.softmax_cross_entropy(tx, t(target))
+        np.testing.assert_allclose(tensor.to_numpy(loss), [want], rtol=1e-6)
+        dx, = grads_of(loss, [1.0], tx)
+        p = np.exp(_log_softmax(x, 1))
+        np.testing.assert_allclose(dx, (p - np.eye(3)[labels]) / 2, atol=1e-7)
+
+
+def test_softmax_cross_entropy_one_hot_with_a_minus_inf_logit():
+    # a one-hot row summed t * (lse - z) over every class: 0 * inf = NaN at a -inf logit, where
+    # the labels (and SINGA, which clamps the probability) give the finite loss
+    x = np.array([[-np.inf, 0.5, 1.0], [0.0, -np.inf, 2.0]], np.float32)
+    labels = np.array([1, 2], np.int32)
+    by_label = tensor.to_numpy(autograd.softmax_cross_entropy(t(x), t(labels)))
+    one_hot = tensor.to_numpy(autograd.softmax_cross_entropy(
+        t(x), t(np.eye(3, dtype=np.float32)[labels])))
+    want = -_log_softmax(x, 1)[[0, 1], labels].mean()
+    np.testing.assert_allclose(by_label, [want], rtol=1e-6)
+    np.testing.assert_allclose(one_hot, [want], rtol=1e-6)
+
