@@ -136,3 +136,16 @@ def test_softmax_cross_entropy_one_hot_with_a_minus_inf_logit():
     np.testing.assert_allclose(by_label, [want], rtol=1e-6)
     np.testing.assert_allclose(one_hot, [want], rtol=1e-6)
 
+
+def test_attention_row_with_every_key_masked_is_zeros_whatever_the_values():
+    # the CPU kernel wrote acc * 0, and its tile product had made acc NaN from p = 0 times an
+    # inf value: zeros only when the values were finite
+    q = R.randn(1, 1, 2, 4).astype(np.float32)
+    k = R.randn(1, 1, 3, 4).astype(np.float32)
+    v = R.randn(1, 1, 3, 4).astype(np.float32)
+    v[0, 0, 1, 2] = np.inf
+    v[0, 0, 2, 0] = np.nan
+    keep = np.array([[0, 0, 0], [1, 1, 1]], np.int32)  # query 0 sees no key
+    y = tensor.to_numpy(autograd.scaled_dot_product_attention(t(q), t(k), t(v),
+                                                              attn_mask=t(keep)))
+    np.testing.assert_array_equal(y[0, 0, 0], np.zeros(4, np.float32))
