@@ -672,18 +672,16 @@ class Tensor(object):
     __rdiv__ = __rtruediv__
 
     def __floordiv__(self, x):
-        return _int_if_ints(self._binary(singa.Div, x, "Div"), self, x, singa.Floor)
+        return _floor_divide(self, x, False)
 
     def __rfloordiv__(self, x):
-        return _int_if_ints(self._binary(singa.Div, x, "Div", True), self, x, singa.Floor)
+        return _floor_divide(self, x, True)
 
     def __mod__(self, x):
-        q = self.__floordiv__(x)
-        return q if q is NotImplemented else self - q * x
+        return _modulo(self, x, False)
 
     def __rmod__(self, x):
-        q = self.__rfloordiv__(x)
-        return q if q is NotImplemented else x - q * self
+        return _modulo(self, x, True)
 
     def __pow__(self, x):
         return _int_if_ints(self._binary(singa.Pow, x, "Pow"), self, x)
@@ -798,7 +796,48 @@ PlaceHolder = Tensor
 def _is_int(x):
     if isinstance(x, Tensor):
         return x.dtype == int32
+    if isinstance(x, (np.ndarray, list, tuple)):  # copied to an int32 tensor by _operand
+        return np.asarray(x).dtype.kind in "iu"
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _floor_divide(t, x, reflected):
+    """t // x (x // t when reflected), numpy's floor division: floor(a / b) in float32, and for
+    int32 operands that quotient back in int32 with 0 where the divisor is 0, as numpy gives
+    (the float quotient +-inf became -2147483648)."""
+    q = _int_if_ints(t._binary(singa.Div, x, "Div", reflected), t, x, singa.Floor)
+    return q if q is NotImplemented else _zero_where_no_divisor(q, t if reflected else x)
+
+
+def _modulo(t, x, reflected):
+    """t % x (x % t when reflected), numpy's mod: the remainder takes the divisor's sign. int32
+    operands: a - (a // b) * b, 0 where the divisor is 0. Floats: from fmod, exact however large
+    a / b is (a - floor(a / b) * b gave 0 or -inf once a / b passed float32's 2^24 or range),
+    plus b where fmod's sign is not b's."""
+    r = t._binary(singa.Fmod, x, "Fmod", reflected) if not (_is_int(t) and _is_int(x)) else None
+    if r is NotImplemented:
+        return r
+    if r is None:
+        q = _floor_divide(t, x, reflected)
+        return q if q is NotImplemented else (
+            _zero_where_no_divisor(x - q * t if reflected else t - q * x, t if reflected else x))
+    b = t.data if reflected else _operand(x, t.data, "Fmod")
+    if not isinstance(b, CTensor):
+        b = singa.Add(singa.EltwiseMult(r.data, 0.0), float(b))  # a number: b of r's shape
+    # r != 0 and (r < 0) != (b < 0): 0/1 in float32, then b selected where it is 1
+    off = singa.EltwiseMult(singa.NE(r.data, 0.0), singa.NE(singa.LT(r.data, 0.0),
+                                                            singa.LT(b, 0.0)))
+    return _wrap(singa.Add(r.data, singa.ReLUBackward(singa.Broadcast(b, list(r.shape)), off)))
+
+
+def _zero_where_no_divisor(r, divisor):
+    """The int32 result r with 0 where the int32 divisor is 0 (numpy's // and %)."""
+    if r.dtype != int32 or not _is_int(divisor):
+        return r
+    d = _operand(divisor, r.data, "Div")
+    if not isinstance(d, CTensor):
+        return r if d != 0 else _wrap(singa.EltwiseMult(r.data, 0))
+    return _wrap(singa.EltwiseMult(r.data, singa.NE(d, 0)))
 
 
 def _int_if_ints(res, a, b, post=None):

@@ -615,6 +615,8 @@ BINARY_GRADIENTS = {
     "LT": None, "LE": None, "GT": None, "GE": None, "EQ": None, "NE": None,
     # they are themselves gradients (of ReLU and GELU, used by their backward)
     "ReLUBackward": None, "GELUBackward": None, "GELUTanhBackward": None,
+    # the exact remainder Tensor.__mod__ is built from; SINGA's autograd has no Mod operator
+    "Fmod": None,
 }
 
 __all__ = (

@@ -149,3 +149,34 @@ def test_attention_row_with_every_key_masked_is_zeros_whatever_the_values():
     y = tensor.to_numpy(autograd.scaled_dot_product_attention(t(q), t(k), t(v),
                                                               attn_mask=t(keep)))
     np.testing.assert_array_equal(y[0, 0, 0], np.zeros(4, np.float32))
+
+
+def test_int_floor_division_and_mod_by_zero_give_numpys_zero():
+    # the float32 quotient +-inf became -2147483648, and a % 0 was a itself
+    a = np.array([5, -5, 7, 0], np.int32)
+    b = np.array([2, 2, 0, 0], np.int32)
+    with np.errstate(divide="ignore"):
+        for got, want in [(t(a) // t(b), a // b), (t(a) % t(b), a % b), (t(a) // 0, a // 0),
+                          (t(a) % 0, a % 0), (7 // t(b), 7 // b), (7 % t(b), 7 % b)]:
+            assert got.dtype == tensor.int32
+            np.testing.assert_array_equal(tensor.to_numpy(got), want)
+
+
+def test_int_tensor_with_an_int_numpy_operand_stays_int():
+    # an int numpy array was not seen as an integer operand: //, % and ** gave float32
+    a = np.array([[5, -7], [3, 9]], np.int32)
+    b = np.array([2, 3], np.int32)
+    for op in (lambda x, y: x // y, lambda x, y: x % y, lambda x, y: x ** y):
+        got = op(t(a), b)
+        assert got.dtype == tensor.int32
+        np.testing.assert_array_equal(tensor.to_numpy(got), op(a, b))
+
+
+def test_float_mod_is_exact_with_a_huge_quotient():
+    # a - floor(a / b) * b gave 0 or -inf once a / b passed float32's 2^24 or its range
+    a = np.array([1.8e20, -1.9e19, 7.5, -7.5, 2.0, 2.0, 0.0], np.float32)
+    b = np.array([3.0, 1.4e-20, 2.0, 2.0, np.inf, -np.inf, -1.0], np.float32)
+    got = tensor.to_numpy(t(a) % t(b))
+    np.testing.assert_array_equal(got, np.mod(a, b))
+    np.testing.assert_array_equal(tensor.to_numpy(2.5 % t(b[:4])), np.mod(np.float32(2.5), b[:4]))
+
