@@ -372,15 +372,16 @@ class Tensor(object):
 
     # ---- norms ------------------------------------------------------------------------------
     def l1(self):
-        """The mean absolute value, ``sum(|x|) / size``, as Apache SINGA defines it."""
+        """The mean absolute value, ``sum(|x|) / size``, as Apache SINGA defines it (NaN for
+        an empty tensor, as numpy's mean: 0 / 0)."""
         n = self.data.Size()
-        return self.data.L1() / n if n else 0.0
+        return self.data.L1() / n if n else float("nan")
 
     def l2(self):
         """The Euclidean norm divided by the size, sqrt(sum(x^2)) / size, as Apache SINGA
-        defines it."""
+        defines it (NaN for an empty tensor: 0 / 0)."""
         n = self.data.Size()
-        return self.data.L2() / n if n else 0.0
+        return self.data.L2() / n if n else float("nan")
 
     # ---- writing values ---------------------------------------------------------------------
     def _writable(self):

@@ -180,3 +180,8 @@ def test_float_mod_is_exact_with_a_huge_quotient():
     np.testing.assert_array_equal(got, np.mod(a, b))
     np.testing.assert_array_equal(tensor.to_numpy(2.5 % t(b[:4])), np.mod(np.float32(2.5), b[:4]))
 
+
+def test_l1_and_l2_of_an_empty_tensor_are_nan():
+    # 0 / 0 is NaN, as numpy's mean of nothing; they returned 0.0
+    e = t(np.zeros((0, 3), np.float32))
+    assert np.isnan(e.l1()) and np.isnan(e.l2())
