@@ -438,7 +438,8 @@ def einsum(ops: str, *args: TensorLike) -> Tensor:
     rule). Computed by aligning every operand on all letters, multiplying with broadcasting and
     summing the letters that are not in the output.
     """
-    if not isinstance(ops, str) or not ops.strip():
+    # '' is valid, as in numpy: one 0-d operand (then checked like any subscripts)
+    if not isinstance(ops, str):
         raise ValueError("einsum: expected a subscripts string such as 'ij,jk->ik', got %r"
                          % (ops,))
     spec = ops.replace(" ", "")

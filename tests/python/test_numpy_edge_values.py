@@ -185,3 +185,14 @@ def test_l1_and_l2_of_an_empty_tensor_are_nan():
     # 0 / 0 is NaN, as numpy's mean of nothing; they returned 0.0
     e = t(np.zeros((0, 3), np.float32))
     assert np.isnan(e.l1()) and np.isnan(e.l2())
+
+
+def test_einsum_with_empty_subscripts_of_a_0d_operand():
+    # '' was refused as no subscripts at all; numpy reads it as one 0-d operand
+    x = np.array(2.5, np.float32)
+    for spec in ("", "->"):
+        got = tensor.to_numpy(tensor.einsum(spec, t(x)))
+        np.testing.assert_array_equal(got, np.einsum(spec, x))
+        assert got.shape == ()
+    with pytest.raises(ValueError, match="einsum"):
+        tensor.einsum("", t(np.ones(3, np.float32)))
