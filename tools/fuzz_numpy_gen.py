@@ -113,7 +113,8 @@ class Gen(object):
 class Target(object):
     """gen(g) -> (args, kwargs) with In for tensors; call and ref take the same arguments (singa
     Tensors, numpy arrays). exact: compare bit for bit (shape ops, comparisons); accum: the
-    result sums products, so its absolute tolerance scales with ref on |inputs|; grad: check
+    result sums products, so its absolute tolerance scales with ref on |inputs| (or with what
+    accum returns, when it is a function of the call's arguments); grad: check
     backward too; domain: maps normal values into the op's domain for the gradient check."""
 
     def __init__(self, name, gen, call, ref, exact=False, accum=False, grad=False, domain=None,
