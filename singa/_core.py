@@ -100,6 +100,10 @@ def _operand(x, like, op):
     if isinstance(x, (int, np.integer)):
         return int(x)
     if isinstance(x, (float, np.floating)):
+        if like.data_type() == int32:
+            # a float number makes an int32 tensor's result float32, as in numpy and torch: the
+            # core's number overloads keep int32 for an integral value (t + 2.0 was int32)
+            return singa.from_numpy(np.array(x, np.float32), like.device())
         return float(x)
     if isinstance(x, (np.ndarray, list, tuple)):
         return singa.from_numpy(_np_input(x, op), like.device())

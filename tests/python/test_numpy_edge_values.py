@@ -196,3 +196,18 @@ def test_einsum_with_empty_subscripts_of_a_0d_operand():
         assert got.shape == ()
     with pytest.raises(ValueError, match="einsum"):
         tensor.einsum("", t(np.ones(3, np.float32)))
+
+
+def test_int_tensor_with_a_float_number_gives_float32():
+    # the core's number overloads kept int32 for an integral float: t + 2.0 was int32, as was
+    # t == 0.0 (numpy and torch give floats)
+    a = np.array([[1, -2], [3, 4]], np.int32)
+    for op, ref in [(lambda x: x + 2.0, None), (lambda x: 2.0 - x, None),
+                    (lambda x: x * 3.0, None), (lambda x: x >= 0.0, None),
+                    (lambda x: tensor.add(x, 2.0), lambda x: x + 2.0),
+                    (lambda x: tensor.eq(x, 3.0), lambda x: x == 3.0)]:
+        got = op(t(a))
+        assert got.dtype == tensor.float32
+        want = (ref or op)(a)
+        np.testing.assert_array_equal(tensor.to_numpy(got), np.asarray(want, np.float32))
+    assert (t(a) + 2).dtype == tensor.int32  # an int number keeps int32
