@@ -8,13 +8,15 @@ formula where numpy has no such op).
     .venv/bin/python tools/fuzz_numpy.py --case autograd.pad:17   # replay one call, values shown
 
 tools/fuzz_api.py checks that hostile arguments give clean errors; this checks the other half of
-"never lie": valid arguments give the right numbers. Each target (tools/fuzz_numpy_math.py,
-tools/fuzz_numpy_shapes.py) pairs a singa call with a reference and a generator of valid
-arguments (tools/fuzz_numpy_gen.py): shapes with 0-size dims, 0-d tensors, size-1 broadcast dims,
+"never lie": valid arguments give the right numbers. Each target (tools/fuzz_numpy_math.py:
+elementwise, comparisons, reductions; _shapes.py: shape, index and linear-algebra ops; _nn.py:
+losses, normalisation, attention; _methods.py: Tensor operators and methods) pairs a singa call
+with a reference and a generator of valid arguments (tools/fuzz_numpy_gen.py): shapes with 0-size dims, 0-d tensors, size-1 broadcast dims,
 rank 1-5, transposed (non-contiguous) views, NaN/Inf/-0.0, huge and tiny values, negative axes.
 Where singa differs from numpy on purpose (README "Where singa differs"), the reference encodes
 singa's rule (tile's repeats, softmax flattening from ``axis`` on, tensor.sum of everything as a
-(1, 1) tensor, ONNX Reshape's 0 = keep, t[0] keeping its axis).
+(1, 1) tensor, ONNX Reshape's 0 = keep, t[0] keeping its axis, int32 Pow and Div computing in
+float32, torch's attention and floor division where numpy has none or disagrees).
 
 Outcomes of a call:
   match      same shape, same dtype class (float/int/bool), values equal within the target's

@@ -131,22 +131,25 @@ def _binary_gen(ints=True, scalar=False, positive_rhs=False):
     def gen(g):
         s, t = g.pair_shapes()
         dtype = "int32" if ints and g.r.random() < 0.3 else "float32"
+        # now and then int32 with float32 (both promote to float32) or with a float number
+        other = ({"int32": "float32", "float32": "int32"}[dtype] if ints and g.r.random() < 0.15
+                 else dtype)
         a = g.x(s, dtype)
         if scalar and g.r.random() < 0.25:
-            b = float(g.choice([2.0, -1.5, 0.0, 0.5])) if dtype == "float32" else g.choice([2, 0])
+            b = float(g.choice([2.0, -1.5, 0.0, 0.5])) if other == "float32" else g.choice([2, 0])
         else:
-            b = g.x(t, dtype)
-            if positive_rhs and dtype == "int32":
+            b = g.x(t, other)
+            if positive_rhs and other == "int32":
                 b.a = np.abs(b.a)
         return [a, b], {}
     return gen
 
 
 def _cmp(op):
-    """SINGA's comparisons give 0/1 in the inputs' dtype."""
+    """SINGA's comparisons give 0/1 in the operands' common dtype (int32 only when both are)."""
     def ref(a, b):
-        dt = a.dtype if isinstance(a, np.ndarray) else b.dtype
-        return op(a, b).astype(dt)
+        ints = all(np.asarray(v).dtype.kind in "iu" for v in (a, b))
+        return op(a, b).astype(np.int32 if ints else np.float32)
     return ref
 
 

@@ -41,7 +41,9 @@ def _reshape_gen(keep_zero):
 
 
 def _onnx_reshape(x, shape):
-    shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    """ONNX Reshape's 0 copies the input's dimension there; past the input's rank singa reads
+    it as numpy does, a 0 (ONNX leaves that invalid)."""
+    shape = [x.shape[i] if d == 0 and i < x.ndim else d for i, d in enumerate(shape)]
     return x.reshape(shape)
 
 
