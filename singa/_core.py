@@ -807,11 +807,32 @@ def _is_int(x):
 
 
 def _floor_divide(t, x, reflected):
-    """t // x (x // t when reflected), numpy's floor division: floor(a / b) in float32, and for
-    int32 operands that quotient back in int32 with 0 where the divisor is 0, as numpy gives
-    (the float quotient +-inf became -2147483648)."""
-    q = _int_if_ints(t._binary(singa.Div, x, "Div", reflected), t, x, singa.Floor)
-    return q if q is NotImplemented else _zero_where_no_divisor(q, t if reflected else x)
+    """t // x (x // t when reflected), numpy's floor division: floor(a / b) in float32; for
+    int32 operands exact in int32 (_int_floor_divide) with 0 where the divisor is 0, as numpy
+    gives (the float quotient +-inf became -2147483648)."""
+    if _is_int(t) and _is_int(x):
+        b = _operand(x, t.data, "Div")
+        if not isinstance(b, CTensor):
+            b = singa.from_numpy(np.array(b, np.int32), t.data.device())
+        a, b = (b, t.data) if reflected else (t.data, b)
+        return _zero_where_no_divisor(_wrap(_int_floor_divide(a, b)), _wrap(b))
+    return t._binary(lambda a, b: singa.Floor(singa.Div(a, b)), x, "Div", reflected)
+
+
+def _int_floor_divide(a, b):
+    """a // b for int32 core tensors, exact: the float32 quotient is off by up to |a| / 2^24
+    (16777217 // 1 gave 16777216), so the remainder a - q * b (exact in int32 arithmetic, and
+    small) corrects it, and a last step restores floor's rule (the remainder has b's sign and
+    is smaller than |b|). A zero divisor is read as 1 (the caller zeroes those results)."""
+    b = singa.Add(b, singa.EQ(b, 0))
+    q = singa.Floor(singa.Div(a, b)).AsType(int32)
+    r = singa.Sub(a, singa.EltwiseMult(q, b))
+    q = singa.Add(q, singa.Floor(singa.Div(r, b)).AsType(int32))  # now off by at most 1
+    r = singa.Sub(a, singa.EltwiseMult(q, b))
+    below = singa.EltwiseMult(singa.NE(r, 0), singa.NE(singa.LT(r, 0), singa.LT(b, 0)))
+    above = singa.Add(singa.EltwiseMult(singa.GT(b, 0), singa.GE(r, b)),
+                      singa.EltwiseMult(singa.LT(b, 0), singa.LE(r, b)))
+    return singa.Add(singa.Sub(q, below), above)
 
 
 def _modulo(t, x, reflected):

@@ -327,6 +327,8 @@ def average(t: TensorLike, axis: Optional[Axes] = None) -> Union[float, Tensor]:
         if x.Size() == 0:
             raise singa.ShapeError("average: the tensor of shape %s has no elements"
                                    % (x.shape(),))
+        if x.data_type() == singa.kInt:  # an int32 sum wraps past 2^31 (numpy's mean is float)
+            x = x.AsType(singa.kFloat32)
         return singa.SumAsFloat(x) / x.Size()
     if isinstance(axis, (int, np.integer)):
         return _wrap(singa.Average(x, int(axis)))

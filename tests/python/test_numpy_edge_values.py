@@ -211,3 +211,22 @@ def test_int_tensor_with_a_float_number_gives_float32():
         want = (ref or op)(a)
         np.testing.assert_array_equal(tensor.to_numpy(got), np.asarray(want, np.float32))
     assert (t(a) + 2).dtype == tensor.int32  # an int number keeps int32
+
+
+def test_int_floor_division_is_exact_past_float32s_integers():
+    # the float32 quotient lost the low digits: 16777217 // 1 was 16777216
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2 ** 31, 2 ** 31, 2000).astype(np.int32)
+    for b in (rng.integers(-40, 40, 2000).astype(np.int32),
+              rng.integers(-2 ** 31, 2 ** 31, 2000).astype(np.int32)):
+        with np.errstate(divide="ignore"):
+            np.testing.assert_array_equal(tensor.to_numpy(t(a) // t(b)), a // b)
+            np.testing.assert_array_equal(tensor.to_numpy(t(a) % t(b)), a % b)
+    np.testing.assert_array_equal(tensor.to_numpy(t(a) // 7), a // 7)
+    np.testing.assert_array_equal(tensor.to_numpy(1000000007 // t(a[:50])), 1000000007 // a[:50])
+
+
+def test_average_of_int32_does_not_wrap():
+    # the int32 sum wrapped past 2^31 before the division
+    a = np.array([2 ** 30, 2 ** 30, 2 ** 30, 5], np.int32)
+    assert tensor.average(t(a)) == pytest.approx(a.mean(), rel=1e-6)
