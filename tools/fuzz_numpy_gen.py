@@ -61,6 +61,9 @@ class Gen(object):
     def values(self, shape, dtype="float32", fill=None):
         n = int(np.prod(shape, dtype=np.int64))
         if dtype == "int32":
+            if fill != "index" and self.r.random() < 0.1:  # past float32's 2^24, to int32's ends
+                big = self.rng.integers(-2 ** 31, 2 ** 31, n)
+                return big.astype(np.int32).reshape(shape), "big int"
             return self.rng.integers(-5, 6, n).astype(np.int32).reshape(shape), "int"
         fill = fill or self.r.choice(["randn"] * 11 + ["special"] * 4 + ["big", "small", "ints",
                                                                           "ints"])

@@ -20,7 +20,12 @@ def _floordiv(a, b):
 
 
 def _mod(a, b):
-    """numpy's mod (fmod-based: exact, also where a / b passes float32's range)."""
+    """numpy's mod (fmod-based: exact, also where a / b passes float32's range), an int32
+    operand with a float32 one taken to float32 first, as singa and torch promote (numpy goes
+    to float64, where a big int keeps digits whose remainder float32 cannot see)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if {a.dtype.kind, b.dtype.kind} == {"i", "f"}:
+        a, b = a.astype(np.float32), b.astype(np.float32)
     with np.errstate(all="ignore"):
         return np.mod(a, b)
 
@@ -90,7 +95,8 @@ def _as_type(x, dtype):
 
 def method_targets():
     for name, op in OPERATORS:
-        gen = _numpy_operand(_binary_gen(scalar=True, positive_rhs=name == "pow"))
+        gen = _numpy_operand(_binary_gen(scalar=True, positive_rhs=name == "pow",
+                                         small_ints=name == "pow"))
         ref = op if name in ("floordiv", "mod") else f64(op)  # float32's rounding decides
         target("tensor.Tensor.__%s__" % name, gen, getattr(tensor.Tensor, "__%s__" % name),
                ref, rtol=1e-4 if name == "pow" else 1e-5)
