@@ -205,8 +205,9 @@ def nn_targets():
            grad=True)
     target("autograd.binary_cross_entropy", _bce_gen, autograd.binary_cross_entropy, f64(_bce),
            accum=True, grad=True)
+    # in float32, as singa's: a square past float32's range is inf there (float64 would not be)
     target("autograd.mse_loss", _mse_gen, autograd.mse_loss,
-           f64(lambda x, t: np.array([np.mean((x - t) ** 2)])), accum=True, grad=True)
+           lambda x, t: np.array([np.mean((x - t) ** 2)], x.dtype), accum=True, grad=True)
     target("autograd.layer_norm", _layer_norm_gen, autograd.layer_norm, _layer_norm,
            rtol=1e-4, atol=1e-5, grad=True)
     target("autograd.masked_fill", _masked_fill_gen, autograd.masked_fill,

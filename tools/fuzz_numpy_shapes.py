@@ -491,13 +491,25 @@ def _einsum_gen(g):
     return [spec] + [g.x(tuple(size[c] for c in op)) for op in ops], {}
 
 
+def _einsum_bound(spec, *ops):
+    """einsum's tolerance scale: einsum on |operands| in float64, and inf everywhere when a
+    product of two or more operands' largest magnitudes passes float32's range (whether a
+    float32 evaluation overflows then depends on its order of multiplication)."""
+    import itertools
+    top = [float(np.max(np.abs(o), initial=0)) for o in ops]
+    big = any(np.prod(c) > np.finfo(np.float32).max
+              for k in range(2, len(top) + 1) for c in itertools.combinations(top, k))
+    scale = np.abs(np.einsum(spec, *[np.abs(o.astype(np.float64)) for o in ops]))
+    return np.full(scale.shape, np.inf) if big else scale
+
+
 def linalg_targets():
     target("autograd.matmul", _matmul_gen, autograd.matmul, f64(np.matmul), accum=True,
            grad=True)
     target("tensor.mult", _matmul_gen, tensor.mult, f64(np.matmul), accum=True)
     target("autograd.gemm", _gemm_gen, autograd.gemm, f64(_gemm), accum=True, grad=True)
     target("tensor.tensordot", _tensordot_gen, tensor.tensordot, f64(_tensordot), accum=True)
-    target("tensor.einsum", _einsum_gen, tensor.einsum, f64(np.einsum), accum=True)
+    target("tensor.einsum", _einsum_gen, tensor.einsum, f64(np.einsum), accum=_einsum_bound)
 
 
 shape_targets()
