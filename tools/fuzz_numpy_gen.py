@@ -16,16 +16,23 @@ SPECIALS = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e30, -1e30, 1e-30, -1e-40, 0.5,
 
 
 class In(object):
-    """One tensor argument: its logical numpy array, how it was filled, and whether singa gets it
-    as a transposed view of a contiguous block (so strides are not the row-major ones)."""
+    """One tensor argument: its logical numpy array, how it was filled, and the view singa gets
+    it as: ``perm`` (a permutation of its axes, or None) stores it as a contiguous block in that
+    axis order and hands singa the transposed view back, so strides are not the row-major ones
+    (the reversed order is a plain transpose)."""
 
-    def __init__(self, a, fill, transposed=False, grad=True):
+    def __init__(self, a, fill, perm=None, grad=True):
         self.a, self.fill, self.grad = a, fill, grad
-        self.transposed = transposed and a.ndim >= 2
+        self.perm = list(perm) if perm is not None and a.ndim >= 2 else None
+
+    @property
+    def transposed(self):
+        return self.perm is not None
 
     def tensor(self, requires_grad=False):
-        if self.transposed:
-            t = tensor.transpose(tensor.from_numpy(np.ascontiguousarray(self.a.T)))
+        if self.perm is not None:
+            block = tensor.from_numpy(np.ascontiguousarray(self.a.transpose(self.perm)))
+            t = tensor.transpose(block, list(np.argsort(self.perm)))
         else:
             t = tensor.from_numpy(np.array(self.a, order="C"))  # ascontiguousarray makes 0-d 1-d
         if requires_grad:
@@ -34,8 +41,12 @@ class In(object):
         return t
 
     def __repr__(self):
-        extra = "".join(", " + s for s in (self.fill if self.fill != "randn" else None,
-                                           "transposed" if self.transposed else None) if s)
+        view = None
+        if self.perm is not None:
+            view = "transposed" if self.perm == list(range(self.a.ndim))[::-1] else \
+                "permuted %s" % (tuple(self.perm),)
+        extra = "".join(", " + s for s in (self.fill if self.fill != "randn" else None, view)
+                        if s)
         text = "T(%s, %s%s)" % (self.a.dtype, self.a.shape, extra)
         if 0 < self.a.size <= 8 and self.fill != "randn":
             text += "=" + np.array2string(self.a.reshape(-1), separator=",", precision=3)
@@ -87,7 +98,18 @@ class Gen(object):
         if ints and self.r.random() < 0.33:
             dtype = "int32"
         a, fill = self.values(shape, dtype, fill)
-        return In(a, fill, self.r.random() < 0.2, grad=grad)
+        return In(a, fill, self.view(a.ndim) if self.r.random() < 0.2 else None, grad=grad)
+
+    def view(self, ndim):
+        """The axis order of a non-contiguous view: reversed (a transpose), or any other order
+        but the identity."""
+        rev = list(range(ndim))[::-1]
+        if ndim < 3 or self.r.random() < 0.5:
+            return rev
+        perm = list(range(ndim))
+        while perm == list(range(ndim)):
+            self.r.shuffle(perm)
+        return perm
 
     def pair_shapes(self, rmax=4):
         """Two shapes that broadcast together: one drops leading axes and sets some to 1."""
