@@ -86,7 +86,9 @@ _M, _D, _sq, _neg, _inv = (singa.EltwiseMult, singa.Div, singa.Square, singa.Neg
 
 
 def _rsqrt(t):
-    return singa.Pow(t, -0.5)
+    # 1 / sqrt(t), not t ** -0.5: pow(-inf, -0.5) is +0, which made asin's and acos's gradient 0
+    # at |x| = inf or 1e30 (1 - x^2 = -inf) where the forward is NaN; sqrt(-inf) is NaN
+    return _inv(singa.Sqrt(t))
 
 
 def _one_minus(t):

@@ -230,3 +230,17 @@ def test_average_of_int32_does_not_wrap():
     # the int32 sum wrapped past 2^31 before the division
     a = np.array([2 ** 30, 2 ** 30, 2 ** 30, 5], np.int32)
     assert tensor.average(t(a)) == pytest.approx(a.mean(), rel=1e-6)
+
+
+@pytest.mark.parametrize("op", ["asin", "acos"])
+def test_asin_acos_gradient_is_nan_where_the_forward_is(op):
+    # (1 - x^2) ** -0.5 is pow(-inf, -0.5) = +0 for |x| = inf or 1e30: a 0 gradient next to a NaN
+    # forward (torch: NaN); inside the domain it is unchanged
+    x = np.array([np.inf, -np.inf, 1e30, 2.0, 0.5, -0.25], np.float32)
+    autograd.training = True
+    tx = t(x, True)
+    y = getattr(autograd, op)(tx)
+    dx, = grads_of(y, np.ones(x.shape), tx)
+    assert np.isnan(dx[:4]).all()
+    want = 1 / np.sqrt(1 - x[4:].astype(np.float64) ** 2) * (1 if op == "asin" else -1)
+    np.testing.assert_allclose(dx[4:], want, rtol=1e-6)
