@@ -267,9 +267,16 @@ class Pow(_Binary):
     compute = staticmethod(singa.Pow)
 
     def grads(self, dy):
-        """(dy * b * a^(b-1), dy * y * log(a)), each only where its input needs one."""
-        da = _M(dy, _M(self.b, singa.Pow(self.a, _S.Sub(self.b, 1.0)))) if self.need(0) else None
-        db = _M(dy, _M(self.y, singa.Log(self.a))) if self.need(1) else None
+        """(dy * b * a^(b-1), dy * y * log(a)), each only where its input needs one, with
+        torch's limits selected in: da is 0 where b == 0 (b * a^(b-1) is 0 * inf at a = 0, and
+        a ** 0 is 1 for every a, NaN included), db is 0 where a == 0 and b >= 0 (0 * log 0)."""
+        da = db = None
+        if self.need(0):
+            da = _M(dy, _M(self.b, singa.Pow(self.a, _S.Sub(self.b, 1.0))))
+            da = _select(da, singa.NE(self.b, 0.0))
+        if self.need(1):
+            flat = _M(singa.EQ(self.a, 0.0), singa.GE(self.b, 0.0))  # 0 ** b, b >= 0
+            db = _select(_M(dy, _M(self.y, singa.Log(self.a))), _one_minus(flat))
         return da, db
 
 

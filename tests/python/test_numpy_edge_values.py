@@ -244,3 +244,18 @@ def test_asin_acos_gradient_is_nan_where_the_forward_is(op):
     assert np.isnan(dx[:4]).all()
     want = 1 / np.sqrt(1 - x[4:].astype(np.float64) ** 2) * (1 if op == "asin" else -1)
     np.testing.assert_allclose(dx[4:], want, rtol=1e-6)
+
+
+def test_pow_gradient_limits_at_zero_as_torch():
+    # b * a^(b-1) at a = 0, b = 0 is 0 * inf (NaN), and a^b * log(a) at a = 0 is 0 * -inf or
+    # 1 * -inf: torch's limits are 0 (a ** 0 is 1 for every a; 0 ** b, b >= 0, is flat in b)
+    a = np.array([0.0, 0.0, 0.0, np.nan, 2.0, 0.0], np.float32)
+    b = np.array([0.0, 2.0, 0.5, 0.0, 3.0, -1.0], np.float32)
+    autograd.training = True
+    ta, tb = t(a, True), t(b, True)
+    da, db = grads_of(autograd.pow(ta, tb), np.ones(a.shape), ta, tb)
+    torch = pytest.importorskip("torch")
+    xa, xb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    torch.pow(xa, xb).backward(torch.ones(len(a)))
+    np.testing.assert_array_equal(da, xa.grad.numpy())
+    np.testing.assert_array_equal(db, xb.grad.numpy())
