@@ -28,7 +28,8 @@ Outcomes of a call:
   both       both raised (agreement)
 Targets marked with a gradient also check backward on calls whose float inputs are finite normal
 draws and small: singa's gradient against central differences of the reference in float64
-(tests/python/gradcheck.py). Exit status 1 on any mismatch, forward or gradient (with --strict
+(tests/python/gradcheck.py); --torch adds backward on NaN/inf/0/1e30 against torch
+(tools/fuzz_numpy_torch.py). Exit status 1 on any mismatch, forward or gradient (with --strict
 also on raised / computed).
 """
 import argparse
@@ -374,6 +375,8 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--case", help="replay NAME:I, with the inputs, both results and a traceback")
     ap.add_argument("--strict", action="store_true", help="fail on raised / computed too")
+    ap.add_argument("--torch", action="store_true",
+                    help="also backward on NaN/inf/0/1e30 against torch (fuzz_numpy_torch.py)")
     opts = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     if opts.case:
@@ -386,7 +389,12 @@ def main(argv=None):
     if not targets:
         print("no target matches %s" % opts.only)
         return 2
-    return fuzz(targets, opts.calls, opts.seed, opts.strict)
+    status = fuzz(targets, opts.calls, opts.seed, opts.strict)
+    if opts.torch:
+        from fuzz_numpy_torch import torch_check
+        print()
+        status = 1 if torch_check(sys.stdout) else status
+    return status
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""tools/fuzz_numpy.py (singa against numpy on valid edge-case inputs) runs clean briefly, and its
-comparison does fail: a deliberately wrong reference is reported as a mismatch."""
+"""tools/fuzz_numpy.py (singa against numpy on valid edge-case inputs, and backward on special
+values against torch) runs clean briefly, and its comparisons do fail: deliberately wrong
+references and a wrong gradient are reported."""
 import io
 import os
 import sys
@@ -10,6 +11,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
 import fuzz_numpy  # noqa: E402
 from fuzz_numpy_gen import Target  # noqa: E402
+from singa import autograd  # noqa: E402
+from singa import singa_wrap as sw  # noqa: E402
 
 
 def run(targets, calls=4, seed=3):
@@ -55,17 +58,31 @@ def test_nan_where_the_reference_has_a_number_is_a_mismatch():
     assert status == 1 and "NaN at" in report, report
 
 
+class WrongExp(autograd.Operator):
+    """exp with its forward right and its backward twice the truth."""
+
+    def forward(self, x):
+        self.y = sw.Exp(x)
+        return self.y
+
+    def backward(self, dy):
+        return sw.EltwiseMult(sw.EltwiseMult(dy, self.y), 2.0)
+
+
+def wrong_exp(x):
+    return WrongExp()(x)[0]
+
+
 def test_a_wrong_gradient_is_reported():
-    from singa import autograd
-    from singa import singa_wrap as sw
-
-    class WrongExp(autograd.Operator):  # forward right, backward twice the truth
-        def forward(self, x):
-            self.y = sw.Exp(x)
-            return self.y
-
-        def backward(self, dy):
-            return sw.EltwiseMult(sw.EltwiseMult(dy, self.y), 2.0)
-
-    status, report = run([_like("autograd.exp", call=lambda x: WrongExp()(x)[0])], calls=10)
+    status, report = run([_like("autograd.exp", call=wrong_exp)], calls=10)
     assert status == 1 and "GRAD  autograd.exp-wrong:" in report, report
+
+
+def test_backward_on_special_values_matches_torch(monkeypatch):
+    pytest.importorskip("torch")
+    from fuzz_numpy_torch import torch_check
+    assert torch_check(io.StringIO()) == 0
+    monkeypatch.setattr(autograd, "exp", wrong_exp)  # a wrong gradient there is caught
+    out = io.StringIO()
+    assert torch_check(out) > 0
+    assert "GRAD  autograd.exp" in out.getvalue()
