@@ -10,7 +10,8 @@ formula where numpy has no such op).
 tools/fuzz_api.py checks that hostile arguments give clean errors; this checks the other half of
 "never lie": valid arguments give the right numbers. Each target (tools/fuzz_numpy_math.py:
 elementwise, comparisons, reductions; _shapes.py: shape, index and linear-algebra ops; _nn.py:
-losses, normalisation, attention; _methods.py: Tensor operators and methods) pairs a singa call
+losses, normalisation, attention, Conv2d and pooling against torch; _methods.py: Tensor
+operators and methods) pairs a singa call
 with a reference and a generator of valid arguments (tools/fuzz_numpy_gen.py): shapes with 0-size dims, 0-d tensors, size-1 broadcast dims,
 rank 1-5, transposed (non-contiguous) views, NaN/Inf/-0.0, huge and tiny values, negative axes.
 Where singa differs from numpy on purpose (README "Where singa differs"), the reference encodes

@@ -2,7 +2,7 @@
 embedding, pooling, upsample, attention), with numpy references (torch's for attention)."""
 import numpy as np
 
-from singa import autograd
+from singa import autograd, layer, tensor
 from fuzz_numpy_gen import In, f64, target
 
 FLT_MIN = np.finfo(np.float32).tiny
@@ -198,6 +198,81 @@ def _attention_bound(q, k, v, attn_mask=None, is_causal=False, scale=None):
     return np.where(over, np.inf, v.max(axis=-2, keepdims=True, initial=0))
 
 
+def _conv_gen(g):
+    n, c, h, w = g.choice([0, 1, 2]), g.choice([1, 2, 3]), g.choice([1, 3, 5]), g.choice([1, 2, 4])
+    k = (g.choice([1, 2, 3]), g.choice([1, 2, 3]))
+    kw = {"stride": (g.choice([1, 2, 3]), g.choice([1, 2])),
+          "padding": (g.choice([0, 1]), g.choice([0, 1, 2])), "dilation": g.choice([1, 2])}
+    if any(size + 2 * p - kw["dilation"] * (kk - 1) - 1 < 0
+           for size, p, kk in zip((h, w), kw["padding"], k)):
+        kw["padding"], kw["dilation"] = (k[0], k[1]), 1  # the window fits
+    oc = g.choice([1, 2, 4])
+    kw["group"] = g.choice([gr for gr in (1, 2, 3) if c % gr == 0 and oc % gr == 0])
+    weight = g.x((oc, c // kw["group"]) + k, fill="randn", grad=False)
+    return [g.x((n, c, h, w)), weight, g.x((oc,), fill="randn", grad=False)], kw
+
+
+def _conv(x, weight, bias, stride, padding, dilation, group):
+    """layer.Conv2d with the given weights (copied in after the layer makes its own)."""
+    conv = layer.Conv2d(weight.shape[0], weight.shape[2:], stride=stride, padding=padding,
+                        dilation=dilation, group=group)
+    conv(x)
+    conv.W.copy_from_numpy(tensor.to_numpy(weight))
+    conv.b.copy_from_numpy(tensor.to_numpy(bias))
+    return conv(x)
+
+
+def _torch_conv(x, weight, bias, stride, padding, dilation, group):
+    import torch
+    return torch.nn.functional.conv2d(*(torch.from_numpy(np.ascontiguousarray(a))
+                                        for a in (x, weight, bias)),
+                                      stride, padding, dilation, group).numpy()
+
+
+def _pool_gen(g):
+    shape = (g.choice([0, 1, 2]), g.choice([1, 2]), g.choice([2, 3, 5]), g.choice([2, 4]))
+    k = (g.choice([1, 2]), g.choice([1, 2]))
+    pad = (g.choice([0, k[0] // 2]), g.choice([0, k[1] // 2]))
+    return [g.x(shape), k], {"stride": (g.choice([1, 2]), g.choice([1, 2, 3])), "padding": pad}
+
+
+def _pool(kind):
+    def call(x, k, stride, padding):
+        return getattr(layer, kind)(k, stride=stride, padding=padding)(x)
+    return call
+
+
+def _torch_pool(kind):
+    """torch's pooling; average pooling leaves the padding out of the count (ONNX's default
+    count_include_pad=0, as singa)."""
+    def ref(x, k, stride, padding):
+        import torch
+        t = torch.from_numpy(np.ascontiguousarray(x))
+        if kind == "MaxPool2d":
+            return torch.nn.functional.max_pool2d(t, k, stride, padding).numpy()
+        return torch.nn.functional.avg_pool2d(t, k, stride, padding,
+                                              count_include_pad=False).numpy()
+    ref.raw = _numpy_pool(kind)
+    return ref
+
+
+def _numpy_pool(kind):
+    """The pooling in numpy, for the gradient's differences (torch's per-call cost, 128 calls a
+    check, made them slow): padding is NaN, left out by nanmax / nanmean (finite inputs only)."""
+    def ref(x, k, stride, padding):
+        (ph, pw), (sh, sw) = padding, stride
+        xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=np.nan)
+        oh, ow = (xp.shape[2] - k[0]) // sh + 1, (xp.shape[3] - k[1]) // sw + 1
+        reduce = np.nanmax if kind == "MaxPool2d" else np.nanmean
+        out = np.zeros(x.shape[:2] + (oh, ow), x.dtype)
+        for i in range(oh):
+            for j in range(ow):
+                win = xp[:, :, i * sh:i * sh + k[0], j * sw:j * sw + k[1]]
+                out[:, :, i, j] = reduce(win, axis=(2, 3)) if win.size else 0
+        return out
+    return ref
+
+
 def nn_targets():
     target("autograd.softmax_cross_entropy", _sce_gen, autograd.softmax_cross_entropy, f64(_sce),
            accum=True, grad=True)
@@ -220,6 +295,15 @@ def nn_targets():
            accum=True, grad=True)
     target("autograd.upsample", _upsample_gen, autograd.upsample, _upsample, exact=True,
            grad=True)
+    try:
+        import torch  # noqa: F401  (conv and pooling have torch as their only reference)
+    except ImportError:
+        pass
+    else:
+        target("layer.Conv2d", _conv_gen, _conv, _torch_conv, accum=True, grad=True)
+        for kind in ("MaxPool2d", "AvgPool2d"):
+            target("layer." + kind, _pool_gen, _pool(kind), _torch_pool(kind), accum=True,
+                   grad=True)
     target("autograd.scaled_dot_product_attention", _attention_gen,
            autograd.scaled_dot_product_attention, _attention, rtol=1e-4, atol=1e-5,
            accum=_attention_bound,
