@@ -41,9 +41,10 @@ OPS = [
        backward="const T z = T(alpha * x + gamma); "
                 "return z > T(0) && z < T(1) ? T(dy * alpha) : T(0);",
        onnx=Onnx("HardSigmoid", 6), torch=None),  # torch's Hardsigmoid fixes alpha = 1/6
-    # x * relu6(x + 3) / 6 (torch.nn.Hardswish; ONNX HardSwish since opset 14)
+    # x * relu6(x + 3) / 6 (torch.nn.Hardswish; ONNX HardSwish since opset 14). Below -3 the
+    # product is x * 0: NaN for -inf as in torch and ONNX's formula (a plain 0 hid it)
     Op("HardSwish", doc="x * min(max(x + 3, 0), 6) / 6",
-       forward="x <= T(-3) ? T(0) : (x >= T(3) ? x : T(x * (x + T(3)) / T(6)))",
+       forward="x <= T(-3) ? T(x * T(0)) : (x >= T(3) ? x : T(x * (x + T(3)) / T(6)))",
        backward="x < T(-3) ? T(0) : (x <= T(3) ? T(dy * (x / T(3) + T(0.5))) : dy)",
        onnx=Onnx("HardSwish", 14), torch="Hardswish"),
 ]

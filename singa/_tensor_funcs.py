@@ -265,7 +265,7 @@ if TYPE_CHECKING:
     exp = log = sqrt = reciprocal = sigmoid = softplus = softsign = tanh = _unary_sig
     sin = cos = tan = asin = acos = atan = sinh = cosh = asinh = acosh = atanh = erf = _unary_sig
     gelu = gelutanh = isnan = isinf = _unary_sig
-    add = sub = eltwise_mult = div = maximum = minimum = relu_backward = _arith_sig
+    add = sub = eltwise_mult = div = maximum = minimum = relu_backward = fmod = _arith_sig
     gelu_backward = gelu_tanh_backward = _arith_sig
     pow = _pow_sig
     lt = le = gt = ge = eq = ne = _compare_sig
@@ -274,7 +274,7 @@ if TYPE_CHECKING:
                 "exp", "log", "sqrt", "reciprocal", "sigmoid", "softplus", "softsign", "tanh",
                 "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
                 "atanh", "erf", "add", "sub", "eltwise_mult", "div", "maximum", "minimum",
-                "relu_backward", "pow", "lt", "le", "gt", "ge", "eq", "ne",
+                "relu_backward", "fmod", "pow", "lt", "le", "gt", "ge", "eq", "ne",
                 "gelu", "gelutanh", "isnan", "isinf", "gelu_backward", "gelu_tanh_backward"]
 
 
@@ -327,6 +327,8 @@ def average(t: TensorLike, axis: Optional[Axes] = None) -> Union[float, Tensor]:
         if x.Size() == 0:
             raise singa.ShapeError("average: the tensor of shape %s has no elements"
                                    % (x.shape(),))
+        if x.data_type() == singa.kInt:  # an int32 sum wraps past 2^31 (numpy's mean is float)
+            x = x.AsType(singa.kFloat32)
         return singa.SumAsFloat(x) / x.Size()
     if isinstance(axis, (int, np.integer)):
         return _wrap(singa.Average(x, int(axis)))
@@ -343,7 +345,9 @@ def softmax(t: TensorLike, out: Optional[Tensor] = None, axis: Optional[int] = N
         res = singa.SoftMax(x, -1)
     else:
         shape = x.shape()
-        res = singa.Reshape(singa.SoftMax(singa.Reshape(x, [shape[0], -1]), -1), list(shape))
+        # the row length spelled out: -1 cannot be inferred when a dimension is 0
+        cols = int(np.prod(shape[1:], dtype=np.int64))
+        res = singa.Reshape(singa.SoftMax(singa.Reshape(x, [shape[0], cols]), -1), list(shape))
     res = _wrap(res)
     return res if out is None else _into(out, res, "softmax")
 
@@ -436,7 +440,8 @@ def einsum(ops: str, *args: TensorLike) -> Tensor:
     rule). Computed by aligning every operand on all letters, multiplying with broadcasting and
     summing the letters that are not in the output.
     """
-    if not isinstance(ops, str) or not ops.strip():
+    # '' is valid, as in numpy: one 0-d operand (then checked like any subscripts)
+    if not isinstance(ops, str):
         raise ValueError("einsum: expected a subscripts string such as 'ij,jk->ik', got %r"
                          % (ops,))
     spec = ops.replace(" ", "")

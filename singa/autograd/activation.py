@@ -9,6 +9,7 @@ import numpy as np
 from .. import singa_wrap as singa
 from ..errors import ShapeError
 from .base import Operator, float_dtype, reduce_to, norm_axis
+from .math import _select
 from .transformer import as_mask
 
 _M = singa.EltwiseMult
@@ -20,18 +21,21 @@ def _float_mask(m, like):
 
 
 class PRelu(Operator):
-    """x if x > 0 else slope * x, with slope (a Tensor) broadcast against x."""
+    """x if x > 0 else slope * x, with slope (a Tensor) broadcast against x. Each side is
+    selected, not multiplied by a 0/1 mask: relu(x) + min(x, 0) * slope made every x > 0 NaN
+    where the slope was inf or NaN (0 * inf), though that slope is not used there."""
 
     def forward(self, x, slope):
         self.x, self.slope = x, slope
-        self.neg = singa.Minimum(x, 0.0)
-        return singa.Add(singa.ReLU(x), _M(self.neg, slope))
+        self.pos = _float_mask(singa.GT(x, 0.0), x)
+        self.rest = singa.Sub(1.0, self.pos)
+        self.neg = _select(x, self.rest)
+        return singa.Add(_select(x, self.pos), _select(_M(x, slope), self.rest))
 
     def backward(self, dy):
         dx = dslope = None
         if self.need(0):
-            pos = _float_mask(singa.GT(self.x, 0.0), self.x)
-            local = singa.Add(pos, _M(singa.Sub(1.0, pos), self.slope))
+            local = singa.Add(self.pos, _select(self.slope, self.rest))
             dx = reduce_to(_M(dy, local), self.x.shape())
         if self.need(1):
             dslope = reduce_to(_M(dy, self.neg), self.slope.shape())

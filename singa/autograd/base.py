@@ -83,14 +83,16 @@ def const(array, like):
 
 def norm_axis(axis, nd, op, allow_end=False):
     """``axis`` as a non-negative int for a tensor of rank ``nd``; AxisError when out of range.
-    With ``allow_end`` the axis may also be nd (a position after the last axis)."""
+    With ``allow_end`` the axis may also be nd (a position after the last axis): the range is
+    ONNX Flatten's [-nd, nd], a negative axis counting from nd (-1 is the last axis, not the
+    end; taking it modulo nd + 1 made flatten(x, -1) of a (2, 3) tensor (6, 1))."""
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError("%s: axis must be an int, got %r" % (op, axis))
     hi = nd + 1 if allow_end else nd
-    if not -hi <= axis < hi:
+    if not -nd <= axis < hi:
         raise AxisError("%s: axis %d is out of range for a tensor of rank %d"
                         % (op, axis, nd))
-    return int(axis) % hi if hi else 0
+    return int(axis) + nd if axis < 0 else int(axis)
 
 
 def axis_helper(y_shape, x_shape):

@@ -18,6 +18,7 @@ from .errors import ShapeError, AxisError, InputError
 from ..tensor import Tensor
 from . import base
 from .base import Operator, norm_axis, fill, float_dtype
+from .math import _select
 from .errors import NoGradientError
 
 _INT = singa.kInt
@@ -223,8 +224,11 @@ class ScatterElements(Operator):
         placed = singa.Reshape(take(flat, 0, source), list(shape))
         if placed.data_type() != x.data_type():
             placed = placed.AsType(x.data_type())
-        keep = self.keep if x.data_type() != _INT else self.keep.AsType(_INT)
-        return singa.Add(singa.EltwiseMult(x, keep), placed)
+        if x.data_type() == _INT:
+            return singa.Add(singa.EltwiseMult(x, self.keep.AsType(_INT)), placed)
+        # selected, not multiplied by the 0/1 mask: a NaN or inf of x that an update
+        # overwrites would survive as NaN (x * 0)
+        return singa.Add(_select(x, self.keep), placed)
 
     def backward(self, dy):
         return singa.EltwiseMult(dy, self.keep)

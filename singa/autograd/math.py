@@ -86,7 +86,9 @@ _M, _D, _sq, _neg, _inv = (singa.EltwiseMult, singa.Div, singa.Square, singa.Neg
 
 
 def _rsqrt(t):
-    return singa.Pow(t, -0.5)
+    # 1 / sqrt(t), not t ** -0.5: pow(-inf, -0.5) is +0, which made asin's and acos's gradient 0
+    # at |x| = inf or 1e30 (1 - x^2 = -inf) where the forward is NaN; sqrt(-inf) is NaN
+    return _inv(singa.Sqrt(t))
 
 
 def _one_minus(t):
@@ -265,9 +267,16 @@ class Pow(_Binary):
     compute = staticmethod(singa.Pow)
 
     def grads(self, dy):
-        """(dy * b * a^(b-1), dy * y * log(a)), each only where its input needs one."""
-        da = _M(dy, _M(self.b, singa.Pow(self.a, _S.Sub(self.b, 1.0)))) if self.need(0) else None
-        db = _M(dy, _M(self.y, singa.Log(self.a))) if self.need(1) else None
+        """(dy * b * a^(b-1), dy * y * log(a)), each only where its input needs one, with
+        torch's limits selected in: da is 0 where b == 0 (b * a^(b-1) is 0 * inf at a = 0, and
+        a ** 0 is 1 for every a, NaN included), db is 0 where a == 0 and b >= 0 (0 * log 0)."""
+        da = db = None
+        if self.need(0):
+            da = _M(dy, _M(self.b, singa.Pow(self.a, _S.Sub(self.b, 1.0))))
+            da = _select(da, singa.NE(self.b, 0.0))
+        if self.need(1):
+            flat = _M(singa.EQ(self.a, 0.0), singa.GE(self.b, 0.0))  # 0 ** b, b >= 0
+            db = _select(_M(dy, _M(self.y, singa.Log(self.a))), _one_minus(flat))
         return da, db
 
 
@@ -615,6 +624,8 @@ BINARY_GRADIENTS = {
     "LT": None, "LE": None, "GT": None, "GE": None, "EQ": None, "NE": None,
     # they are themselves gradients (of ReLU and GELU, used by their backward)
     "ReLUBackward": None, "GELUBackward": None, "GELUTanhBackward": None,
+    # the exact remainder Tensor.__mod__ is built from; SINGA's autograd has no Mod operator
+    "Fmod": None,
 }
 
 __all__ = (

@@ -96,6 +96,16 @@ TEST(Elementwise, BinaryBroadcasting) {
   EXPECT_EQ(Minimum(3.5f, a).ToVector<float>(), (std::vector<float>{1, 2, 3, 3.5, 3.5, 3.5}));
 }
 
+// C's fmod, exact where a / b passes float32's 2^24 (the building block of Tensor.__mod__).
+TEST(Elementwise, FmodIsExact) {
+  Tensor a = FromVector({5.5f, -5.5f, 1e20f, 2.f}, {4});
+  Tensor b = FromVector({2.f, 2.f, 3.f, INFINITY}, {4});
+  const std::vector<float> got = Fmod(a, b).ToVector<float>();
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(got[i], std::fmod(a.ToVector<float>()[i], b.ToVector<float>()[i])) << i;
+  EXPECT_TRUE(std::isnan(Fmod(a, 0.f).ToVector<float>()[0]));
+}
+
 TEST(Elementwise, ComparisonsGiveZeroOne) {
   Tensor a = FromVector({1, 2, 3}, {3});
   Tensor b = FromVector({3, 2, 1}, {3});

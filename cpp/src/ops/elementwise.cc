@@ -103,8 +103,20 @@ Tensor RunUnaryWith(OpId id, bool allow_int, const Tensor& in_raw, Tensor* out, 
   return out ? *out : res;
 }
 
+// Ceil, floor and both roundings of an int32 tensor are the tensor itself, kept in int32 as
+// numpy (>= 2) and torch keep it: through the float32 kernel the result changed dtype and lost
+// every value past 2^24 (16777217 came back 16777216).
+bool RoundsToInteger(OpId id) {
+  return id == OpId::kCeil || id == OpId::kFloor || id == OpId::kRound || id == OpId::kRoundE;
+}
+
 Tensor RunUnary(OpId id, bool allow_int, const KernelSlot<UnaryKernelFn>& slot, const Tensor& in,
                 Tensor* out) {
+  if (in.block() != nullptr && in.data_type() == kInt && RoundsToInteger(id)) {
+    auto* copy = StridedCopyKernel().For(*in.device());
+    return RunUnaryWith(id, true, in, out,
+                        [copy](const Tensor& x, const Tensor& y, Context* ctx) { copy(x, y, ctx); });
+  }
   return RunUnaryWith(id, allow_int, in, out, slot.For(*in.device()));
 }
 

@@ -27,14 +27,15 @@ namespace fn {
 namespace math {
 #ifdef __CUDACC__
 using ::acos; using ::acosh; using ::asin; using ::asinh; using ::atan; using ::atanh;
-using ::ceil; using ::cos; using ::cosh; using ::erf; using ::exp; using ::floor; using ::log;
-using ::log1p; using ::nearbyint; using ::pow; using ::round; using ::sin; using ::sinh;
-using ::sqrt; using ::tan; using ::tanh;
+using ::ceil; using ::cos; using ::cosh; using ::erf; using ::exp; using ::floor; using ::fmod;
+using ::log; using ::log1p; using ::nearbyint; using ::pow; using ::round; using ::sin;
+using ::sinh; using ::sqrt; using ::tan; using ::tanh;
 #else
 using std::acos; using std::acosh; using std::asin; using std::asinh; using std::atan;
 using std::atanh; using std::ceil; using std::cos; using std::cosh; using std::erf; using std::exp;
-using std::floor; using std::log; using std::log1p; using std::nearbyint; using std::pow;
-using std::round; using std::sin; using std::sinh; using std::sqrt; using std::tan; using std::tanh;
+using std::floor; using std::fmod; using std::log; using std::log1p; using std::nearbyint;
+using std::pow; using std::round; using std::sin; using std::sinh; using std::sqrt; using std::tan;
+using std::tanh;
 #endif
 }  // namespace math
 

@@ -214,9 +214,11 @@ void ForwardBlock(const AttnTileOps& t, const AttentionArgs& a, const Mem& mem, 
   float* out = mem.out + (b * a.L + i0) * Ev;
   float* lse = mem.lse + b * a.L + i0;
   for (int64_t r = 0; r < bq; ++r) {
-    // l == 0: every key masked; the row is zeros (PyTorch 2.13)
-    const float inv = l[r] == 0.f ? 0.f : 1.f / l[r];
-    for (int64_t c = 0; c < Ev; ++c) out[r * Ev + c] = acc[r * Ev + c] * inv;
+    // l == 0: every key masked; the row is zeros (PyTorch 2.13), written as zeros: acc * 0
+    // kept the NaN of p = 0 times an inf or NaN value (the CUDA kernel skips those keys)
+    const bool masked = l[r] == 0.f;
+    const float inv = masked ? 0.f : 1.f / l[r];
+    for (int64_t c = 0; c < Ev; ++c) out[r * Ev + c] = masked ? 0.f : acc[r * Ev + c] * inv;
     lse[r] = l[r] == 0.f ? kAttnMaskedLse : m[r] + std::log(l[r]);
   }
 }

@@ -47,14 +47,16 @@ void ForRows(size_t N, size_t C, F&& f) {
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(N); ++i) f(size_t(i));
 }
 
-// max and log(sum(exp(z - max))) of one row.
-inline void LogSumExp(const float* z, size_t C, float* m, float* lse) {
+// max and log(sum(exp(z - max))) of one row, kept apart: log_softmax(z) is (z - max) - log_s.
+// Adding them first (lse = max + log_s, then lse - z) lost log_s when |max| was large in float
+// (logits [1e30, 1e30] gave the loss 0, not log 2, and gradients summing to 2).
+inline void LogSumExp(const float* z, size_t C, float* m, float* log_s) {
   float mx = -INFINITY;
   for (size_t j = 0; j < C; ++j) mx = std::max(mx, z[j]);
   float s = 0.f;
   for (size_t j = 0; j < C; ++j) s += std::exp(z[j] - mx);
   *m = mx;
-  *lse = mx + std::log(s);
+  *log_s = std::log(s);
 }
 
 template <Kind kind>
@@ -71,25 +73,28 @@ void Loss(const Tensor& x, const Tensor& t, bool labels, const Tensor& out, Cont
     const float* z = px + i * C;
     const float* ti = labels ? nullptr : pt + i * C;
     if constexpr (kind == Kind::kSoftmaxFwd) {
-      float m, lse;
-      LogSumExp(z, C, &m, &lse);
+      float m, log_s;
+      LogSumExp(z, C, &m, &log_s);
       if (labels) {
-        py[i] = lse - z[pl[i]];
+        py[i] = log_s - (z[pl[i]] - m);
       } else {
         float s = 0.f;
-        for (size_t j = 0; j < C; ++j) s += ti[j] * (lse - z[j]);
+        // a class with target 0 adds nothing, also where its logit is -inf (0 * inf is NaN;
+        // SINGA, which clamps the probability, and the label form give the finite loss)
+        for (size_t j = 0; j < C; ++j)
+          if (ti[j] != 0.f) s += ti[j] * (log_s - (z[j] - m));
         py[i] = s;
       }
     } else if constexpr (kind == Kind::kSoftmaxBwd) {
-      float m, lse;
-      LogSumExp(z, C, &m, &lse);
+      float m, log_s;
+      LogSumExp(z, C, &m, &log_s);
       float* g = py + i * C;
       float tsum = 1.f;
       if (!labels) {
         tsum = 0.f;
         for (size_t j = 0; j < C; ++j) tsum += ti[j];
       }
-      for (size_t j = 0; j < C; ++j) g[j] = std::exp(z[j] - lse) * tsum;
+      for (size_t j = 0; j < C; ++j) g[j] = std::exp((z[j] - m) - log_s) * tsum;
       if (labels) g[pl[i]] -= 1.f;
       else
         for (size_t j = 0; j < C; ++j) g[j] -= ti[j];

@@ -258,14 +258,16 @@ void SoftMaxLoop(const float* x, float* y, size_t outer, size_t dim, size_t inne
     }
     for (size_t i = 0; i < n; ++i) {
       if constexpr (kKind == SoftKind::kSoftMax) sum[i] = 1.0 / sum[i];
-      else sum[i] = static_cast<double>(mx[i]) + std::log(sum[i]);  // log-sum-exp
+      else sum[i] = std::log(sum[i]);  // log-sum-exp minus the maximum
     }
     for (size_t d = 0; d < dim; ++d) {
       for (size_t i = 0; i < n; ++i) {
         if constexpr (kKind == SoftKind::kSoftMax)
           yb[d * inner + i] = static_cast<float>(yb[d * inner + i] * sum[i]);
-        else
-          yb[d * inner + i] = static_cast<float>(xb[d * inner + i] - sum[i]);
+        else  // (x - max) - log(sum): max + log(sum) first would lose log(sum) when |max| is
+              // large (x = [1e30, 1e30] gave 0, not -log 2)
+          yb[d * inner + i] = static_cast<float>(
+              (static_cast<double>(xb[d * inner + i]) - mx[i]) - sum[i]);
       }
     }
   }

@@ -29,16 +29,18 @@ __device__ int64_t LabelOf(const L* t, int64_t i, int64_t C, int* status) {
   return static_cast<int64_t>(v);
 }
 
-// log(sum(exp(z - max))) + max of one row, shared by the block.
+// log(sum(exp(z - max))) of one row, shared by the block, with the max in *max_out: kept apart
+// as on the CPU (cpu/loss.cc), since max + log_s loses log_s when |max| is large.
 template <typename T>
-__device__ float RowLogSumExp(const T* z, int64_t C, float* smem) {
+__device__ float RowLogSumExp(const T* z, int64_t C, float* smem, float* max_out) {
   float mx = -INFINITY;
   for (int64_t j = threadIdx.x; j < C; j += blockDim.x) mx = MaxMerge{}(mx, Convert<float>(z[j]));
   mx = BlockReduce(mx, MaxMerge{}, smem);
   float s = 0.f;
   for (int64_t j = threadIdx.x; j < C; j += blockDim.x) s += expf(Convert<float>(z[j]) - mx);
   s = BlockReduce(s, SumMerge{}, smem);
-  return mx + logf(s);
+  *max_out = mx;
+  return logf(s);
 }
 
 // x, y (and t when it is a matrix) hold T: float, or __half computed in float. t is `L*`
@@ -58,18 +60,22 @@ __global__ void LossRows(const T* x_, const L* t, T* y_, int64_t N, int64_t C, i
       if (lab < 0) continue;  // uniform across the block: every thread reads the same label
     }
     if constexpr (kind == Kind::kSoftmaxFwd) {
-      const float lse = RowLogSumExp(x_ + zi, C, smem);
+      float mx;
+      const float log_s = RowLogSumExp(x_ + zi, C, smem, &mx);
       if (kLabels) {
-        if (threadIdx.x == 0) put(i, lse - z_at(zi + lab));
+        if (threadIdx.x == 0) put(i, log_s - (z_at(zi + lab) - mx));
       } else {
         float s = 0.f;
-        for (int64_t j = threadIdx.x; j < C; j += blockDim.x)
-          s += t_at(zi + j) * (lse - z_at(zi + j));
+        for (int64_t j = threadIdx.x; j < C; j += blockDim.x) {
+          const float tj = t_at(zi + j);  // target 0 adds nothing (0 * inf at a -inf logit)
+          if (tj != 0.f) s += tj * (log_s - (z_at(zi + j) - mx));
+        }
         s = BlockReduce(s, SumMerge{}, smem);
         if (threadIdx.x == 0) put(i, s);
       }
     } else if constexpr (kind == Kind::kSoftmaxBwd) {
-      const float lse = RowLogSumExp(x_ + zi, C, smem);
+      float mx;
+      const float log_s = RowLogSumExp(x_ + zi, C, smem, &mx);
       float tsum = 1.f;
       if (!kLabels) {
         float s = 0.f;
@@ -77,7 +83,7 @@ __global__ void LossRows(const T* x_, const L* t, T* y_, int64_t N, int64_t C, i
         tsum = BlockReduce(s, SumMerge{}, smem);
       }
       for (int64_t j = threadIdx.x; j < C; j += blockDim.x) {
-        float v = expf(z_at(zi + j) - lse) * tsum;
+        float v = expf((z_at(zi + j) - mx) - log_s) * tsum;
         if (kLabels) v -= j == lab ? 1.f : 0.f;
         else v -= t_at(zi + j);
         put(zi + j, v);

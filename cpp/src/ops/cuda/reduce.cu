@@ -197,9 +197,11 @@ __device__ void SoftMaxLine(const T* x, T* y, int64_t dim, int64_t inner, int64_
   for (int64_t k = lane; k < dim; k += lanes) sum += expf(Convert<float>(x[k * inner]) - mx);
   sum = reduce(sum, SumMerge{});
   if (kLog) {
-    const double lse = static_cast<double>(mx) + log(sum);  // log-sum-exp
+    // (x - max) - log(sum), as the CPU: max + log(sum) first loses log(sum) when |max| is large
+    const double log_sum = log(sum);
     for (int64_t k = lane; k < dim; k += lanes)
-      y[k * inner] = Convert<T>(static_cast<float>(Convert<float>(x[k * inner]) - lse));
+      y[k * inner] = Convert<T>(static_cast<float>(
+          (static_cast<double>(Convert<float>(x[k * inner])) - mx) - log_sum));
   } else {
     const double inv = 1.0 / sum;
     for (int64_t k = lane; k < dim; k += lanes) {
