@@ -134,12 +134,15 @@ asan: asan-build
 	  $(CURDIR)/$(VPY) -m pytest -q -p no:cacheprovider $(CURDIR)/tests/python
 
 # Hostile calls against the whole public API (tools/fuzz_api.py; TESTING.md "Fuzzing"): nothing
-# may crash, hang or fail inside, and graph replays must equal eager mode. `make test` runs a
-# slice (tests/python/test_fuzz_api.py); these run it long, and under the sanitizers, where a
-# bad read or undefined behaviour becomes a crash the report names. Not part of `make test`.
+# may crash, hang or fail inside, and graph replays must equal eager mode; then edge-case values
+# against numpy and torch (tools/fuzz_numpy.py: forward, gradients, special values). `make test`
+# runs slices (tests/python/test_fuzz_api.py, test_fuzz_numpy.py); these run them long, and
+# under the sanitizers, where a bad read or undefined behaviour becomes a crash the report
+# names. Not part of `make test`.
 FUZZ_ARGS ?= --calls 1000 --graph
 fuzz: build
 	$(VPY) tools/fuzz_api.py $(FUZZ_ARGS)
+	$(VPY) tools/fuzz_numpy.py --calls 1000 --torch
 
 fuzz-asan: asan-build
 	cd /tmp && $(ASAN_ENV) UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

@@ -84,3 +84,16 @@ def test_dropout_with_a_seed_draws_a_new_mask_at_each_step():
         autograd.training = False
     assert 0.3 < m1.mean() < 0.7 and 0.3 < m2.mean() < 0.7
     assert (m1 != m2).any(), "the seed was applied again: the second step reused the first mask"
+
+
+def test_sizes_may_be_numpy_integers_but_not_bools():
+    # The layers share one check (layers/_util.positive_int): numpy integers, as sizes read
+    # from arrays are, count; True and non-positive sizes do not.
+    import numpy as np
+    from singa import layer, tensor
+    x = tensor.from_numpy(np.ones((2, 3), np.float32))
+    assert layer.Linear(np.int64(4))(x).shape == (2, 4)
+    assert layer.Gemm(np.int32(5))(x).shape == (2, 5)
+    for bad in (True, 0, -1, 2.0):
+        with pytest.raises(ValueError, match="out_features must be a positive int"):
+            layer.Linear(bad)
