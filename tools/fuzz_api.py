@@ -32,8 +32,8 @@ Outcomes, by what README's Errors section promises ("bad input never aborts the 
            shapes, dtypes or bits than eager mode (random and value-reading targets: shapes)
   refused  (--graph) eager computed, recording raised a clean error (reading values while
            recording does so by design); reported, not failed on
-Calls run in a child process (address space limited by --mem-gib, so that huge sizes meet a
-failing allocation) that logs each case before it starts; the parent restarts it after a crash
+Calls run in a child process (address space limited to what its imports mapped plus
+--mem-gib, so that huge sizes meet a failing allocation) that logs each case before it starts; the parent restarts it after a crash
 or hang, so one run reports every such case. Exit status 1 when any crash, hang, bug or graph
 difference was seen (leaks are reported, not failed on, unless --strict).
 """
@@ -655,14 +655,29 @@ def _where(e):
 # ---------------------------------------------------------------- child and parent
 
 
+def _mapped_bytes():
+    """The process's address space now (Linux: VmSize of /proc/self/status), 0 elsewhere."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) << 10
+    except OSError:
+        pass
+    return 0
+
+
 def child(opts):
-    if opts.mem_gib > 0:  # 0: no limit (AddressSanitizer reserves terabytes of address space)
-        resource.setrlimit(resource.RLIMIT_AS, (opts.mem_gib << 30, opts.mem_gib << 30))
     warnings.simplefilter("ignore")
     from singa import autograd
     autograd.training = True
     _core_errors()
     tg = {n: (f, k) for n, f, k in targets(opts.extra)}
+    # The limit counts address space the imports mapped (a CUDA build maps its libraries'
+    # gigabytes), so it is set after them, on top of what they took.
+    if opts.mem_gib > 0:  # 0: no limit (AddressSanitizer reserves terabytes of address space)
+        limit = _mapped_bytes() + (opts.mem_gib << 30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     log = open(opts.log, "a", buffering=1)
     for line in open(opts.plan):
         idx, name, i = line.split()
