@@ -14,7 +14,7 @@ from .. import singa_wrap as singa
 from .._padding import same_pad_split
 from . import names
 from .errors import SonnxError, UnsupportedOpError
-from .ops_tensor import HANDLERS as _TENSOR_HANDLERS, ints as _ints
+from .ops_tensor import HANDLERS as _TENSOR_HANDLERS, ints as _ints, scalar
 from .ops_rnn import HANDLERS as _RNN_HANDLERS
 from .ops_transformer import HANDLERS as _TRANSFORMER_HANDLERS
 from .schema_map import IMPORT as _SCHEMA_IMPORT
@@ -205,11 +205,14 @@ def _pad(ins, attrs, opset, cache):
     mode = mode.decode() if isinstance(mode, bytes) else mode
     x = ins[0]
     pads = _ints(ins[1]) if len(ins) > 1 else list(attrs.get("pads", []))
-    value = float(_host_scalar(ins[2])) if len(ins) > 2 and ins[2] is not None \
+    value = float(scalar(ins[2], "Pad", "constant_value")) if len(ins) > 2 and ins[2] is not None \
         else float(attrs.get("value", 0.0))
     if len(ins) > 3 and ins[3] is not None:  # opset 18 axes: pads only for those axes
         nd = len(x.shape)
         axes = [a + nd if a < 0 else a for a in _ints(ins[3])]
+        if any(not 0 <= a < nd for a in axes) or len(pads) != 2 * len(axes):
+            raise SonnxError("Pad: axes %s and pads %s do not fit an input of shape %s"
+                             % (_ints(ins[3]), pads, tuple(x.shape)))
         full = [0] * (2 * nd)
         for i, a in enumerate(axes):
             full[a], full[nd + a] = pads[i], pads[len(axes) + i]
@@ -225,18 +228,16 @@ def _identity(ins, attrs, opset, cache):
     return [autograd.Identity()(ins[0])[0]] if hasattr(autograd, "Identity") else [ins[0]]
 
 
-def _host_scalar(t):
-    return np.asarray(t if isinstance(t, np.ndarray) else tensor.to_numpy(t)).reshape(-1)[0]
-
 
 def _dropout(ins, attrs, opset, cache):
     """ONNX Dropout: the identity (mask all true) unless the node's training_mode input is
     true; then each element is kept with probability 1 - ratio and scaled by 1 / (1 - ratio),
     the mask drawn from the device's generator (so not ONNX's numpy draw for a ``seed``)."""
     x = ins[0]
-    ratio = float(_host_scalar(ins[1])) if len(ins) > 1 and ins[1] is not None \
+    ratio = float(scalar(ins[1], "Dropout", "ratio")) if len(ins) > 1 and ins[1] is not None \
         else float(attrs.get("ratio", 0.5))
-    training = len(ins) > 2 and ins[2] is not None and bool(_host_scalar(ins[2]))
+    training = len(ins) > 2 and ins[2] is not None and \
+        bool(scalar(ins[2], "Dropout", "training_mode"))
     want_mask = attrs.get("__outputs__", 1) > 1
     if not training or ratio == 0.0:
         y = _identity([x], attrs, opset, cache)[0]

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import autograd, tensor
 from ..autograd.rnn import CellWeights, cell_step, stack, unstack
-from .errors import UnsupportedOpError
+from .errors import SonnxError, UnsupportedOpError
 
 _MODES = {"RNN": (1, 1), "LSTM": (2, 4), "GRU": (3, 3)}  # op -> (cell mode, gates)
 _ORDER = {"LSTM": [0, 2, 3, 1], "GRU": [1, 0, 2], "RNN": [0]}  # cuDNN gate k = ONNX gate _ORDER[k]
@@ -90,7 +90,14 @@ def _rnn(op):
         gates = _MODES[op][1]
         reset_first = op == "GRU" and not attrs.get("linear_before_reset", 0)
         x, W, R = ins[:3]
+        for what, t in (("X", x), ("W", W), ("R", R)):
+            if len(t.shape) != 3:
+                raise SonnxError("%s: input %s must be 3-d, got shape %s"
+                                 % (op, what, tuple(t.shape)))
         direction = _str(attrs.get("direction", "forward"))
+        if direction not in ("forward", "reverse", "bidirectional"):
+            raise SonnxError("%s: direction must be forward, reverse or bidirectional, got %r"
+                             % (op, direction))
         n_dir = 2 if direction == "bidirectional" else 1
         batch_first = int(attrs.get("layout", 0)) == 1
         if batch_first:

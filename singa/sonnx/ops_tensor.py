@@ -32,8 +32,13 @@ def _np(t):
 
 
 def ints(t):
-    """The values of a shape-like input (Tensor or numpy) as a list of ints."""
-    return [int(v) for v in _np(t).reshape(-1)]
+    """The values of a shape-like input (Tensor or numpy) as a list of ints; SonnxError for
+    values that are not integers (ONNX types these inputs int64; a float NaN leaked numpy's
+    conversion error)."""
+    a = _np(t).reshape(-1)
+    if a.dtype.kind == "f" and not (np.isfinite(a).all() and (a == np.round(a)).all()):
+        raise SonnxError("a shape, axes or pads input holds non-integer values %s" % (a[:8],))
+    return [int(v) for v in a]
 
 
 def _given(ins, i):
@@ -48,14 +53,19 @@ def _axes(ins, i, attrs, opset, since):
     return list(attrs["axes"]) if "axes" in attrs else None
 
 
-def _scalar(t):
-    return float(_np(t).reshape(-1)[0])
+def scalar(t, op, what):
+    """The one value of a scalar input (a 0-d or one-element Tensor or array); SonnxError naming
+    the op and the input otherwise (an empty bound used to leak numpy's IndexError)."""
+    a = _np(t).reshape(-1)
+    if a.size != 1:
+        raise SonnxError("%s: %s must hold one value, got %d" % (op, what, a.size))
+    return a[0]
 
 
 def _clip(ins, attrs, opset, cache):
     if opset >= 11:
-        lo = _scalar(ins[1]) if _given(ins, 1) else None
-        hi = _scalar(ins[2]) if _given(ins, 2) else None
+        lo = float(scalar(ins[1], "Clip", "min")) if _given(ins, 1) else None
+        hi = float(scalar(ins[2], "Clip", "max")) if _given(ins, 2) else None
     else:
         lo, hi = attrs.get("min"), attrs.get("max")
     if lo is not None and hi is not None and lo > hi:  # ONNX: every value becomes max
@@ -229,7 +239,7 @@ def _where(ins, attrs, opset, cache):
 
 def _constant_of_shape(ins, attrs, opset, cache):
     value = attrs.get("value")
-    v = 0.0 if value is None else float(_onnx_array(value).reshape(-1)[0])
+    v = 0.0 if value is None else float(scalar(_onnx_array(value), "ConstantOfShape", "value"))
     return [autograd.constant_of_shape(ins[0], v)]
 
 
@@ -239,8 +249,13 @@ def _onnx_array(t):
 
 
 def _onehot(ins, attrs, opset, cache):
-    return [autograd.onehot(int(attrs.get("axis", -1)), ins[0], int(_scalar(ins[1])),
-                            [float(v) for v in _np(ins[2]).reshape(-1)[:2]])]
+    depth = int(scalar(ins[1], "OneHot", "depth"))
+    values = _np(ins[2]).reshape(-1)
+    if values.size != 2:
+        raise SonnxError("OneHot: values must hold [off_value, on_value], got %d values"
+                         % values.size)
+    return [autograd.onehot(int(attrs.get("axis", -1)), ins[0], depth,
+                            [float(v) for v in values])]
 
 
 def _scatter_elements(ins, attrs, opset, cache):

@@ -149,6 +149,11 @@ def _mod(ins, attrs, opset, cache):
     floats = [not isinstance(t, np.ndarray) and t.dtype == tensor.float32 for t in (a, b)]
     if not any(floats):
         a, b = _np(a), _np(b)
+        try:
+            np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise SonnxError("Mod: shapes %s and %s cannot be broadcast together"
+                             % (a.shape, b.shape))
         return [np.fmod(a, b) if fmod else np.mod(a, b)]
     q = autograd.div(a, b)
     if fmod:  # trunc(q) = sign(q) * floor(|q|)
