@@ -21,7 +21,8 @@ Outcomes, by what README's Errors section promises ("bad input never aborts the 
   ok       the call returned
   error    it raised one of the documented classes (ValueError, TypeError, IndexError,
            NotImplementedError, MemoryError, FloatingPointError, AssertionError, OverflowError)
-           from a `raise` in singa or from the core's mapped exceptions
+           from a `raise` in singa, or one of the core's exceptions (singa_wrap.SingaError's
+           family, DeviceError included)
   leak     a documented class, but raised inside numpy or by Python itself (a list index, an
            unsupported operand): the input reached code that never checked it; the message
            does not name the op
@@ -634,7 +635,7 @@ def run_case(name, fn, kind, case, seed, graph=False):
         if graph and kind in (None, "method", "raw", "rawmethod"):
             return graph_case(name, fn, kind, case, seed, eager)
         return "ok", ""
-    except DOCUMENTED as e:
+    except DOCUMENTED + _core_errors() as e:  # the core's DeviceError is a RuntimeError
         origin = _origin(e)
         msg = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
         return ("error" if origin == "singa-raise" else "leak"), msg + _where(e)
