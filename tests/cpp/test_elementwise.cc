@@ -117,6 +117,33 @@ TEST(Elementwise, ComparisonsGiveZeroOne) {
   EXPECT_EQ(NE(a, b).ToVector<float>(), (std::vector<float>{1, 0, 1}));
 }
 
+// int32 arithmetic wraps modulo 2^32 as numpy's (two's complement), with no undefined
+// behaviour for the sanitizers to stop on: the reference computes in int64 and keeps the low
+// 32 bits.
+TEST(Elementwise, Int32ArithmeticWrapsAround) {
+  const std::vector<int32_t> v{INT32_MAX, INT32_MIN, 1467168163, -46341, 7};
+  Tensor a({v.size()}, kInt);
+  a.CopyDataFromHostPtr(v.data(), v.size());
+  auto low32 = [](int64_t x) { return static_cast<int32_t>(static_cast<uint32_t>(x)); };
+  std::vector<int32_t> sq, sum, diff, neg, abs;
+  for (int32_t x : v) {
+    sq.push_back(low32(int64_t(x) * x));
+    sum.push_back(low32(int64_t(x) + x));
+    diff.push_back(low32(int64_t(x) - INT32_MAX));
+    neg.push_back(low32(-int64_t(x)));
+    abs.push_back(low32(x < 0 ? -int64_t(x) : x));
+  }
+  EXPECT_EQ(Square(a).ToVector<int32_t>(), sq);
+  EXPECT_EQ(EltwiseMult(a, a).ToVector<int32_t>(), sq);
+  EXPECT_EQ(Add(a, a).ToVector<int32_t>(), sum);
+  Tensor m({v.size()}, kInt);
+  std::vector<int32_t> maxes(v.size(), INT32_MAX);
+  m.CopyDataFromHostPtr(maxes.data(), maxes.size());
+  EXPECT_EQ(Sub(a, m).ToVector<int32_t>(), diff);
+  EXPECT_EQ(Negative(a).ToVector<int32_t>(), neg);
+  EXPECT_EQ(Abs(a).ToVector<int32_t>(), abs);  // abs(INT32_MIN) is INT32_MIN, as numpy's
+}
+
 TEST(Elementwise, IntAndPromotion) {
   Tensor i({3}, kInt);
   std::vector<int32_t> v{-2, 0, 5};
