@@ -128,9 +128,10 @@ asan-build: deps
 	$(CMAKE) --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD)/py/singa && for f in $(CURDIR)/singa/*; do case $$f in *.so) ;; *) ln -sfn $$f . ;; esac; done
 
+# UBSan halts too (it prints and goes on by default: the int32 overflow it found passed the run).
 asan: asan-build
-	$(ASAN_BUILD)/tests/cpp/singa_tests --gtest_brief=1
-	cd /tmp && $(ASAN_ENV) ASAN_OPTIONS=detect_leaks=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(ASAN_BUILD)/tests/cpp/singa_tests --gtest_brief=1
+	cd /tmp && $(ASAN_ENV) ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  $(CURDIR)/$(VPY) -m pytest -q -p no:cacheprovider $(CURDIR)/tests/python
 
 # Hostile calls against the whole public API (tools/fuzz_api.py; TESTING.md "Fuzzing"): nothing

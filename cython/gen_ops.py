@@ -28,10 +28,10 @@ UNARY_DECL = '''    CTensor c_{n} "singa::{n}"(const CTensor&) except +raise_py_
 '''
 BINARY_DECL = '''    CTensor c_{n}_tt "singa::{n}"(const CTensor&, const CTensor&) except +raise_py_error
     void c_{n}_tt_out "singa::{n}"(const CTensor&, const CTensor&, CTensor*) except +raise_py_error
-    CTensor c_{n}_ts "singa::{n}"(const CTensor&, float) except +raise_py_error
-    void c_{n}_ts_out "singa::{n}"(const CTensor&, float, CTensor*) except +raise_py_error
-    CTensor c_{n}_st "singa::{n}"(float, const CTensor&) except +raise_py_error
-    void c_{n}_st_out "singa::{n}"(float, const CTensor&, CTensor*) except +raise_py_error
+    CTensor c_{n}_ts "singa::{n}"(const CTensor&, double) except +raise_py_error
+    void c_{n}_ts_out "singa::{n}"(const CTensor&, double, CTensor*) except +raise_py_error
+    CTensor c_{n}_st "singa::{n}"(double, const CTensor&) except +raise_py_error
+    void c_{n}_st_out "singa::{n}"(double, const CTensor&, CTensor*) except +raise_py_error
 '''
 
 UNARY_DEF = '''
@@ -51,7 +51,7 @@ def {n}(a, b, Tensor out=None):
     """Elementwise {n} ({k}) with numpy broadcasting; either operand may be a Python number."""
     cdef CTensor r
     cdef Tensor ta, tb
-    cdef float s
+    cdef double s
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         ta, tb = a, b
         if out is None:
@@ -61,7 +61,7 @@ def {n}(a, b, Tensor out=None):
         with nogil:
             c_{n}_tt_out(ta.c, tb.c, &out.c)
     elif isinstance(a, Tensor):
-        ta, s = a, as_float("{n}", b)
+        ta, s = a, as_real("{n}", b)
         if out is None:
             with nogil:
                 r = c_{n}_ts(ta.c, s)
@@ -69,7 +69,7 @@ def {n}(a, b, Tensor out=None):
         with nogil:
             c_{n}_ts_out(ta.c, s, &out.c)
     elif isinstance(b, Tensor):
-        tb, s = b, as_float("{n}", a)
+        tb, s = b, as_real("{n}", a)
         if out is None:
             with nogil:
                 r = c_{n}_st(s, tb.c)

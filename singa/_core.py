@@ -88,6 +88,9 @@ def _ct(x, op):
     raise TypeError("%s: expected a singa Tensor, got %s" % (op, type(x).__name__))
 
 
+_COMPARISONS = ("LT", "LE", "GT", "GE", "EQ", "NE")
+
+
 def _operand(x, like, op):
     """An operand for a core op: a core tensor or a Python number. numpy arrays and lists are
     copied to ``like``'s device. Returns NotImplemented for anything else."""
@@ -98,7 +101,13 @@ def _operand(x, like, op):
     if isinstance(x, (bool, np.bool_)):
         return int(x)
     if isinstance(x, (int, np.integer)):
-        return int(x)
+        x = int(x)
+        if not -2**31 <= x < 2**31 and like.data_type() == int32 and op not in _COMPARISONS:
+            # numpy 2's rule for a Python int with an int32 array (the core would have computed
+            # in float32, rounded)
+            raise OverflowError("%s: Python integer %d out of bounds for int32 (the tensor's "
+                                "dtype)" % (op, x))
+        return x
     if isinstance(x, (float, np.floating)):
         if like.data_type() == int32:
             # a float number makes an int32 tensor's result float32, as in numpy and torch: the
@@ -680,23 +689,29 @@ class Tensor(object):
     __div__ = __truediv__
     __rdiv__ = __rtruediv__
 
+    # numpy's // and % (the table's FloorDiv and Mod rows): int32 stays int32 and exact, a zero
+    # int32 divisor gives 0, the remainder takes the divisor's sign
     def __floordiv__(self, x):
-        return _floor_divide(self, x, False)
+        return self._binary(singa.FloorDiv, x, "FloorDiv")
 
     def __rfloordiv__(self, x):
-        return _floor_divide(self, x, True)
+        return self._binary(singa.FloorDiv, x, "FloorDiv", True)
 
     def __mod__(self, x):
-        return _modulo(self, x, False)
+        return self._binary(singa.Mod, x, "Mod")
 
     def __rmod__(self, x):
-        return _modulo(self, x, True)
+        return self._binary(singa.Mod, x, "Mod", True)
 
+    # int32 ** int32 stays int32, exact (the table's Pow row)
     def __pow__(self, x):
-        return _int_if_ints(self._binary(singa.Pow, x, "Pow"), self, x)
+        if self.dtype == int32 and _is_int(x) and np.ndim(x) == 0 and x < 0:
+            raise ValueError("Tensor.__pow__: integers to negative integer powers are not allowed "
+                             "(the int32 tensor ** %d; as numpy and torch)" % x)
+        return self._binary(singa.Pow, x, "Pow")
 
     def __rpow__(self, x):
-        return _int_if_ints(self._binary(singa.Pow, x, "Pow", True), self, x)
+        return self._binary(singa.Pow, x, "Pow", True)
 
     def __matmul__(self, x):
         if not isinstance(x, Tensor):
@@ -808,78 +823,6 @@ def _is_int(x):
     if isinstance(x, (np.ndarray, list, tuple)):  # copied to an int32 tensor by _operand
         return np.asarray(x).dtype.kind in "iu"
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def _floor_divide(t, x, reflected):
-    """t // x (x // t when reflected), numpy's floor division: floor(a / b) in float32; for
-    int32 operands exact in int32 (_int_floor_divide) with 0 where the divisor is 0, as numpy
-    gives (the float quotient +-inf became -2147483648)."""
-    if _is_int(t) and _is_int(x):
-        b = _operand(x, t.data, "Div")
-        if not isinstance(b, CTensor):
-            b = singa.from_numpy(np.array(b, np.int32), t.data.device())
-        a, b = (b, t.data) if reflected else (t.data, b)
-        return _zero_where_no_divisor(_wrap(_int_floor_divide(a, b)), _wrap(b))
-    return t._binary(lambda a, b: singa.Floor(singa.Div(a, b)), x, "Div", reflected)
-
-
-def _int_floor_divide(a, b):
-    """a // b for int32 core tensors, exact: the float32 quotient is off by up to |a| / 2^24
-    (16777217 // 1 gave 16777216), so the remainder a - q * b (exact in int32 arithmetic, and
-    small) corrects it, and a last step restores floor's rule (the remainder has b's sign and
-    is smaller than |b|). A zero divisor is read as 1 (the caller zeroes those results)."""
-    b = singa.Add(b, singa.EQ(b, 0))
-    q = singa.Floor(singa.Div(a, b)).AsType(int32)
-    r = singa.Sub(a, singa.EltwiseMult(q, b))
-    q = singa.Add(q, singa.Floor(singa.Div(r, b)).AsType(int32))  # now off by at most 1
-    r = singa.Sub(a, singa.EltwiseMult(q, b))
-    below = singa.EltwiseMult(singa.NE(r, 0), singa.NE(singa.LT(r, 0), singa.LT(b, 0)))
-    above = singa.Add(singa.EltwiseMult(singa.GT(b, 0), singa.GE(r, b)),
-                      singa.EltwiseMult(singa.LT(b, 0), singa.LE(r, b)))
-    return singa.Add(singa.Sub(q, below), above)
-
-
-def _modulo(t, x, reflected):
-    """t % x (x % t when reflected), numpy's mod: the remainder takes the divisor's sign. int32
-    operands: a - (a // b) * b, 0 where the divisor is 0. Floats: from fmod, exact however large
-    a / b is (a - floor(a / b) * b gave 0 or -inf once a / b passed float32's 2^24 or range),
-    plus b where fmod's sign is not b's."""
-    r = t._binary(singa.Fmod, x, "Fmod", reflected) if not (_is_int(t) and _is_int(x)) else None
-    if r is NotImplemented:
-        return r
-    if r is None:
-        q = _floor_divide(t, x, reflected)
-        return q if q is NotImplemented else (
-            _zero_where_no_divisor(x - q * t if reflected else t - q * x, t if reflected else x))
-    b = t.data if reflected else _operand(x, t.data, "Fmod")
-    if not isinstance(b, CTensor):
-        b = singa.Add(singa.EltwiseMult(r.data, 0.0), float(b))  # a number: b of r's shape
-    # r != 0 and (r < 0) != (b < 0): 0/1 in float32, then b selected where it is 1
-    off = singa.EltwiseMult(singa.NE(r.data, 0.0), singa.NE(singa.LT(r.data, 0.0),
-                                                            singa.LT(b, 0.0)))
-    return _wrap(singa.Add(r.data, singa.ReLUBackward(singa.Broadcast(b, list(r.shape)), off)))
-
-
-def _zero_where_no_divisor(r, divisor):
-    """The int32 result r with 0 where the int32 divisor is 0 (numpy's // and %)."""
-    if r.dtype != int32 or not _is_int(divisor):
-        return r
-    d = _operand(divisor, r.data, "Div")
-    if not isinstance(d, CTensor):
-        return r if d != 0 else _wrap(singa.EltwiseMult(r.data, 0))
-    return _wrap(singa.EltwiseMult(r.data, singa.NE(d, 0)))
-
-
-def _int_if_ints(res, a, b, post=None):
-    """numpy keeps int32 for int // int, int % int and int ** int; the core computes those in
-    float32, so apply ``post`` (e.g. Floor) and convert back when both operands are integers."""
-    if res is NotImplemented:
-        return res
-    if post is not None:
-        res = _wrap(post(res.data))
-    if _is_int(a) and _is_int(b):
-        res = _wrap(res.data.AsType(int32))
-    return res
 
 
 # ---- shared helpers -----------------------------------------------------------------------

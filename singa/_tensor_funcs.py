@@ -266,6 +266,7 @@ if TYPE_CHECKING:
     sin = cos = tan = asin = acos = atan = sinh = cosh = asinh = acosh = atanh = erf = _unary_sig
     gelu = gelutanh = isnan = isinf = _unary_sig
     add = sub = eltwise_mult = div = maximum = minimum = relu_backward = fmod = _arith_sig
+    floordiv = mod = _arith_sig
     gelu_backward = gelu_tanh_backward = _arith_sig
     pow = _pow_sig
     lt = le = gt = ge = eq = ne = _compare_sig
@@ -274,7 +275,7 @@ if TYPE_CHECKING:
                 "exp", "log", "sqrt", "reciprocal", "sigmoid", "softplus", "softsign", "tanh",
                 "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
                 "atanh", "erf", "add", "sub", "eltwise_mult", "div", "maximum", "minimum",
-                "relu_backward", "fmod", "pow", "lt", "le", "gt", "ge", "eq", "ne",
+                "relu_backward", "fmod", "floordiv", "mod", "pow", "lt", "le", "gt", "ge", "eq", "ne",
                 "gelu", "gelutanh", "isnan", "isinf", "gelu_backward", "gelu_tanh_backward"]
 
 

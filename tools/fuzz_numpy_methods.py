@@ -5,42 +5,30 @@ import numpy as np
 
 from singa import tensor
 from fuzz_numpy_gen import In, f64, target
-from fuzz_numpy_math import _binary_gen, _cmp, _div, unary_gen
+from fuzz_numpy_math import _binary_gen, _cmp, _div, _pow, unary_gen
 from fuzz_numpy_shapes import _matmul_gen, _perm_gen, _repeat_gen, _reshape_gen
 
 
-def _floordiv(a, b):
-    """floor(a / b) in float32 (torch's floor_divide; numpy's gives NaN for inf // 2, from
-    fmod); numpy's for int32 (0 for a zero divisor)."""
-    a, b = np.asarray(a), np.asarray(b)
-    with np.errstate(all="ignore"):
-        if a.dtype.kind == "i" and b.dtype.kind == "i":
-            return np.floor_divide(a, b)
-        return np.floor(np.true_divide(a, b, dtype=np.float32))
+def _as_float32(op):
+    """op computed in float32 where either operand is a float (singa's and torch's promotion of
+    int32 with float32, and of a Python float; numpy's is float64)."""
+    def f(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        if "f" in (a.dtype.kind, b.dtype.kind):
+            a, b = a.astype(np.float32), b.astype(np.float32)
+        with np.errstate(all="ignore"):
+            return op(a, b)
+    return f
 
 
-def _mod(a, b):
-    """numpy's mod (fmod-based: exact, also where a / b passes float32's range), an int32
-    operand with a float32 one taken to float32 first, as singa and torch promote (numpy goes
-    to float64, where a big int keeps digits whose remainder float32 cannot see)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if {a.dtype.kind, b.dtype.kind} == {"i", "f"}:
-        a, b = a.astype(np.float32), b.astype(np.float32)
-    with np.errstate(all="ignore"):
-        return np.mod(a, b)
-
-
-def _ipow(a, b):
-    """numpy's power, int32 kept for int32 operands (Tensor.__pow__ converts back)."""
-    a, b = np.asarray(a), np.asarray(b)
-    with np.errstate(all="ignore"):
-        if a.dtype.kind == "i" and b.dtype.kind == "i":
-            return np.power(a.astype(np.float64), b).astype(np.int32)
-        return np.float_power(a, b)
+# numpy's floor_divide and mod (0 for a zero int32 divisor; floats from fmod: exact however large
+# a / b, 1 // 0.1 is 9, inf // 2 NaN)
+_floordiv = _as_float32(np.floor_divide)
+_mod = _as_float32(np.mod)
 
 
 OPERATORS = [("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("truediv", _div),
-             ("pow", _ipow), ("floordiv", _floordiv), ("mod", _mod)]
+             ("pow", _pow), ("floordiv", _floordiv), ("mod", _mod)]
 COMPARISONS = [("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
                ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)]
 
@@ -95,8 +83,7 @@ def _as_type(x, dtype):
 
 def method_targets():
     for name, op in OPERATORS:
-        gen = _numpy_operand(_binary_gen(scalar=True, positive_rhs=name == "pow",
-                                         small_ints=name == "pow"))
+        gen = _numpy_operand(_binary_gen(scalar=True, positive_rhs=name == "pow"))
         ref = op if name in ("floordiv", "mod") else f64(op)  # float32's rounding decides
         target("tensor.Tensor.__%s__" % name, gen, getattr(tensor.Tensor, "__%s__" % name),
                ref, rtol=1e-4 if name == "pow" else 1e-5)
@@ -104,6 +91,10 @@ def method_targets():
                lambda t, x, name=name: getattr(t, "__r%s__" % name)(x),
                lambda t, x, ref=ref: ref(np.asarray(x, t.dtype), t),
                rtol=1e-4 if name == "pow" else 1e-5)
+    # the table's rows behind // and % (and C's fmod), called as functions: numpy's bits
+    for name, op in (("floordiv", _floordiv), ("mod", _mod), ("fmod", _as_float32(np.fmod))):
+        target("tensor." + name, _numpy_operand(_binary_gen(scalar=True)), getattr(tensor, name),
+               op, exact=True)
     for name, op in COMPARISONS:
         target("tensor.Tensor.__%s__" % name, _numpy_operand(_binary_gen(scalar=True)),
                getattr(tensor.Tensor, "__%s__" % name), _cmp(op), exact=True)

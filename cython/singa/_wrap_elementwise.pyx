@@ -4,7 +4,7 @@
 # table itself (ELEMENTWISE_OPS). The body is build output: cython/gen_ops.py writes
 # elementwise_ops.pxi from the .def (build/cython/gen/); this file states what it builds on.
 from csinga cimport *
-from singa._wrap_tensor cimport Tensor, wrap, as_float
+from singa._wrap_tensor cimport Tensor, wrap, as_real
 
 register_error_classes()
 

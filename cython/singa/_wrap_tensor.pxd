@@ -20,6 +20,7 @@ cdef Tensor wrap(CTensor c)
 cdef CTensor opt_tensor(Tensor t)
 # Argument converters: TypeError / ValueError naming `op` for a bad value.
 cdef vector[size_t] as_shape(str op, shape) except *
+cdef double as_real(str op, x) except? -1
 cdef float as_float(str op, x) except? -1
 cdef DataType as_dtype(dtype) except *
 cdef str _dtype_name(int dt)

@@ -75,10 +75,16 @@ cdef vector[size_t] as_shape(str op, shape) except *:
     return out
 
 
-cdef float as_float(str op, x) except? -1:
+cdef double as_real(str op, x) except? -1:
+    """A real number operand, as a double: exact for every int32 value (the elementwise ops'
+    scalars; a float lost the low bits of ints past 2^24)."""
     if not isinstance(x, (int, float, np.number, np.bool_)) or isinstance(x, complex):
         raise TypeError("%s: expected a Tensor or a real number, got %s" % (op, type(x).__name__))
-    return <float>float(x)
+    return float(x)
+
+
+cdef float as_float(str op, x) except? -1:
+    return <float>as_real(op, x)
 
 
 cdef DataType as_dtype(dtype) except *:
@@ -313,7 +319,7 @@ cdef class Tensor:
             raise TypeError("%s: the operand is a singa.tensor.Tensor; pass its core tensor "
                             "(.data), as in W.data += delta.data" % op)
         if not isinstance(other, Tensor):
-            other = as_float(op, other)  # TypeError for anything but a real number
+            as_real(op, other)  # TypeError for anything but a real number (kept as it is: exact)
         if any(st == 0 and d > 1 for st, d in zip(self.stride(), self.shape())):
             raise ArgumentError("%s: the left operand is a broadcast view of shape %s (several "
                                 "elements share memory); Clone() it first" % (op, self.shape()))

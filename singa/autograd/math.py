@@ -626,6 +626,8 @@ BINARY_GRADIENTS = {
     "ReLUBackward": None, "GELUBackward": None, "GELUTanhBackward": None,
     # the exact remainder Tensor.__mod__ is built from; SINGA's autograd has no Mod operator
     "Fmod": None,
+    # Tensor // and % (numpy's); SINGA's autograd differentiates neither
+    "FloorDiv": None, "Mod": None,
 }
 
 __all__ = (

@@ -144,6 +144,84 @@ TEST(Elementwise, Int32ArithmeticWrapsAround) {
   EXPECT_EQ(Abs(a).ToVector<int32_t>(), abs);  // abs(INT32_MIN) is INT32_MIN, as numpy's
 }
 
+// Python's // and %: the reference floors the quotient in int64, where nothing overflows; a zero
+// divisor gives 0 and INT32_MIN // -1 wraps, as numpy's. A scalar operand is exact past 2^24.
+TEST(Elementwise, Int32FloorDivAndModAreExact) {
+  const std::vector<int32_t> v{INT32_MAX, INT32_MIN, 16777217, -16777217, 7, -7, 0, 1, -1, 3};
+  std::vector<int32_t> as, bs, q, r;
+  for (int32_t x : v)
+    for (int32_t y : v) {
+      as.push_back(x);
+      bs.push_back(y);
+      int64_t fq = 0, fr = 0;
+      if (y != 0) {
+        fq = int64_t(x) / y;
+        if (int64_t(x) % y != 0 && ((x < 0) != (y < 0))) fq -= 1;
+        fr = int64_t(x) - fq * y;
+      }
+      q.push_back(static_cast<int32_t>(static_cast<uint32_t>(fq)));
+      r.push_back(static_cast<int32_t>(fr));
+    }
+  Tensor a({as.size()}, kInt), b({bs.size()}, kInt);
+  a.CopyDataFromHostPtr(as.data(), as.size());
+  b.CopyDataFromHostPtr(bs.data(), bs.size());
+  EXPECT_EQ(FloorDiv(a, b).data_type(), kInt);
+  EXPECT_EQ(FloorDiv(a, b).ToVector<int32_t>(), q);
+  EXPECT_EQ(Mod(a, b).ToVector<int32_t>(), r);
+  // scalars arrive as doubles: 16777217 was 16777216 as a float
+  Tensor s({v.size()}, kInt);
+  s.CopyDataFromHostPtr(v.data(), v.size());
+  EXPECT_EQ(FloorDiv(s, 16777217.0).ToVector<int32_t>()[2], 1);
+  EXPECT_EQ(Add(s, 16777217.0).ToVector<int32_t>()[6], 16777217);
+  EXPECT_EQ(Mod(1000000007.0, s).ToVector<int32_t>()[4], 1000000007 % 7);
+}
+
+// int32 Pow: repeated squaring in uint32, compared with a loop of wrapping multiplications in
+// int64 (low 32 bits kept); a negative exponent gives 1, +-1 or 0 (PyTorch's integer pow).
+TEST(Elementwise, Int32PowIsExact) {
+  const std::vector<int32_t> base{5, 3, -3, 7, 2, 0, -1, 46341, 1, -1, 2};
+  const std::vector<int32_t> expo{13, 21, 21, 11, 31, 0, 7, 2, -5, -3, -1};
+  std::vector<int32_t> want;
+  for (size_t i = 0; i < base.size(); ++i) {
+    int64_t r = 1;
+    for (int32_t k = 0; k < expo[i]; ++k) r = int64_t(int32_t(uint32_t(r * base[i])));
+    if (expo[i] < 0) r = base[i] == 1 ? 1 : base[i] == -1 ? ((expo[i] & 1) ? -1 : 1) : 0;
+    want.push_back(static_cast<int32_t>(r));
+  }
+  Tensor a({base.size()}, kInt), b({expo.size()}, kInt);
+  a.CopyDataFromHostPtr(base.data(), base.size());
+  b.CopyDataFromHostPtr(expo.data(), expo.size());
+  EXPECT_EQ(Pow(a, b).data_type(), kInt);
+  EXPECT_EQ(Pow(a, b).ToVector<int32_t>(), want);
+  EXPECT_EQ(Pow(a, 0.5).data_type(), kFloat32);
+}
+
+// Floats: the remainder has the divisor's sign and a == q * b + r up to rounding, q integral;
+// checked against those properties (in double) rather than against the same formula.
+TEST(Elementwise, FloatFloorDivAndModFollowPython) {
+  const std::vector<float> v{7.5f, -7.5f, 1.f, -1.f, 0.1f, -0.1f, 3.f, 1e30f, -2.5e-3f, 2.f};
+  std::vector<float> as, bs;
+  for (float x : v)
+    for (float y : v) as.push_back(x), bs.push_back(y);
+  Tensor a = FromVector(as, {as.size()}), b = FromVector(bs, {bs.size()});
+  auto q = FloorDiv(a, b).ToVector<float>(), r = Mod(a, b).ToVector<float>();
+  for (size_t i = 0; i < as.size(); ++i) {
+    SCOPED_TRACE(std::to_string(as[i]) + " // " + std::to_string(bs[i]));
+    EXPECT_EQ(q[i], std::floor(q[i]));
+    EXPECT_TRUE(r[i] == 0.f || (r[i] < 0.f) == (bs[i] < 0.f));
+    EXPECT_LT(std::fabs(r[i]), std::fabs(bs[i]) * (1 + 1e-6));
+    const double err = std::fabs(double(q[i]) * bs[i] + r[i] - as[i]);
+    EXPECT_LE(err, 1e-6 * std::fabs(double(as[i])) + 1e-7 * std::fabs(double(q[i] * bs[i])));
+  }
+  Tensor one = FromVector({1.f}, {1}), tenth = FromVector({0.1f}, {1});
+  EXPECT_EQ(FloorDiv(one, tenth).ToVector<float>()[0], 9.f);  // Python: 1 // 0.1 == 9.0
+  Tensor z = FromVector({1.f, -1.f, 0.f}, {3});
+  auto dz = FloorDiv(z, 0.0).ToVector<float>(), mz = Mod(z, 0.0).ToVector<float>();
+  EXPECT_TRUE(std::isinf(dz[0]) && dz[0] > 0 && std::isinf(dz[1]) && dz[1] < 0);
+  EXPECT_TRUE(std::isnan(dz[2]) && std::isnan(mz[0]) && std::isnan(mz[2]));
+  EXPECT_EQ(Mod(FromVector({-1.f}, {1}), INFINITY).ToVector<float>()[0], INFINITY);
+}
+
 TEST(Elementwise, IntAndPromotion) {
   Tensor i({3}, kInt);
   std::vector<int32_t> v{-2, 0, 5};

@@ -226,6 +226,72 @@ def test_int_floor_division_is_exact_past_float32s_integers():
     np.testing.assert_array_equal(tensor.to_numpy(1000000007 // t(a[:50])), 1000000007 // a[:50])
 
 
+def test_float_floor_division_has_numpys_bits():
+    # floor(a / b) rounded the quotient first: 1 // 0.1 was 10 (numpy: 9, as 1 = 9 * 0.1 + 0.1 - e)
+    v = np.array([0.0, -0.0, 1.0, -1.0, 0.1, -0.1, 2.5, -7.0, 1e30, -1e-30, 16777217.0, np.inf,
+                  -np.inf, np.nan], np.float32)
+    a, b = (x.ravel() for x in np.meshgrid(v, v))
+    with np.errstate(all="ignore"):
+        for got, want in [(t(a) // t(b), a // b), (t(a) % t(b), a % b),
+                          (tensor.floordiv(t(a), t(b)), a // b), (tensor.mod(t(a), 0.1), a % np.float32(0.1)),
+                          (3.0 // t(b), np.float32(3.0) // b)]:
+            got = tensor.to_numpy(got)
+            # the same bits (the signs of zeros included), NaN where numpy has NaN
+            same = (got.view(np.int32) == want.view(np.int32)) | (np.isnan(got) & np.isnan(want))
+            assert same.all(), (a[~same], b[~same], got[~same], want[~same])
+
+
+def test_int_number_operand_is_exact_past_float32s_integers():
+    # the core's number overloads took a float: int32 t + 16777217 added 16777216, and
+    # t * 100000007 multiplied by 100000008
+    a = np.array([0, 1, -3, 2 ** 31 - 1], np.int32)
+    for op in (lambda x: x + 16777217, lambda x: x * 100000007, lambda x: x - (2 ** 31 - 1),
+               lambda x: -2 ** 31 + x, lambda x: x // 16777217, lambda x: 1000000007 % x):
+        got = op(t(a))
+        assert got.dtype == tensor.int32
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(tensor.to_numpy(got), op(a))
+    np.testing.assert_array_equal(tensor.to_numpy(t(a[:3]) == 16777217), [0, 0, 0])
+
+
+def test_int_number_past_int32_raises_for_an_int32_tensor():
+    # numpy 2: a Python int out of an int32 array's range raises; singa computed in float32
+    x = t(np.array([1, 2], np.int32))
+    for op in (lambda: x + 2 ** 31, lambda: 2 ** 40 * x, lambda: x // (-2 ** 31 - 1),
+               lambda: tensor.sub(x, 2 ** 33)):
+        with pytest.raises(OverflowError, match="out of bounds for int32"):
+            op()
+    assert np.all(tensor.to_numpy(x < 2 ** 40))  # comparisons take any int, as numpy's
+
+
+def test_int_power_is_exact_and_wraps_as_numpys():
+    # int32 ** int32 went through the float32 pow: 5 ** 13 was 1220703104, 3 ** 21 (past
+    # int32) -2147483648 instead of numpy's wrapped 1870418611; tensor.pow returned float32
+    a = np.array([5, 3, -3, 7, 2, 0, -1, 46341], np.int32)
+    b = np.array([13, 21, 21, 11, 31, 0, 7, 2], np.int32)
+    with np.errstate(over="ignore"):
+        want = a ** b
+    for got in (t(a) ** t(b), tensor.pow(t(a), t(b)), t(a) ** b):
+        assert got.dtype == tensor.int32
+        np.testing.assert_array_equal(tensor.to_numpy(got), want)
+    np.testing.assert_array_equal(tensor.to_numpy(t(a) ** 3), a ** 3)
+    np.testing.assert_array_equal(tensor.to_numpy(2 ** t(b[:5])), 2 ** b[:5])
+    assert (t(a) ** 0.5).dtype == tensor.float32
+
+
+def test_int_power_with_a_negative_exponent():
+    # a Python int exponent raises as in numpy and torch; a tensor of exponents gives torch's
+    # integer results (1 / a^-b truncated: 1, -1 or 0)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        t(np.array([2, 3], np.int32)) ** -1
+    a = np.array([1, -1, -1, 2, 0, -3], np.int32)
+    b = np.array([-5, -3, -4, -1, -2, -1], np.int32)
+    np.testing.assert_array_equal(tensor.to_numpy(t(a) ** t(b)), [1, -1, 1, 0, 0, 0])
+    torch = pytest.importorskip("torch")
+    np.testing.assert_array_equal(tensor.to_numpy(t(a) ** t(b)),
+                                  (torch.from_numpy(a) ** torch.from_numpy(b)).numpy())
+
+
 def test_average_of_int32_does_not_wrap():
     # the int32 sum wrapped past 2^31 before the division
     a = np.array([2 ** 30, 2 ** 30, 2 ** 30, 5], np.int32)

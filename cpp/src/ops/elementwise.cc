@@ -150,15 +150,17 @@ Tensor RunBinary(OpId id, bool allow_int, const KernelSlot<BinaryKernelFn>& slot
 }
 
 // A scalar operand becomes a 0-stride view of a one-element tensor: one code path, no copies.
-Tensor ScalarLike(const Tensor& t, float x) {
-  bool integral = std::nearbyint(x) == x && std::fabs(x) < 2147483647.f;
+// The scalar arrives as a double so that every int32 value is exact (as a float, int32 t + 16777217
+// added 16777216); an integral value in int32's range keeps an int32 tensor int32.
+Tensor ScalarLike(const Tensor& t, double x) {
+  bool integral = std::nearbyint(x) == x && x >= -2147483648.0 && x <= 2147483647.0;
   DataType dt = t.data_type() == kInt && integral ? kInt : kFloat32;
   // A float16 tensor keeps its dtype with a scalar (x rounded to half), as in numpy and torch.
   if (t.data_type() == kFloat16) dt = kFloat16;
   if (t.data_type() == kBFloat16) dt = kBFloat16;
   Tensor s(Shape{}, t.device(), dt);
   if (dt == kInt) s.SetValue(static_cast<int32_t>(x));
-  else s.SetValue(x);  // converted to the dtype (float16 included) by the Fill kernel
+  else s.SetValue(static_cast<float>(x));  // converted to the dtype (float16 included) by the Fill kernel
   return s;
 }
 
@@ -182,10 +184,10 @@ Tensor ScalarLike(const Tensor& t, float x) {
   void Name(const Tensor& a, const Tensor& b, Tensor* out) {                               \
     RunBinary(OpId::k##Name, k##kinds, Name##Kernel(), a, b, out);                \
   }                                                                                        \
-  Tensor Name(const Tensor& a, float x) { return Name(a, ScalarLike(a, x)); }              \
-  void Name(const Tensor& a, float x, Tensor* out) { Name(a, ScalarLike(a, x), out); }     \
-  Tensor Name(float x, const Tensor& b) { return Name(ScalarLike(b, x), b); }              \
-  void Name(float x, const Tensor& b, Tensor* out) { Name(ScalarLike(b, x), b, out); }
+  Tensor Name(const Tensor& a, double x) { return Name(a, ScalarLike(a, x)); }             \
+  void Name(const Tensor& a, double x, Tensor* out) { Name(a, ScalarLike(a, x), out); }    \
+  Tensor Name(double x, const Tensor& b) { return Name(ScalarLike(b, x), b); }             \
+  void Name(double x, const Tensor& b, Tensor* out) { Name(ScalarLike(b, x), b, out); }
 
 #include "singa/ops/elementwise.def"
 #undef SINGA_UNARY

@@ -22,10 +22,10 @@ namespace singa {
 #define SINGA_BINARY(Name, kinds, expr)                         \
   Tensor Name(const Tensor& a, const Tensor& b);                \
   void Name(const Tensor& a, const Tensor& b, Tensor* out);     \
-  Tensor Name(const Tensor& a, float x);                        \
-  void Name(const Tensor& a, float x, Tensor* out);             \
-  Tensor Name(float x, const Tensor& b);                        \
-  void Name(float x, const Tensor& b, Tensor* out);
+  Tensor Name(const Tensor& a, double x);                       \
+  void Name(const Tensor& a, double x, Tensor* out);            \
+  Tensor Name(double x, const Tensor& b);                       \
+  void Name(double x, const Tensor& b, Tensor* out);
 #include "singa/ops/elementwise.def"
 #undef SINGA_UNARY
 #undef SINGA_BINARY
@@ -41,9 +41,9 @@ inline Tensor operator+(const Tensor& a, const Tensor& b) { return Add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return Sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return EltwiseMult(a, b); }
 inline Tensor operator/(const Tensor& a, const Tensor& b) { return Div(a, b); }
-inline Tensor operator+(const Tensor& a, float x) { return Add(a, x); }
-inline Tensor operator-(const Tensor& a, float x) { return Sub(a, x); }
-inline Tensor operator*(const Tensor& a, float x) { return EltwiseMult(a, x); }
-inline Tensor operator/(const Tensor& a, float x) { return Div(a, x); }
+inline Tensor operator+(const Tensor& a, double x) { return Add(a, x); }
+inline Tensor operator-(const Tensor& a, double x) { return Sub(a, x); }
+inline Tensor operator*(const Tensor& a, double x) { return EltwiseMult(a, x); }
+inline Tensor operator/(const Tensor& a, double x) { return Div(a, x); }
 
 }  // namespace singa

@@ -27,12 +27,12 @@ namespace fn {
 namespace math {
 #ifdef __CUDACC__
 using ::acos; using ::acosh; using ::asin; using ::asinh; using ::atan; using ::atanh;
-using ::ceil; using ::cos; using ::cosh; using ::erf; using ::exp; using ::floor; using ::fmod;
+using ::ceil; using ::copysign; using ::cos; using ::cosh; using ::erf; using ::exp; using ::floor; using ::fmod;
 using ::log; using ::log1p; using ::nearbyint; using ::pow; using ::round; using ::sin;
 using ::sinh; using ::sqrt; using ::tan; using ::tanh;
 #else
 using std::acos; using std::acosh; using std::asin; using std::asinh; using std::atan;
-using std::atanh; using std::ceil; using std::cos; using std::cosh; using std::erf; using std::exp;
+using std::atanh; using std::ceil; using std::copysign; using std::cos; using std::cosh; using std::erf; using std::exp;
 using std::floor; using std::fmod; using std::log; using std::log1p; using std::nearbyint;
 using std::pow; using std::round; using std::sin; using std::sinh; using std::sqrt; using std::tan;
 using std::tanh;
@@ -128,6 +128,73 @@ SINGA_HOST_DEVICE SINGA_FN_INLINE T WrapMul(T a, T b) {
 template <typename T>
 SINGA_HOST_DEVICE SINGA_FN_INLINE T WrapNeg(T x) {
   return T(WrapType<T>(0) - WrapType<T>(x));
+}
+
+// C's fmod; int32: 0 for a zero divisor as numpy's fmod (and no `%` by 0 or -1: undefined in C++).
+template <typename T>
+SINGA_HOST_DEVICE SINGA_FN_INLINE T FmodOf(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    return b == T(0) || b == T(-1) ? T(0) : T(a % b);
+  } else {
+    return math::fmod(a, b);
+  }
+}
+
+// a ** b. int32 exactly, by repeated squaring in the unsigned type (wrapping as numpy's: the float
+// pow lost the low bits past 2^24, 5 ** 13 was 1220703104); a negative exponent gives what an
+// integer can hold of 1 / a^-b, as PyTorch's tensor ** tensor (1, -1 or 0; numpy raises, and a
+// Python int exponent raises in Tensor.__pow__).
+template <typename T>
+SINGA_HOST_DEVICE SINGA_FN_INLINE T PowOf(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    if (b < T(0)) return a == T(1) ? T(1) : a == T(-1) ? T((b & T(1)) ? -1 : 1) : T(0);
+    WrapType<T> r = 1, base = WrapType<T>(a);
+    for (T e = b; e != T(0); e >>= 1) {
+      if (e & T(1)) r *= base;
+      base *= base;
+    }
+    return T(r);
+  } else {
+    return math::pow(a, b);
+  }
+}
+
+// Python's // and % (numpy's floor_divide and remainder): the quotient rounded toward -inf, the
+// remainder with the divisor's sign, a == q * b + r. int32: exact (float32 lost the low bits past
+// 2^24), 0 for a zero divisor as numpy gives, INT_MIN // -1 wraps to INT_MIN as numpy's, and no
+// `%` by 0 or -1 is ever evaluated (both undefined in C++). Floats: numpy's rule, so the bits
+// match: the remainder from fmod (exact however large a / b is), the quotient (a - r) / b,
+// moved by one where the remainder's sign was fixed, then rounded to the nearest integer (the
+// division is exact up to rounding). A zero divisor gives a / b and fmod's NaN, as numpy.
+template <typename T>
+SINGA_HOST_DEVICE SINGA_FN_INLINE T FloorDivOf(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    if (b == T(0)) return T(0);
+    if (b == T(-1)) return WrapNeg(a);
+    const T q = a / b;
+    return (a % b != T(0) && (a < T(0)) != (b < T(0))) ? T(q - T(1)) : q;
+  } else {
+    if (b == T(0)) return a / b;
+    const T r = math::fmod(a, b);
+    T q = (a - r) / b;
+    if (r != T(0) && (r < T(0)) != (b < T(0))) q -= T(1);
+    if (q == T(0)) return math::copysign(T(0), a / b);
+    const T f = math::floor(q);
+    return q - f > T(0.5) ? f + T(1) : f;
+  }
+}
+template <typename T>
+SINGA_HOST_DEVICE SINGA_FN_INLINE T ModOf(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    if (b == T(0) || b == T(-1)) return T(0);
+    const T r = a % b;
+    return (r != T(0) && (r < T(0)) != (b < T(0))) ? T(r + b) : r;
+  } else {
+    const T r = math::fmod(a, b);
+    if (b == T(0) || r != r) return r;
+    if (r == T(0)) return math::copysign(T(0), b);
+    return (r < T(0)) != (b < T(0)) ? r + b : r;
+  }
 }
 
 // GELU's pieces, shared by the table's forward and backward rows (a row is one expression).
