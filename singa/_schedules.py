@@ -25,6 +25,7 @@ import numbers
 
 from . import singa_wrap as singa
 from . import tensor
+from ._args import type_error
 from .errors import CheckTypeError
 from .tensor import Tensor
 
@@ -186,6 +187,8 @@ class MultiStepDecay(DecayScheduler):
 
     def __init__(self, init_value, milestones, gamma=0.1):
         super(MultiStepDecay, self).__init__(init_value)
+        if isinstance(milestones, (str, bytes)) or not hasattr(milestones, "__iter__"):
+            raise type_error("MultiStepDecay", "milestones", "sequence of ints", milestones)
         milestones = list(milestones)
         if not milestones or any(isinstance(m, bool) or not isinstance(m, numbers.Integral)
                                  or m <= 0 for m in milestones) or \
