@@ -27,6 +27,7 @@ Note: what SINGA 3.3 does and what we do
 import math
 
 from .. import autograd
+from .._args import type_error
 from .. import errors
 from ..autograd import rnn as _rnn
 from ..tensor import Tensor
@@ -315,6 +316,8 @@ class CudnnRNN(Layer):
                  dropout=0, bidirectional=False, rnn_mode="lstm", use_mask=False,
                  return_sequences=True):
         super(CudnnRNN, self).__init__()
+        if not isinstance(rnn_mode, str):  # a list would meet the dict lookup unhashable
+            raise type_error("CudnnRNN", "rnn_mode", "str", rnn_mode)
         if rnn_mode not in _rnn.MODES:
             raise ValueError("CudnnRNN: rnn_mode must be one of %s, got %r"
                              % (", ".join(sorted(_rnn.MODES)), rnn_mode))

@@ -18,6 +18,7 @@ import copy
 import numpy as np
 
 from .. import autograd
+from .._args import type_error
 from .attention import LayerNorm, MultiHeadAttention, dense
 from .base import Layer, settings
 from ._util import CheckValueError, check_ndim
@@ -218,6 +219,9 @@ class Transformer(_Container):
         kw = dict(dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
                   layer_norm_eps=layer_norm_eps, batch_first=batch_first,
                   norm_first=norm_first, bias=bias)
+        for what, v in (("custom_encoder", custom_encoder), ("custom_decoder", custom_decoder)):
+            if v is not None and not isinstance(v, Layer):
+                raise type_error("Transformer", what, "Layer or None", v)
         self.encoder = custom_encoder or TransformerEncoder(
             TransformerEncoderLayer(d_model, nhead, **kw), num_encoder_layers,
             LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
