@@ -74,11 +74,16 @@ def as_bool(v, param, op):
 
 def as_axis(v, param, op, ndim=None):
     """v as one axis (an int, not a bool, as numpy); with ndim, checked to lie in [-ndim, ndim)
-    (singa_wrap.AxisError, an IndexError, otherwise) and made non-negative."""
+    (singa_wrap.AxisError, an IndexError, otherwise) and made non-negative. Without ndim the
+    range is the core's to check (its messages name the kernel), except past the C int its
+    binding converts to: no tensor has 2^31 axes, and the conversion's OverflowError would name
+    neither the op nor the axis."""
     a = _index(v, False)
     if a is None:
         raise type_error(op, param, "int", v)
     if ndim is None:
+        if not -2 ** 31 <= a < 2 ** 31:
+            raise singa.AxisError("%s(): axis %d is out of range" % (op, a))
         return a
     if not -ndim <= a < ndim:
         raise singa.AxisError("%s(): axis %d is out of range for a tensor of rank %d"

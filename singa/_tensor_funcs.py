@@ -520,6 +520,9 @@ def repeat(t: Tensor, repeats: Union[int, Sequence[int]], axis: Optional[int] = 
 
 def concatenate(tensors: Sequence[TensorLike], axis: int) -> Tensor:
     """The tensors joined along ``axis``; other dimensions must agree."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError("concatenate(): argument 'tensors' must be a sequence of Tensors, not %s"
+                        % type(tensors).__name__)
     cts = [_ct(t, "concatenate") for t in tensors]
     return _wrap(singa.ConcatOn(cts, as_axis(axis, "axis", "concatenate")))
 

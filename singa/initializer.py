@@ -50,6 +50,8 @@ def compute_fans(shape, data_format="channels_first"):
             return shape[-2] * field, shape[-1] * field
         raise ValueError("compute_fans: data_format must be 'channels_first' or "
                          "'channels_last', got %r" % (data_format,))
+    if any(d < 0 for d in shape):  # sqrt of a negative count below: math domain error
+        raise ValueError("compute_fans: shape %s has a negative size" % (shape,))
     side = math.sqrt(int(np.prod(shape))) if shape else 1.0
     return side, side
 
@@ -58,7 +60,7 @@ def variance_scaling(t, scale=1.0, mode="fan_in", distribution="normal"):
     """Samples with variance scale / n, n the fan_in, fan_out, or their average (fan_avg):
     N(0, scale / n) for 'normal', U(-sqrt(3 scale / n), sqrt(3 scale / n)) for 'uniform'."""
     _check(t, "variance_scaling")
-    if not scale > 0:
+    if not _as_float(scale, "scale", "variance_scaling") > 0:
         raise ValueError("variance_scaling: scale must be positive, got %r" % (scale,))
     mode, distribution = str(mode).lower(), str(distribution).lower()
     fan_in, fan_out = compute_fans(t.shape)

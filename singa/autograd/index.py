@@ -14,7 +14,7 @@ buffered in a graph.
 import numpy as np
 
 from .. import singa_wrap as singa
-from .._args import as_axes, as_float, as_int, as_shape
+from .._args import as_axes, as_float, as_int, as_shape, type_error
 from .errors import ShapeError, AxisError, InputError
 from ..tensor import Tensor
 from . import base
@@ -339,11 +339,14 @@ class ConstantOfShape(_Query):
         if v.size != 1:
             raise InputError("constant_of_shape: value must hold one element, got %d"
                              % v.size)
+        if v.dtype.kind not in "biuf":  # None, strings: float() would name neither op nor value
+            raise type_error("constant_of_shape", "value", "float", value)
         self.value = float(v[0])
 
     def forward(self, x):
         dims = singa.to_numpy(x).reshape(-1)
-        if (dims < 0).any() or np.any(dims != np.round(dims)):
+        # not finite: int() of inf below would raise OverflowError without naming the op
+        if (dims < 0).any() or not np.isfinite(dims).all() or np.any(dims != np.round(dims)):
             raise InputError("constant_of_shape: the shape must hold non-negative integers, "
                              "got %s" % (dims,))
         return fill([int(d) for d in dims], self.value, x, singa.kFloat32)

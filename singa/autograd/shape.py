@@ -192,7 +192,7 @@ class Split(Operator):
         self.axis = norm_axis(self.axis, x.nDim(), "split")
         n = x.shape()[self.axis]
         if self.parts is None:
-            k = int(self.num_output)
+            k = as_int(self.num_output, "num_output", "split")
             if k <= 0 or n % k:
                 raise ShapeError("split: axis %d of shape %s (size %d) cannot be split into "
                                  "%d equal parts" % (self.axis, x.shape(), n, k))
@@ -296,7 +296,8 @@ class UpSample(_Broadcasting):
             raise InputError("upsample: only mode 'nearest' is supported, got %r" % (mode,))
         if not isinstance(scales, (list, tuple, np.ndarray)):
             raise type_error("upsample", "scales", "sequence of numbers", scales)
-        if any(as_float(s, "scales", "upsample") != int(s) or int(s) < 1 for s in scales):
+        # is_integer, not == int(s): int() of inf or nan raises without naming the op
+        if any(not as_float(s, "scales", "upsample").is_integer() or s < 1 for s in scales):
             raise InputError("upsample: scales must be positive integers, got %r" % (scales,))
         self.mode, self.scales = mode, [int(s) for s in scales]
 

@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from .. import singa_wrap as singa
-from .._args import as_axis, as_float, as_int, as_shape
+from .._args import as_axis, as_bool, as_float, as_int, as_shape
 from .._core import Tensor
 from ..errors import InputError, ShapeError
 from . import base
@@ -81,7 +81,8 @@ class CumSum(Operator):
     def __init__(self, axis, exclusive=False, reverse=False):
         super(CumSum, self).__init__()
         self.axis = as_axis(axis, "axis", "cumsum")
-        self.exclusive, self.reverse = bool(exclusive), bool(reverse)
+        self.exclusive = as_bool(exclusive, "exclusive", "cumsum")
+        self.reverse = as_bool(reverse, "reverse", "cumsum")
 
     def forward(self, x):
         return singa.CumSum(x, self.axis, self.exclusive, self.reverse)
@@ -157,7 +158,7 @@ class MaskedFill(Operator):
 
     def __init__(self, value):
         super(MaskedFill, self).__init__()
-        self.value = float(value)
+        self.value = as_float(value, "value", "masked_fill")
 
     def forward(self, x, mask):
         self.mask, self.x_shape = mask, x.shape()

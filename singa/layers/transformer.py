@@ -18,7 +18,7 @@ import copy
 import numpy as np
 
 from .. import autograd
-from .._args import type_error
+from .._args import as_int, type_error
 from .attention import LayerNorm, MultiHeadAttention, dense
 from .base import Layer, settings
 from ._util import CheckValueError, check_ndim
@@ -146,7 +146,8 @@ def _clones(prototype, num_layers, what):
         raise CheckValueError("%s: pass a layer that has not been called yet (its copies get "
                               "parameters of their own at their first call)" % what)
     memo = {id(prototype.__dict__.get("_parent")): None}
-    return [copy.deepcopy(prototype, dict(memo)) for _ in range(int(num_layers))]
+    n = as_int(num_layers, "num_layers", what)
+    return [copy.deepcopy(prototype, dict(memo)) for _ in range(n)]
 
 
 class _Container(Layer):

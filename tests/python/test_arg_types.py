@@ -47,6 +47,7 @@ CASES = [
      "tensordot", "axes"),
     ("tensor.product-shape", lambda: tensor.product(3), "product", "shape"),
     ("tensor.gaussian-std", lambda: tensor.gaussian(0.0, "float32", T(3)), "gaussian", "std"),
+    ("tensor.concatenate-tensors", lambda: tensor.concatenate(3, 0), "concatenate", "tensors"),
     # Tensor methods (_core.py)
     ("Tensor.reshape-shape", lambda: T(2, 3).reshape(None), "reshape", "shape"),
     ("Tensor.reshape-element", lambda: T(2, 3).reshape([2, "3"]), "reshape", "shape"),
@@ -59,6 +60,10 @@ CASES = [
     ("autograd.clip-min", lambda: autograd.clip(T(3), "float32", 1), "clip", "min"),
     ("autograd.where-condition", lambda: autograd.where(T(3), T(3), "x"), "where", "condition"),
     ("autograd.reduce_sum-axes", lambda: autograd.reduce_sum(T(2, 3), 1.5), "reduce_sum", "axes"),
+    ("autograd.reduce_mean-keepdims", lambda: autograd.reduce_mean(T(2, 3), [0], "x"),
+     "reduce_mean", "keepdims"),
+    ("autograd.cumsum-reverse", lambda: autograd.cumsum(T(2, 3), 0, reverse=[1]), "cumsum",
+     "reverse"),
     ("autograd.flatten-axis", lambda: autograd.flatten(T(2, 3), "1"), "flatten", "axis"),
     ("autograd.reshape-shape", lambda: autograd.reshape(T(2, 3), "ab"), "reshape", "shape"),
     ("autograd.transpose-shape", lambda: autograd.transpose(T(2, 3), [1.0, 0.0]), "transpose",
@@ -103,6 +108,14 @@ CASES = [
      lambda: autograd.batchnorm_2d(singa_wrap.BatchNormHandle([1, 2, 3, 3], 0.9),
                                    T(1, 2, 3, 3), T(2), T(2), T(2), 1), "batchnorm_2d",
      "running_var"),
+    ("autograd.constant_of_shape-value",
+     lambda: autograd.constant_of_shape(T(2), None), "constant_of_shape", "value"),
+    ("autograd.scaled_dot_product_attention-scale",
+     lambda: autograd.scaled_dot_product_attention(T(1, 2, 2), T(1, 2, 2), T(1, 2, 2),
+                                                   scale=[1.0]),
+     "scaled_dot_product_attention", "scale"),
+    ("autograd.split-num_output", lambda: autograd.split(T(4), 0, None, "2"), "split",
+     "num_output"),
     ("autograd.axis_helper-shape", lambda: autograd.axis_helper(None, (1,)), "axis_helper",
      "y_shape"),
     # layers: constructors, and a call with the wrong number of inputs
@@ -123,6 +136,11 @@ CASES = [
      "rnn_mode"),
     ("layer.Transformer-custom_encoder", lambda: layer.Transformer(8, 2, custom_encoder=1),
      "Transformer", "custom_encoder"),
+    ("layer.CudnnRNN-hidden_size", lambda: layer.CudnnRNN([4]), "CudnnRNN", "hidden_size"),
+    ("layer.RNN-dropout", lambda: layer.RNN(3, 4, dropout=(0.1,)), "RNN", "dropout"),
+    ("layer.TransformerEncoder-num_layers",
+     lambda: layer.TransformerEncoder(layer.TransformerEncoderLayer(8, 2), None),
+     "TransformerEncoder", "num_layers"),
     ("layer.Add-forward", lambda: layer.Add()(T(3)), "Add", "'b'"),
     ("layer.ReLU-forward", lambda: layer.ReLU()(T(3), T(3)), "ReLU", "too many"),
     # initializer, optimizer schedules, utils
@@ -132,6 +150,11 @@ CASES = [
      "fan_in"),
     ("initializer.constant-value", lambda: initializer.constant(T(2, 2), [1.0]), "constant",
      "value"),
+    ("initializer.variance_scaling-scale",
+     lambda: initializer.variance_scaling(T(2, 2), object()), "variance_scaling", "scale"),
+    ("opt.StepDecay-gamma", lambda: opt.StepDecay(0.1, 2, None), "StepDecay", "gamma"),
+    ("opt.CosineDecay-min_value", lambda: opt.CosineDecay(0.1, 2, "int32"), "CosineDecay",
+     "min_value"),
     ("opt.MultiStepDecay-milestones", lambda: opt.MultiStepDecay(0.1, 3), "MultiStepDecay",
      "milestones"),
     ("utils.update_progress-info", lambda: utils.update_progress(0.5, 3), "update_progress",
@@ -159,6 +182,9 @@ SONNX_CASES = [
         np.ones((1, 1, 2, 2), np.float32), np.zeros(1, np.float32),
         np.array([1, 1, 2, 2], np.float32)], mode="linear", coordinate_transformation_mode=
         "tf_crop_and_resize"), "Resize", "roi"),
+    ("CumSum-inf-axis", lambda: _onnx_node("CumSum", [np.ones(2, np.float32),
+                                                      np.array(np.inf, np.float32)]),
+     "CumSum", "axis"),
     ("Split-axis", lambda: _onnx_node("Split", [np.ones(2, np.float32)], axis=-5), "Split",
      "axis"),
 ]
@@ -215,3 +241,8 @@ def test_a_bad_value_of_the_right_type_stays_a_value_error():
         autograd.dropout(T(3), 1.5)  # a ratio in the seed position, as before
     with pytest.raises(ValueError, match="positive int"):
         layer.Linear(2.0)
+    with pytest.raises(ValueError, match="negative"):
+        initializer.compute_fans([-2])  # was math.sqrt's 'math domain error'
+    # an axis past the binding's C int: the conversion's OverflowError named nothing
+    with pytest.raises(IndexError, match=r"softmax\(\): axis 9223372036854775808"):
+        tensor.softmax(T(2, 3), axis=2 ** 63)
