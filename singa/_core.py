@@ -10,11 +10,13 @@ functions): neither imports the other's private names, and this module imports n
 """
 import builtins
 from functools import reduce
+from types import GeneratorType
 
 import numpy as np
 
 from . import singa_wrap as singa
 from . import _state
+from ._args import as_axes, as_axis, as_float, as_shape
 from ._indexing import copy_region, drop_leading_ones, slice_axis, take
 from .device import get_default_device
 from .errors import CheckShapeError
@@ -282,7 +284,7 @@ class Tensor(object):
         """A view with the axes permuted (reversed if ``axes`` is None); shares memory."""
         if axes is None:
             return _wrap(singa.Transpose(self.data))
-        return _wrap(singa.Transpose(self.data, list(axes)))
+        return _wrap(singa.Transpose(self.data, as_axes(axes, "axes", "transpose")))
 
     def T(self):
         """A view with the axes reversed; shares memory."""
@@ -294,7 +296,7 @@ class Tensor(object):
         if more or isinstance(shape, (int, np.integer)):
             shape = (shape,) + more
         try:
-            return _wrap(singa.Reshape(self.data, list(shape)))
+            return _wrap(singa.Reshape(self.data, as_shape(shape, "shape", "reshape")))
         except singa.ShapeError as e:  # SINGA asserts the sizes are equal
             raise CheckShapeError(str(e)) from None
 
@@ -330,15 +332,15 @@ class Tensor(object):
             if axis is None:
                 raise ValueError("repeat: with axis=None, repeats must be an int, got %r"
                                  % (repeats,))
-            reps = [int(r) for r in repeats]
+            reps = as_shape(repeats, "repeats", "repeat", allow_int=False)
         else:
-            raise TypeError("repeat: repeats must be an int or a sequence of ints, got %s"
+            raise TypeError("repeat(): argument 'repeats' must be int or sequence of ints, not %s"
                             % type(repeats).__name__)
         if any(r < 0 for r in reps):
             raise ValueError("repeat: repeats must not be negative, got %r" % (repeats,))
         if axis is None:
             axis = 9999  # the core's "flatten first"
-        return _wrap(self.data.Repeat(reps, int(axis)))
+        return _wrap(self.data.Repeat(reps, as_axis(axis, "axis", "repeat")))
 
     # ---- dtype and device -------------------------------------------------------------------
     def as_type(self, dtype):
@@ -460,15 +462,18 @@ class Tensor(object):
 
     def bernoulli(self, p, inplace=True):
         """Each element becomes 1 with probability p, else 0. Returns self."""
-        return self._fill(inplace, lambda c: singa.Bernoulli(float(p), c))
+        p = as_float(p, "p", "bernoulli")
+        return self._fill(inplace, lambda c: singa.Bernoulli(p, c))
 
     def gaussian(self, mean, std, inplace=True):
         """Fills with samples of N(mean, std^2). Returns self."""
-        return self._fill(inplace, lambda c: singa.Gaussian(float(mean), float(std), c))
+        mean, std = as_float(mean, "mean", "gaussian"), as_float(std, "std", "gaussian")
+        return self._fill(inplace, lambda c: singa.Gaussian(mean, std, c))
 
     def uniform(self, low, high, inplace=True):
         """Fills with samples of U[low, high). Returns self."""
-        return self._fill(inplace, lambda c: singa.Uniform(float(low), float(high), c))
+        low, high = as_float(low, "low", "uniform"), as_float(high, "high", "uniform")
+        return self._fill(inplace, lambda c: singa.Uniform(low, high, c))
 
     # Row/column helpers of SINGA (M is this 2-d tensor, v a vector), all in place.
     def _matrix_op(self, fn, v):
@@ -827,6 +832,9 @@ def _is_int(x):
 
 # ---- shared helpers -----------------------------------------------------------------------
 def product(shape):
-    """The number of elements of ``shape`` (1 for ())."""
-    return reduce(lambda x, y: x * y, shape, 1)
+    """The number of elements of ``shape`` (1 for ()); a generator of sizes is taken too (the
+    modules' own calls pass one)."""
+    if isinstance(shape, GeneratorType):
+        shape = list(shape)
+    return reduce(lambda x, y: x * y, as_shape(shape, "shape", "product", allow_int=False), 1)
 

@@ -25,6 +25,7 @@ import numbers
 
 from . import singa_wrap as singa
 from . import tensor
+from ._args import as_float, type_error
 from .errors import CheckTypeError
 from .tensor import Tensor
 
@@ -106,6 +107,8 @@ class DecayScheduler(object):
     define ``call``; see the module note for what ``call`` may do with the step)."""
 
     def __init__(self, init_value):
+        # checked, kept as given (SINGA code may read the attribute back)
+        as_float(init_value, "init_value", type(self).__name__)
         self.init_value = init_value
 
     def __call__(self, step):
@@ -153,6 +156,7 @@ class ExponentialDecay(DecayScheduler):
     def __init__(self, init_value, decay_steps, decay_rate, staircase=False):
         super(ExponentialDecay, self).__init__(init_value)
         _positive("ExponentialDecay", "decay_steps", decay_steps)
+        as_float(decay_rate, "decay_rate", type(self).__name__)
         self.decay_steps = decay_steps
         self.decay_rate = decay_rate
         self.staircase = staircase
@@ -171,6 +175,7 @@ class StepDecay(ExponentialDecay):
 
     def __init__(self, init_value, step_size, gamma=0.1):
         _positive("StepDecay", "step_size", step_size)
+        as_float(gamma, "gamma", "StepDecay")
         super(StepDecay, self).__init__(init_value, step_size, gamma, staircase=True)
         self.step_size = step_size
         self.gamma = gamma
@@ -186,6 +191,8 @@ class MultiStepDecay(DecayScheduler):
 
     def __init__(self, init_value, milestones, gamma=0.1):
         super(MultiStepDecay, self).__init__(init_value)
+        if isinstance(milestones, (str, bytes)) or not hasattr(milestones, "__iter__"):
+            raise type_error("MultiStepDecay", "milestones", "sequence of ints", milestones)
         milestones = list(milestones)
         if not milestones or any(isinstance(m, bool) or not isinstance(m, numbers.Integral)
                                  or m <= 0 for m in milestones) or \
@@ -212,6 +219,7 @@ class CosineDecay(DecayScheduler):
     def __init__(self, init_value, decay_steps, min_value=0.0):
         super(CosineDecay, self).__init__(init_value)
         _positive("CosineDecay", "decay_steps", decay_steps)
+        as_float(min_value, "min_value", "CosineDecay")
         self.decay_steps = decay_steps
         self.min_value = min_value
 

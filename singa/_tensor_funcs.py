@@ -21,6 +21,7 @@ import numpy as np
 from . import singa_wrap as singa
 from ._core import (Tensor, _NAMES, _wrap, _ct, _operand, _dev, _dtype, _np_input, product,
                     bfloat16, float16, float32, int32)
+from ._args import as_axes, as_axis, as_float, as_int
 from .errors import CheckShapeError
 
 # ---- the types of the annotations ------------------------------------------------------------
@@ -281,21 +282,18 @@ if TYPE_CHECKING:
 
 def clip(t: TensorLike, low: Number, high: Number) -> Tensor:
     """Each element limited to [low, high]."""
-    return _wrap(singa.Clamp(_ct(t, "clip"), float(low), float(high)))
+    return _wrap(singa.Clamp(_ct(t, "clip"), as_float(low, "low", "clip"),
+                              as_float(high, "high", "clip")))
 
 
 def leakyrelu(t: TensorLike, a: float = 0.01) -> Tensor:
     """x if x > 0 else a * x."""
-    return _wrap(singa.LeakyReLU(_ct(t, "leakyrelu"), float(a)))
+    return _wrap(singa.LeakyReLU(_ct(t, "leakyrelu"), as_float(a, "a", "leakyrelu")))
 
 
 # ---- reductions ---------------------------------------------------------------------------
-def _axes(axis):
-    if axis is None:
-        return None
-    if isinstance(axis, (int, np.integer)):
-        return [int(axis)]
-    return [int(a) for a in axis]
+def _axes(axis, op):
+    return as_axes(axis, "axis", op)
 
 
 def _into(out, res, op):
@@ -313,7 +311,7 @@ def sum(t: TensorLike, axis: Optional[Axes] = None, out: Optional[Tensor] = None
     """The sum over ``axis`` (an int or a tuple of ints), the summed axes removed; into ``out``
     if given. With axis None the sum of every element comes as a (1, 1) tensor, as in SINGA
     (whose tensordot-based sum gives that shape; SINGA code reads it with to_numpy(s)[0])."""
-    res = singa.ReduceSum(_ct(t, "sum"), _axes(axis), False)
+    res = singa.ReduceSum(_ct(t, "sum"), _axes(axis, "sum"), False)
     if axis is None:
         res = singa.Reshape(res, [1, 1])
     res = _wrap(res)
@@ -331,9 +329,10 @@ def average(t: TensorLike, axis: Optional[Axes] = None) -> Union[float, Tensor]:
         if x.data_type() == singa.kInt:  # an int32 sum wraps past 2^31 (numpy's mean is float)
             x = x.AsType(singa.kFloat32)
         return singa.SumAsFloat(x) / x.Size()
-    if isinstance(axis, (int, np.integer)):
-        return _wrap(singa.Average(x, int(axis)))
-    return _wrap(singa.ReduceMean(x, _axes(axis), False))
+    axes = _axes(axis, "average")
+    if len(axes) == 1 and not isinstance(axis, (list, tuple)):
+        return _wrap(singa.Average(x, axes[0]))
+    return _wrap(singa.ReduceMean(x, axes, False))
 
 
 def softmax(t: TensorLike, out: Optional[Tensor] = None, axis: Optional[int] = None) -> Tensor:
@@ -341,7 +340,7 @@ def softmax(t: TensorLike, out: Optional[Tensor] = None, axis: Optional[int] = N
     tensor of higher rank, as in SINGA; or along ``axis`` when given. Into ``out`` if given."""
     x = _ct(t, "softmax")
     if axis is not None:
-        res = singa.SoftMax(x, int(axis))
+        res = singa.SoftMax(x, as_axis(axis, "axis", "softmax"))
     elif x.nDim() <= 1:
         res = singa.SoftMax(x, -1)
     else:
@@ -371,18 +370,19 @@ def mult(A: TensorLike, B: TensorLike, C: Optional[Tensor] = None, alpha: float 
     """The matrix product A B (numpy.matmul rules: 1-d, 2-d and batched). With C given,
     C = alpha * A B + beta * C in place and C is returned."""
     a, b = _ct(A, "mult"), _ct(B, "mult")
+    alpha, beta = as_float(alpha, "alpha", "mult"), as_float(beta, "beta", "mult")
     if C is None:
         res = singa.Mult(a, b)
         if alpha != 1.0:
-            res = singa.EltwiseMult(res, float(alpha))
+            res = singa.EltwiseMult(res, alpha)
         return _wrap(res)
-    singa.MultWithScale(float(alpha), a, b, float(beta), _ct(C, "mult"))
+    singa.MultWithScale(alpha, a, b, beta, _ct(C, "mult"))
     return C
 
 
 def axpy(alpha: float, x: TensorLike, y: Tensor) -> Tensor:
     """y += alpha * x in place; returns y."""
-    singa.Axpy(float(alpha), _ct(x, "axpy"), _ct(y, "axpy"))
+    singa.Axpy(as_float(alpha, "alpha", "axpy"), _ct(x, "axpy"), _ct(y, "axpy"))
     return y
 
 
@@ -427,7 +427,7 @@ def tensordot(A: TensorLike, B: TensorLike,
 
 
 def _norm_axis(axis, nd, op):
-    axis = int(axis)
+    axis = as_axis(axis, "axes", op)
     if not -nd <= axis < nd:
         raise singa.AxisError("%s: axis %d is out of range for rank %d" % (op, axis, nd))
     return axis + nd if axis < 0 else axis
@@ -521,15 +521,20 @@ def repeat(t: Tensor, repeats: Union[int, Sequence[int]], axis: Optional[int] = 
 
 def concatenate(tensors: Sequence[TensorLike], axis: int) -> Tensor:
     """The tensors joined along ``axis``; other dimensions must agree."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError("concatenate(): argument 'tensors' must be a sequence of Tensors, not %s"
+                        % type(tensors).__name__)
     cts = [_ct(t, "concatenate") for t in tensors]
-    return _wrap(singa.ConcatOn(cts, int(axis)))
+    return _wrap(singa.ConcatOn(cts, as_axis(axis, "axis", "concatenate")))
 
 
 def copy_data_to_from(dst: TensorLike, src: TensorLike, size: int, dst_offset: int = 0,
                       src_offset: int = 0) -> None:
     """Copies ``size`` elements of src (from src_offset, row-major) into dst at dst_offset."""
     singa.CopyDataToFrom(_ct(dst, "copy_data_to_from"), _ct(src, "copy_data_to_from"),
-                         int(size), int(dst_offset), int(src_offset))
+                         as_int(size, "size", "copy_data_to_from"),
+                         as_int(dst_offset, "dst_offset", "copy_data_to_from"),
+                         as_int(src_offset, "src_offset", "copy_data_to_from"))
 
 
 # ---- random fills and row/column helpers ----------------------------------------------------
@@ -553,11 +558,14 @@ def uniform(low: float, high: float, t: Tensor) -> Tensor:
 
 def add_column(alpha: float, v: TensorLike, beta: float, M: Tensor) -> Tensor:
     """Every column m of matrix M becomes alpha * v + beta * m; returns M."""
-    singa.AddColumnWithScale(float(alpha), float(beta), _ct(v, "add_column"), _ct(M, "add_column"))
+    singa.AddColumnWithScale(as_float(alpha, "alpha", "add_column"),
+                             as_float(beta, "beta", "add_column"),
+                             _ct(v, "add_column"), _ct(M, "add_column"))
     return M
 
 
 def add_row(alpha: float, v: TensorLike, beta: float, M: Tensor) -> Tensor:
     """Every row m of matrix M becomes alpha * v + beta * m; returns M."""
-    singa.AddRowWithScale(float(alpha), float(beta), _ct(v, "add_row"), _ct(M, "add_row"))
+    singa.AddRowWithScale(as_float(alpha, "alpha", "add_row"), as_float(beta, "beta", "add_row"),
+                          _ct(v, "add_row"), _ct(M, "add_row"))
     return M

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from . import tensor as _tensor
+from ._args import as_float as _as_float, as_shape as _as_shape
 from .errors import CheckValueError
 from .tensor import Tensor
 
@@ -37,7 +38,7 @@ def _check(t, fn):
 
 def compute_fans(shape, data_format="channels_first"):
     """(fan_in, fan_out) of a weight of ``shape`` (see the module docstring)."""
-    shape = tuple(shape)
+    shape = tuple(_as_shape(shape, "shape", "compute_fans", allow_int=False))
     if len(shape) == 2:
         return shape[0], shape[1]
     if len(shape) in (3, 4, 5):
@@ -49,6 +50,8 @@ def compute_fans(shape, data_format="channels_first"):
             return shape[-2] * field, shape[-1] * field
         raise ValueError("compute_fans: data_format must be 'channels_first' or "
                          "'channels_last', got %r" % (data_format,))
+    if any(d < 0 for d in shape):  # sqrt of a negative count below: math domain error
+        raise ValueError("compute_fans: shape %s has a negative size" % (shape,))
     side = math.sqrt(int(np.prod(shape))) if shape else 1.0
     return side, side
 
@@ -57,7 +60,7 @@ def variance_scaling(t, scale=1.0, mode="fan_in", distribution="normal"):
     """Samples with variance scale / n, n the fan_in, fan_out, or their average (fan_avg):
     N(0, scale / n) for 'normal', U(-sqrt(3 scale / n), sqrt(3 scale / n)) for 'uniform'."""
     _check(t, "variance_scaling")
-    if not scale > 0:
+    if not _as_float(scale, "scale", "variance_scaling") > 0:
         raise ValueError("variance_scaling: scale must be positive, got %r" % (scale,))
     mode, distribution = str(mode).lower(), str(distribution).lower()
     fan_in, fan_out = compute_fans(t.shape)
@@ -112,6 +115,7 @@ def lecun_normal(t):
 
 
 def _fan_scale(fn, fan_in, fan_out):
+    fan_in, fan_out = _as_float(fan_in, "fan_in", fn), _as_float(fan_out, "fan_out", fn)
     if fan_in < 0 or fan_out < 0 or fan_in + fan_out <= 0:
         raise CheckValueError("initializer.%s: give fan_in and/or fan_out (positive), got %r "
                               "and %r" % (fn, fan_in, fan_out))
@@ -139,7 +143,7 @@ def gaussian(t, fan_in=0, fan_out=0):
 def constant(t, value=0.0):
     """Every element ``value``."""
     _check(t, "constant")
-    t.set_value(float(value))
+    t.set_value(_as_float(value, "value", "constant"))
     return t
 
 
@@ -168,6 +172,7 @@ def orthogonal(t, gain=1.0):
     The Gaussian draw comes from the device's generator; the QR factorisation runs on the host
     (not for use while a graph is being recorded)."""
     _check(t, "orthogonal")
+    gain = _as_float(gain, "gain", "orthogonal")
     if len(t.shape) != 2:
         raise ValueError("initializer.orthogonal: expected a matrix, got shape %s"
                          % (tuple(t.shape),))

@@ -20,6 +20,7 @@ import sys
 from collections import OrderedDict
 
 from . import singa_wrap as singa
+from ._args import type_error as _type_error
 from . import errors
 from . import tensor
 from .autograd import nn as _nn
@@ -51,6 +52,8 @@ def update_progress(progress, info):
     if progress >= 1:
         progress = 1.0
         status = "Done. "
+    if not isinstance(info, str):
+        raise _type_error("update_progress", "info", "str", info)
     status = status + info
     block = int(round(_BAR_LENGTH * progress))
     text = "[{0}] {1:3.1f}% {2}".format("." * block + " " * (_BAR_LENGTH - block),
@@ -82,7 +85,7 @@ def handle_odd_pad_fwd(x, odd_padding):
     Takes and returns a core tensor, as SINGA's does (a Tensor in gives a Tensor out)."""
     ct, wrapped = _core(x, "handle_odd_pad_fwd")
     _check_nchw(ct, "handle_odd_pad_fwd")
-    y = _nn._odd_pad(ct, _nn._norm_odd(odd_padding))
+    y = _nn._odd_pad(ct, _nn._norm_odd(odd_padding, "handle_odd_pad_fwd"))
     return tensor.from_raw_tensor(y) if wrapped else y
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _state
 from .. import singa_wrap as singa
+from .._args import as_float
 from .._core import Tensor
 from .errors import InputError
 from .base import Operator, expect_tensor
@@ -36,12 +37,12 @@ class ScaledDotProductAttention(Operator):
 
     def __init__(self, dropout_p=0.0, is_causal=False, scale=None):
         super(ScaledDotProductAttention, self).__init__()
-        dropout_p = float(dropout_p)
+        dropout_p = as_float(dropout_p, "dropout_p", "scaled_dot_product_attention")
         if not 0.0 <= dropout_p < 1.0:
             raise InputError("scaled_dot_product_attention: dropout_p must be in [0, 1), got %r"
                              % (dropout_p,))
         if scale is not None:
-            scale = float(scale)
+            scale = as_float(scale, "scale", "scaled_dot_product_attention")
             if scale == 0.0 or not math.isfinite(scale):
                 raise InputError("scaled_dot_product_attention: scale must be a finite nonzero "
                                  "number (None: 1/sqrt(E)), got %r" % (scale,))

@@ -35,6 +35,7 @@ import weakref
 from collections import Counter
 
 import numpy as np
+from .._args import as_axis, as_shape
 
 from .. import singa_wrap as singa
 from .. import _state
@@ -86,8 +87,7 @@ def norm_axis(axis, nd, op, allow_end=False):
     With ``allow_end`` the axis may also be nd (a position after the last axis): the range is
     ONNX Flatten's [-nd, nd], a negative axis counting from nd (-1 is the last axis, not the
     end; taking it modulo nd + 1 made flatten(x, -1) of a (2, 3) tensor (6, 1))."""
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError("%s: axis must be an int, got %r" % (op, axis))
+    axis = as_axis(axis, "axis", op)
     hi = nd + 1 if allow_end else nd
     if not -nd <= axis < hi:
         raise AxisError("%s: axis %d is out of range for a tensor of rank %d"
@@ -97,6 +97,12 @@ def norm_axis(axis, nd, op, allow_end=False):
 
 def axis_helper(y_shape, x_shape):
     """The axes of ``y_shape`` along which an operand of ``x_shape`` was broadcast."""
+    return _broadcast_axes(as_shape(y_shape, "y_shape", "axis_helper", allow_int=False),
+                           as_shape(x_shape, "x_shape", "axis_helper", allow_int=False))
+
+
+def _broadcast_axes(y_shape, x_shape):
+    # axis_helper without its checks, for reduce_to's core shapes on every backward
     lead = len(y_shape) - len(x_shape)
     return tuple(i for i in range(len(y_shape))
                  if i < lead or (x_shape[i - lead] == 1 and y_shape[i] != 1))
@@ -107,7 +113,7 @@ def reduce_to(dy, shape):
     shape = tuple(shape)
     if dy.shape() == shape:
         return dy
-    axes = axis_helper(dy.shape(), shape)
+    axes = _broadcast_axes(dy.shape(), shape)
     if axes:
         dy = singa.ReduceSum(dy, list(axes), False)
     return singa.Reshape(dy, list(shape))

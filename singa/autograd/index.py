@@ -14,6 +14,7 @@ buffered in a graph.
 import numpy as np
 
 from .. import singa_wrap as singa
+from .._args import as_axes, as_float, as_int, as_shape, type_error
 from .errors import ShapeError, AxisError, InputError
 from ..tensor import Tensor
 from . import base
@@ -82,9 +83,11 @@ class Slice(Operator):
 
     def __init__(self, starts, ends, axes=None, steps=None):
         super(Slice, self).__init__()
-        self.starts, self.ends = list(starts), list(ends)
-        self.axes = None if axes is None else list(axes)
-        self.steps = [1] * len(self.starts) if steps is None else list(steps)
+        self.starts = as_shape(starts, "starts", "slice", allow_int=False)
+        self.ends = as_shape(ends, "ends", "slice", allow_int=False)
+        self.axes = as_axes(axes, "axes", "slice")
+        self.steps = [1] * len(self.starts) if steps is None else \
+            as_shape(steps, "steps", "slice", allow_int=False)
         if not len(self.starts) == len(self.ends) == len(self.steps) or \
                 (self.axes is not None and len(self.axes) != len(self.starts)):
             raise InputError("slice: starts %r, ends %r, axes %r and steps %r differ in length"
@@ -129,7 +132,8 @@ class Pad(Operator):
         super(Pad, self).__init__()
         if mode not in ("constant", "reflect", "edge"):
             raise InputError("pad: mode must be 'constant', 'reflect' or 'edge', got %r" % (mode,))
-        self.mode, self.pads, self.constant = mode, [int(p) for p in pads], float(constant)
+        self.mode, self.pads = mode, as_shape(pads, "pads", "pad", allow_int=False)
+        self.constant = as_float(constant, "constant", "pad")
         if any(p < 0 for p in self.pads):
             raise InputError("pad: pads must not be negative, got %r" % (pads,))
 
@@ -246,7 +250,7 @@ class OneHot(Operator):
 
     def __init__(self, axis, depth, values):
         super(OneHot, self).__init__()
-        self.axis, self.depth = axis, int(depth)
+        self.axis, self.depth = axis, as_int(depth, "depth", "onehot")
         vals = np.asarray(values.numpy() if hasattr(values, "numpy") else values).reshape(-1)
         if vals.size != 2:
             raise InputError("onehot: values must hold [off_value, on_value], got %d values"
@@ -335,11 +339,14 @@ class ConstantOfShape(_Query):
         if v.size != 1:
             raise InputError("constant_of_shape: value must hold one element, got %d"
                              % v.size)
+        if v.dtype.kind not in "biuf":  # None, strings: float() would name neither op nor value
+            raise type_error("constant_of_shape", "value", "float", value)
         self.value = float(v[0])
 
     def forward(self, x):
         dims = singa.to_numpy(x).reshape(-1)
-        if (dims < 0).any() or np.any(dims != np.round(dims)):
+        # not finite: int() of inf below would raise OverflowError without naming the op
+        if (dims < 0).any() or not np.isfinite(dims).all() or np.any(dims != np.round(dims)):
             raise InputError("constant_of_shape: the shape must hold non-negative integers, "
                              "got %s" % (dims,))
         return fill([int(d) for d in dims], self.value, x, singa.kFloat32)

@@ -6,6 +6,7 @@
     s = autograd.cossim(a, b)                     # row-wise cosine similarity, (N,)
 """
 from .. import singa_wrap as singa
+from .._args import as_float
 from .errors import ShapeError, InputError
 from .base import Operator, reduce_to
 
@@ -62,7 +63,7 @@ class Gemm(Operator):
 
     def __init__(self, alpha=1.0, beta=1.0, transA=0, transB=0):
         super(Gemm, self).__init__()
-        self.alpha, self.beta = float(alpha), float(beta)
+        self.alpha, self.beta = as_float(alpha, "alpha", "gemm"), as_float(beta, "beta", "gemm")
         self.transA, self.transB = bool(transA), bool(transB)
 
     def forward(self, A, B, C=None):

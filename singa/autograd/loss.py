@@ -20,6 +20,7 @@ import numbers
 import numpy as np
 
 from .. import singa_wrap as singa
+from .._args import as_float
 from .errors import ShapeError
 from .base import Operator, expect_tensor
 
@@ -218,7 +219,7 @@ class RankingLoss(Operator):
 
     def __init__(self, M=0.2):
         super(RankingLoss, self).__init__()
-        self.M = float(M)
+        self.M = as_float(M, "M", "ranking_loss")
 
     def forward(self, pos, neg):
         if pos.shape() != neg.shape():

@@ -16,6 +16,7 @@ import math as _math
 import numpy as np
 
 from .. import singa_wrap as singa
+from .._args import as_float, type_error
 from .._core import Tensor, _dtype
 from ..errors import InputError, NoGradientError
 from . import base
@@ -517,10 +518,10 @@ class Clip(Operator):
 
     def __init__(self, min=None, max=None):
         super(Clip, self).__init__()
-        if min is not None and max is not None and float(min) > float(max):
+        self.min = None if min is None else as_float(min, "min", "clip")
+        self.max = None if max is None else as_float(max, "max", "clip")
+        if self.min is not None and self.max is not None and self.min > self.max:
             raise InputError("clip: min (%s) is greater than max (%s)" % (min, max))
-        self.min = None if min is None else float(min)
-        self.max = None if max is None else float(max)
 
     def forward(self, x):
         self.x = x
@@ -556,7 +557,10 @@ class Where(Operator):
         if isinstance(cond, Tensor):
             cond = cond.data
         if not isinstance(cond, singa.Tensor):
-            cond = base.const(np.asarray(cond, dtype=np.float32), a)
+            arr = np.asarray(cond)
+            if arr.dtype.kind not in "biuf":  # strings, None, objects: not a mask
+                raise type_error("where", "condition", "Tensor or numeric array", cond)
+            cond = base.const(arr.astype(np.float32), a)
         self.mask = singa.NE(cond, 0.0)
         if self.mask.data_type() != singa.kFloat32:
             self.mask = self.mask.AsType(singa.kFloat32)

@@ -13,11 +13,14 @@ The handles carry the geometry and are built by the layers (singa/layer.py). ``o
 = (top, bottom, left, right) adds zero rows/columns before the op, for paddings that the
 symmetric (pad_h, pad_w) of a handle cannot express.
 """
+import numbers
 import warnings
 
 import numpy as np
 
 from .. import _state
+from .._args import as_float, as_shape, type_error
+from .._core import Tensor
 from .. import singa_wrap as singa
 from .errors import ShapeError, InputError
 from . import base
@@ -44,7 +47,7 @@ def _odd_pad(x, odd_padding):
 
 
 def _odd_unpad(dx, odd_padding):
-    top, bottom, left, right = (int(k) for k in odd_padding)
+    top, bottom, left, right = _norm_odd(odd_padding)
     if top or bottom:
         dx = singa.SliceOn(dx, top, dx.shape()[2] - bottom, 2)
     if left or right:
@@ -52,8 +55,8 @@ def _odd_unpad(dx, odd_padding):
     return dx
 
 
-def _norm_odd(odd_padding):
-    odd = tuple(int(k) for k in odd_padding)
+def _norm_odd(odd_padding, op="conv2d"):
+    odd = tuple(as_shape(odd_padding, "odd_padding", op, allow_int=False))
     if len(odd) != 4 or any(k < 0 for k in odd):
         raise InputError("odd_padding must be four non-negative ints (top, bottom, left, "
                          "right), got %r" % (odd_padding,))
@@ -71,7 +74,9 @@ class _Conv2d(Operator):
         self.relu = bool(relu)
 
     def forward(self, x, W, b=None):
-        _check_4d(x, "conv2d")
+        _check_4d(x, "conv2d")  # first: the input's shape error, as before the handle's type
+        if not isinstance(self.handle, singa.ConvHandle):  # CudnnConvHandle subclasses it
+            raise type_error("conv2d", "handle", "ConvHandle", self.handle)
         if any(self.odd_padding):
             x = _odd_pad(x, self.odd_padding)
         self.x, self.W, self.has_bias = x, W, b is not None
@@ -119,6 +124,9 @@ class _BatchNorm2d(Operator):
         super(_BatchNorm2d, self).__init__(name)
         self.handle = handle
         self.relu = bool(relu)  # y = max(0, bn(x)) from one kernel; dy masked by y > 0
+        for what, t in (("running_mean", running_mean), ("running_var", running_var)):
+            if not isinstance(t, (Tensor, singa.Tensor)):
+                raise type_error("batchnorm_2d", what, "Tensor", t)
         self.running_mean = getattr(running_mean, "data", running_mean)
         self.running_var = getattr(running_var, "data", running_var)
 
@@ -170,12 +178,14 @@ class Dropout(Operator):
 
     def __init__(self, seed=0, ratio=0.5):
         super(Dropout, self).__init__()
-        ratio = float(ratio)
+        ratio = as_float(ratio, "ratio", "dropout")
         if not 0.0 <= ratio < 1.0:
             raise InputError("dropout: ratio must be in [0, 1), got %r" % (ratio,))
         if _looks_like_a_ratio(seed):
             seed = _seed_from_a_ratio(seed, ratio)
-        if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+        if not isinstance(seed, numbers.Real):  # a number that is no int stays InputError below
+            raise type_error("dropout", "seed", "int", seed)
+        if isinstance(seed, bool) or not float(seed).is_integer() or seed < 0:
             raise InputError("dropout: seed must be a non-negative int, got %r (SINGA 3.x "
                              "takes dropout(x, seed=0, ratio=0.5): give a drop ratio as "
                              "ratio=)" % (seed,))

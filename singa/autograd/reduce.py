@@ -5,6 +5,7 @@
     g = autograd.globalaveragepool(x)                   # (N, C, H, W) -> (N, C, 1, 1)
 """
 from .. import singa_wrap as singa
+from .._args import as_axes, as_bool
 from .errors import ShapeError, AxisError
 from .base import Operator, norm_axis
 
@@ -13,8 +14,7 @@ def _axes(axes, nd, op):
     """Sorted non-negative axes; None means every axis."""
     if axes is None:
         return list(range(nd))
-    if isinstance(axes, int):
-        axes = [axes]
+    axes = as_axes(axes, "axes", op)
     out = sorted(norm_axis(a, nd, op) for a in axes)
     if len(set(out)) != len(out):
         raise AxisError("%s: repeated axis in %r" % (op, list(axes)))
@@ -27,7 +27,8 @@ class _Reduce(Operator):
     def __init__(self, axes=None, keepdims=1):
         super(_Reduce, self).__init__()
         self.axes = axes
-        self.keepdims = bool(keepdims)
+        # a str or list is true and would keep the axes silently
+        self.keepdims = as_bool(keepdims, "keepdims", "reduce_mean" if self.mean else "reduce_sum")
 
     def forward(self, x):
         op = "reduce_mean" if self.mean else "reduce_sum"

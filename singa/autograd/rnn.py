@@ -30,6 +30,7 @@ from collections import namedtuple
 from .. import _state
 from .. import errors
 from .. import singa_wrap as singa
+from .._args import as_float, as_int
 from ..tensor import Tensor
 from . import base
 from .linalg import matmul
@@ -168,10 +169,11 @@ class RNNHandle(object):
         if mode not in NUM_GATES:
             raise ValueError("RNNHandle: mode must be 0 (relu), 1 (tanh), 2 (lstm) or 3 (gru), "
                              "got %r" % (mode,))
-        if int(hidden_size) <= 0 or int(num_layers) <= 0:
+        if as_int(hidden_size, "hidden_size", "RNNHandle") <= 0 or \
+                as_int(num_layers, "num_layers", "RNNHandle") <= 0:
             raise ValueError("RNNHandle: hidden_size and num_layers must be positive, got %r, %r"
                              % (hidden_size, num_layers))
-        if not 0 <= float(dropout) < 1:
+        if not 0 <= as_float(dropout, "dropout", "RNNHandle") < 1:
             raise ValueError("RNNHandle: dropout must be in [0, 1), got %r" % (dropout,))
         self.seq_length, self.batch_size, self.feature_size = shape
         self.hidden_size = int(hidden_size)

@@ -14,6 +14,7 @@ import inspect
 from .. import singa_wrap as singa
 from .base import Operator
 from .nn import _check_4d, _norm_odd, _odd_pad, _odd_unpad
+from .._args import as_float, type_error
 
 OPS = {}  # C++ name -> (Operator class, function), in the schema's order
 SCHEMA_ROWS = {}  # Operator class -> the schema row (sonnx maps both ONNX directions from it)
@@ -54,7 +55,7 @@ def _define(row):
         bound.apply_defaults()
         Operator.__init__(self)
         for k in keys:
-            setattr(self, k, float(bound.arguments[k]))
+            setattr(self, k, as_float(bound.arguments[k], k, fn_name))
 
     __init__.__signature__ = init_sig
     cls = type(cls_name, (_Activation,), {
@@ -106,6 +107,11 @@ class _NnOperator(Operator):
         return dx
 
 
+# The core handle class an NN row's kernel takes (its Cython parameter `h`), checked when the
+# operator is made so that a wrong handle names the function and its `handle` argument.
+_HANDLE_OF = {"Pool2dForward": "PoolingHandle", "Conv2dForward": "ConvHandle"}
+
+
 def _define_nn(row, rows):
     name, cls_name, fn_name, doc, inputs, backward, pads = row[:7]
     odd = [(None, "odd_padding", (0, 0, 0, 0))] if pads else []  # _signature's (_, key, default)
@@ -116,8 +122,11 @@ def _define_nn(row, rows):
         bound.apply_defaults()
         Operator.__init__(self)
         self.handle = bound.arguments["handle"]
+        want = getattr(singa, _HANDLE_OF.get(name, ""), None)
+        if want is not None and not isinstance(self.handle, want):  # the cuDNN ones subclass it
+            raise type_error(fn_name, "handle", want.__name__, self.handle)
         if pads:
-            self.odd_padding = _norm_odd(bound.arguments["odd_padding"])
+            self.odd_padding = _norm_odd(bound.arguments["odd_padding"], fn_name)
 
     __init__.__signature__ = init_sig
     cls = type(cls_name, (_NnOperator,), {

@@ -13,20 +13,17 @@ upsample) the sum over the copies.
 import numpy as np
 
 from .. import singa_wrap as singa
+from .._args import as_float, as_int, as_shape, type_error
 from .errors import ShapeError, AxisError, InputError
 from .base import Operator, norm_axis, reduce_to
 
 
-def _ints(values, op, what):
-    if isinstance(values, (int, np.integer)):
-        values = [values]
-    try:
-        out = [int(v) for v in values]
-    except (TypeError, ValueError):
-        raise TypeError("%s: %s must be integers, got %r" % (op, what, values))
-    if any(isinstance(v, (bool, float)) for v in values):
-        raise TypeError("%s: %s must be integers, got %r" % (op, what, values))
-    return out
+def _ints(values, op, param):
+    # bools are refused as numpy refuses them for axes (and reshape((True, 2)) is a slip)
+    if isinstance(values, (bool, np.bool_)) or (isinstance(values, (list, tuple)) and any(
+            isinstance(v, (bool, np.bool_)) for v in values)):
+        raise type_error(op, param, "int or tuple of ints", values)
+    return as_shape(values, param, op)
 
 
 class _Rearrange(Operator):
@@ -41,7 +38,7 @@ class Reshape(_Rearrange):
 
     def __init__(self, shape):
         super(Reshape, self).__init__()
-        self.shape = _ints(shape, "reshape", "the shape")
+        self.shape = _ints(shape, "reshape", "shape")
 
     def forward(self, x):
         self.x_shape = x.shape()
@@ -80,7 +77,7 @@ class Transpose(Operator):
 
     def __init__(self, perm=None):
         super(Transpose, self).__init__()
-        self.perm = None if perm is None else _ints(perm, "transpose", "the axes")
+        self.perm = None if perm is None else _ints(perm, "transpose", "shape")
 
     def forward(self, x):
         nd = x.nDim()
@@ -106,7 +103,7 @@ class Squeeze(_Rearrange):
 
     def __init__(self, axis=[]):  # noqa: B006  (SINGA's default; never mutated)
         super(Squeeze, self).__init__()
-        self.axis = [] if axis is None else _ints(axis, "squeeze", "the axes")
+        self.axis = [] if axis is None else _ints(axis, "squeeze", "axis")
 
     def forward(self, x):
         self.x_shape = x.shape()
@@ -131,7 +128,7 @@ class Unsqueeze(_Rearrange):
 
     def __init__(self, axis):
         super(Unsqueeze, self).__init__()
-        self.axis = _ints(axis, "unsqueeze", "the axes")
+        self.axis = _ints(axis, "unsqueeze", "axis")
 
     def forward(self, x):
         self.x_shape = x.shape()
@@ -195,7 +192,7 @@ class Split(Operator):
         self.axis = norm_axis(self.axis, x.nDim(), "split")
         n = x.shape()[self.axis]
         if self.parts is None:
-            k = int(self.num_output)
+            k = as_int(self.num_output, "num_output", "split")
             if k <= 0 or n % k:
                 raise ShapeError("split: axis %d of shape %s (size %d) cannot be split into "
                                  "%d equal parts" % (self.axis, x.shape(), n, k))
@@ -272,7 +269,7 @@ class Expand(_Broadcasting):
 
     def __init__(self, shape):
         super(Expand, self).__init__()
-        self.shape = _ints(shape, "expand", "the shape")
+        self.shape = _ints(shape, "expand", "shape")
 
     def plan(self, shape):
         try:
@@ -297,7 +294,10 @@ class UpSample(_Broadcasting):
         super(UpSample, self).__init__()
         if mode != "nearest":
             raise InputError("upsample: only mode 'nearest' is supported, got %r" % (mode,))
-        if any(float(s) != int(s) or int(s) < 1 for s in scales):
+        if not isinstance(scales, (list, tuple, np.ndarray)):
+            raise type_error("upsample", "scales", "sequence of numbers", scales)
+        # is_integer, not == int(s): int() of inf or nan raises without naming the op
+        if any(not as_float(s, "scales", "upsample").is_integer() or s < 1 for s in scales):
             raise InputError("upsample: scales must be positive integers, got %r" % (scales,))
         self.mode, self.scales = mode, [int(s) for s in scales]
 
@@ -345,7 +345,7 @@ class DepthToSpace(_Permute):
         super(DepthToSpace, self).__init__()
         if mode not in ("DCR", "CRD"):
             raise InputError("depth_to_space: mode must be 'DCR' or 'CRD', got %r" % (mode,))
-        self.b, self.mode = int(blocksize), mode
+        self.b, self.mode = as_int(blocksize, "blocksize", "depth_to_space"), mode
 
     def plan(self, n, c, h, w):
         """(the 6-d shape to view x as, the permutation, the output shape) for an (n, c, h, w) input."""
@@ -371,7 +371,7 @@ class SpaceToDepth(_Permute):
         super(SpaceToDepth, self).__init__()
         if mode not in ("DCR", "CRD"):
             raise InputError("space_to_depth: mode must be 'DCR' or 'CRD', got %r" % (mode,))
-        self.b, self.mode = int(blocksize), mode
+        self.b, self.mode = as_int(blocksize, "blocksize", "space_to_depth"), mode
 
     def plan(self, n, c, h, w):
         """(the 6-d shape to view x as, the permutation, the output shape) for an (n, c, h, w) input."""

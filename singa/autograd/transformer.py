@@ -17,6 +17,7 @@ import numbers
 import numpy as np
 
 from .. import singa_wrap as singa
+from .._args import as_axis, as_bool, as_float, as_int, as_shape
 from .._core import Tensor
 from ..errors import InputError, ShapeError
 from . import base
@@ -26,11 +27,7 @@ from .base import Operator, reduce_to
 def _shape_tuple(normalized_shape):
     if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
         return (int(normalized_shape),)
-    try:
-        shape = tuple(int(d) for d in normalized_shape)
-    except TypeError:
-        raise TypeError("layer_norm: normalized_shape must be an int or a sequence of ints, "
-                        "got %r" % (normalized_shape,)) from None
+    shape = tuple(as_shape(normalized_shape, "normalized_shape", "layer_norm"))
     if not shape:
         raise ShapeError("layer_norm: normalized_shape is empty")
     return shape
@@ -43,7 +40,7 @@ class LayerNorm(Operator):
     def __init__(self, normalized_shape, eps=1e-5, has_weight=True, has_bias=True):
         super(LayerNorm, self).__init__()
         self.normalized_shape = _shape_tuple(normalized_shape)
-        self.eps = float(eps)
+        self.eps = as_float(eps, "eps", "layer_norm")
         self.has_weight, self.has_bias = bool(has_weight), bool(has_bias)
 
     def forward(self, x, *params):
@@ -83,7 +80,9 @@ class CumSum(Operator):
 
     def __init__(self, axis, exclusive=False, reverse=False):
         super(CumSum, self).__init__()
-        self.axis, self.exclusive, self.reverse = int(axis), bool(exclusive), bool(reverse)
+        self.axis = as_axis(axis, "axis", "cumsum")
+        self.exclusive = as_bool(exclusive, "exclusive", "cumsum")
+        self.reverse = as_bool(reverse, "reverse", "cumsum")
 
     def forward(self, x):
         return singa.CumSum(x, self.axis, self.exclusive, self.reverse)
@@ -115,7 +114,7 @@ class GatherElements(Operator):
 
     def __init__(self, axis=0):
         super(GatherElements, self).__init__()
-        self.axis = int(axis)
+        self.axis = as_axis(axis, "axis", "gather_elements")
 
     def forward(self, x, indices):
         self.indices, self.x_shape = indices, x.shape()
@@ -137,7 +136,7 @@ class GatherND(Operator):
 
     def __init__(self, batch_dims=0):
         super(GatherND, self).__init__()
-        self.batch_dims = int(batch_dims)
+        self.batch_dims = as_int(batch_dims, "batch_dims", "gather_nd")
 
     def forward(self, x, indices):
         self.indices, self.x_shape = indices, x.shape()
@@ -159,7 +158,7 @@ class MaskedFill(Operator):
 
     def __init__(self, value):
         super(MaskedFill, self).__init__()
-        self.value = float(value)
+        self.value = as_float(value, "value", "masked_fill")
 
     def forward(self, x, mask):
         self.mask, self.x_shape = mask, x.shape()

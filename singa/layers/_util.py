@@ -103,7 +103,11 @@ def make_handle(cpu_name, gpu_name, dev, *args, **kwargs):
 
 def positive_int(name, what, v):
     """v as an int, or a CheckValueError (a ValueError) naming the layer and the setting when it
-    is not a positive integer (numpy integers count; bools do not)."""
+    is not a positive integer (numpy integers count; bools and floats do not); a CheckTypeError
+    (a TypeError) when v is not a number at all (a string, None, a list)."""
+    if not isinstance(v, numbers.Real):
+        raise CheckTypeError("%s(): argument '%s' must be a positive int, not %s"
+                             % (name, what, type(v).__name__))
     if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v <= 0:
         raise CheckValueError("%s: %s must be a positive int, got %r" % (name, what, v))
     return int(v)

@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from .. import _state, autograd, tensor
+from .._args import as_float, as_shape
 from ..tensor import Tensor
 from .base import Layer, graph_paused, settings
 from ._util import CheckValueError, check_ndim, check_tensor, param, positive_int, shape_error
@@ -56,10 +57,9 @@ class LayerNorm(Layer):
 
     def __init__(self, normalized_shape=None, eps=1e-5, elementwise_affine=True, bias=True):
         super(LayerNorm, self).__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = None if normalized_shape is None else tuple(normalized_shape)
-        self.eps = float(eps)
+        self.normalized_shape = None if normalized_shape is None else \
+            tuple(as_shape(normalized_shape, "normalized_shape", "LayerNorm"))
+        self.eps = as_float(eps, "eps", "LayerNorm")
         self.elementwise_affine = bool(elementwise_affine)
         self.use_bias = bool(bias)
 
@@ -160,6 +160,9 @@ class MultiHeadAttention(Layer):
             raise NotImplementedError("MultiHeadAttention: add_bias_kv and add_zero_attn are "
                                       "not supported")
         num_heads = positive_int("MultiHeadAttention", "num_heads", num_heads)
+        if embed_dim is not None:
+            embed_dim = positive_int("MultiHeadAttention", "embed_dim", embed_dim)
+        dropout = as_float(dropout, "dropout", "MultiHeadAttention")
         if not 0.0 <= dropout < 1.0:
             raise CheckValueError("MultiHeadAttention: dropout must be in [0, 1), got %r"
                                   % (dropout,))
@@ -287,7 +290,11 @@ class _Positional(Layer):
 
     def __init__(self, max_len, d_model, batch_first):
         super(_Positional, self).__init__()
-        self.max_len, self.d_model, self.batch_first = int(max_len), d_model, bool(batch_first)
+        name = type(self).__name__
+        if d_model is not None:
+            d_model = positive_int(name, "d_model", d_model)
+        self.max_len = positive_int(name, "max_len", max_len)
+        self.d_model, self.batch_first = d_model, bool(batch_first)
 
     def extra_repr(self):
         return settings(self.max_len, self.d_model, batch_first=self.batch_first)
@@ -338,7 +345,7 @@ class LearnedPositionalEmbedding(_Positional):
 
     def __init__(self, max_len, d_model=None, batch_first=False, init_std=0.02):
         super(LearnedPositionalEmbedding, self).__init__(max_len, d_model, batch_first)
-        self.init_std = float(init_std)
+        self.init_std = as_float(init_std, "init_std", "LearnedPositionalEmbedding")
 
     def initialize(self, x):
         self._length(x)

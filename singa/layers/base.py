@@ -30,6 +30,7 @@ Note: the life of a layer
     (Separate standalone layers all have "W": the optimizers keep their states apart by tensor,
     see singa/opt.py.)
 """
+import inspect
 import warnings
 from collections import OrderedDict
 from functools import wraps
@@ -89,6 +90,18 @@ def graph_paused(dev):
 _active_models = []
 
 
+def _check_arity(layer, func, method, args, kwargs):
+    """A TypeError naming the layer when ``func`` (its forward or initialize) cannot take these
+    arguments: Python's own says "forward() takes 2 positional arguments", not whose, and for
+    initialize not that the count given to the layer call is what is wrong."""
+    try:
+        inspect.signature(func).bind(layer, *args, **kwargs)
+    except TypeError as e:
+        raise TypeError("%s.%s(): %s (called with %d inputs%s)" % (
+            layer._display_name(), method, e, len(args),
+            " and keywords %s" % ", ".join(kwargs) if kwargs else "")) from None
+
+
 def _wrap_initialize(func):
     """Wraps a Layer's ``initialize``: it runs once, on the first input, and a subclass may
     call ``super().initialize()`` (Apache SINGA's ``LayerMeta.init_wrapper``)."""
@@ -105,6 +118,7 @@ def _wrap_initialize(func):
                 raise _util.CheckTypeError(
                     "%s.initialize expects Tensors (placeholders) or a list of them first, got "
                     "%s" % (self._display_name(), type(first).__name__))
+        _check_arity(self, func, "initialize", args, kwargs)
         x = _first_tensor(args, kwargs)
         object.__setattr__(self, "_in_init", True)
         try:
@@ -125,6 +139,7 @@ def _wrap_forward(func):
     @wraps(func)
     def forward(self, *args, **kwargs):
         if not self.__dict__.get("_initialized", False):
+            _check_arity(self, func, "forward", args, kwargs)
             self.initialize(*args, **kwargs)
             object.__setattr__(self, "_initialized", True)
         return func(self, *args, **kwargs)

@@ -2,6 +2,7 @@
 import math
 
 from .. import autograd
+from .._args import as_float
 from ..tensor import Tensor
 from .base import Layer, graph_paused, settings
 from ._util import (CheckValueError, check_dim, check_ndim, handle_class, make_handle,
@@ -101,6 +102,7 @@ class Conv2d(_Windowed):
             dilation = extra.get("dilation", dilation)
             group = extra.get("group", group)
             bias = extra.get("bias", bias)
+            self.in_channels = positive_int("Conv2d", "in_channels", self.in_channels)
         group = kwargs.pop("groups", group)
         self.inner_params = {"cudnn_prefer": "fastest", "workspace_MB_limit": 1024}
         for k, v in kwargs.items():
@@ -177,7 +179,8 @@ class SeparableConv2d(Layer):
                 stride = args[1]
             if len(args) > 2:
                 padding = args[2]
-        self.nb_kernels = nb_kernels
+            self.in_channels = positive_int("SeparableConv2d", "in_channels", self.in_channels)
+        self.nb_kernels = positive_int("SeparableConv2d", "nb_kernels", nb_kernels)
         self.kernel_size = kernel_size
         self.stride = stride
         self.padding = padding
@@ -222,9 +225,11 @@ class BatchNorm2d(Layer):
         super(BatchNorm2d, self).__init__()
         if len(args) > 2:
             raise TypeError("BatchNorm2d: expected at most (channels, momentum) positionally")
-        self.channels = args[0] if args else None
+        self.channels = positive_int("BatchNorm2d", "channels", args[0]) \
+            if args and args[0] is not None else None
         if len(args) > 1:
             momentum = args[1]
+        momentum = as_float(momentum, "momentum", "BatchNorm2d")
         if not 0.0 <= momentum <= 1.0:
             raise CheckValueError("BatchNorm2d: momentum must be within [0, 1], got %r"
                                   % (momentum,))

@@ -27,6 +27,7 @@ Note: what SINGA 3.3 does and what we do
 import math
 
 from .. import autograd
+from .._args import as_float, type_error
 from .. import errors
 from ..autograd import rnn as _rnn
 from ..tensor import Tensor
@@ -70,7 +71,7 @@ class RNN_Base(Layer):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError("%s: nonlinearity must be 'tanh' or 'relu', got %r"
                              % (name, nonlinearity))
-        if not 0 <= dropout < 1:
+        if not 0 <= as_float(dropout, "dropout", name) < 1:
             raise ValueError("%s: dropout must be in [0, 1), got %r" % (name, dropout))
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -315,16 +316,21 @@ class CudnnRNN(Layer):
                  dropout=0, bidirectional=False, rnn_mode="lstm", use_mask=False,
                  return_sequences=True):
         super(CudnnRNN, self).__init__()
+        if not isinstance(rnn_mode, str):  # a list would meet the dict lookup unhashable
+            raise type_error("CudnnRNN", "rnn_mode", "str", rnn_mode)
         if rnn_mode not in _rnn.MODES:
             raise ValueError("CudnnRNN: rnn_mode must be one of %s, got %r"
                              % (", ".join(sorted(_rnn.MODES)), rnn_mode))
         self.rnn_mode = rnn_mode
         self.cudnn_rnn_mode = _rnn.MODES[rnn_mode]
         self.activation = activation
-        self.hidden_size = hidden_size
-        self.num_layers = num_layers
+        # checked now, not at the first call's handle (whose int() named neither)
+        self.hidden_size = positive_int("CudnnRNN", "hidden_size", hidden_size)
+        self.num_layers = positive_int("CudnnRNN", "num_layers", num_layers)
         self.bias = bias
         self.dropout = dropout
+        if not 0 <= as_float(dropout, "dropout", "CudnnRNN") < 1:
+            raise ValueError("CudnnRNN: dropout must be in [0, 1), got %r" % (dropout,))
         self.bidirectional = 1 if bidirectional else 0
         self.use_mask = use_mask
         self.return_sequences = return_sequences

@@ -4,6 +4,7 @@ Each is a thin shell over one autograd function; the loss layers first check tha
 fit the predictions, so a bad batch raises a ShapeError naming the layer and both shapes.
 """
 from .. import autograd
+from .._args import as_float
 from .base import Layer, settings
 from ._util import check_ndim, check_tensor, shape_error
 
@@ -81,6 +82,7 @@ class Dropout(Layer):
 
     def __init__(self, ratio=0.5, seed=0):
         super(Dropout, self).__init__()
+        ratio = as_float(ratio, "ratio", "Dropout")
         if not 0.0 <= ratio < 1.0:
             raise ValueError("Dropout: ratio must be within [0, 1), got %r" % (ratio,))
         self.ratio = ratio

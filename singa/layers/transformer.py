@@ -18,6 +18,7 @@ import copy
 import numpy as np
 
 from .. import autograd
+from .._args import as_int, type_error
 from .attention import LayerNorm, MultiHeadAttention, dense
 from .base import Layer, settings
 from ._util import CheckValueError, check_ndim
@@ -145,7 +146,8 @@ def _clones(prototype, num_layers, what):
         raise CheckValueError("%s: pass a layer that has not been called yet (its copies get "
                               "parameters of their own at their first call)" % what)
     memo = {id(prototype.__dict__.get("_parent")): None}
-    return [copy.deepcopy(prototype, dict(memo)) for _ in range(int(num_layers))]
+    n = as_int(num_layers, "num_layers", what)
+    return [copy.deepcopy(prototype, dict(memo)) for _ in range(n)]
 
 
 class _Container(Layer):
@@ -218,6 +220,9 @@ class Transformer(_Container):
         kw = dict(dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
                   layer_norm_eps=layer_norm_eps, batch_first=batch_first,
                   norm_first=norm_first, bias=bias)
+        for what, v in (("custom_encoder", custom_encoder), ("custom_decoder", custom_decoder)):
+            if v is not None and not isinstance(v, Layer):
+                raise type_error("Transformer", what, "Layer or None", v)
         self.encoder = custom_encoder or TransformerEncoder(
             TransformerEncoderLayer(d_model, nhead, **kw), num_encoder_layers,
             LayerNorm(d_model, eps=layer_norm_eps, bias=bias))

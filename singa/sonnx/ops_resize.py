@@ -60,7 +60,15 @@ def _per_axis(x_shape, attrs, scales, sizes, roi):
             scale[a] = float(s)
             out[a] = int(float(s) * x_shape[a])
     bounds = [(0.0, 1.0)] * nd
-    if roi is not None and roi.size:
+    coord = attrs.get("coordinate_transformation_mode", b"half_pixel")
+    coord = coord.decode() if isinstance(coord, bytes) else coord
+    # ONNX: roi "only takes effect when coordinate_transformation_mode is tf_crop_and_resize";
+    # in the other modes one of any length is ignored, as onnx's reference does
+    if roi is not None and roi.size and coord == "tf_crop_and_resize":
+        if len(roi) not in (2 * len(axes), 2 * nd):
+            raise SonnxError("Resize: roi must hold a start and an end for each of the %d axes "
+                             "(or of the %d given in axes), got %d values"
+                             % (nd, len(axes), len(roi)))
         k = len(roi) // 2
         for i, a in enumerate(axes if k == len(axes) else range(nd)):
             bounds[a] = (float(roi[i]), float(roi[k + i]))
@@ -73,6 +81,9 @@ def _axis_map(n, scale, out, bounds, attrs, opset, aspect, by_size):
     output size as the node gave it. With a keep_aspect_ratio_policy, a
     third axis of the length and size that set the common scale makes the reference derive
     the same scale and output size as for the whole input."""
+    if n == 0 or out == 0:  # nothing to sample or nothing sampled: the reference's (n, 0) or
+        # (0, n) result cannot be reshaped below
+        return np.zeros((out, n), np.float32), np.zeros(out, np.float32)
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
     given = {k: attrs[k] for k in _AXIS_ATTRS if k in attrs}

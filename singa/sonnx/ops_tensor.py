@@ -104,6 +104,9 @@ def _gather(ins, attrs, opset, cache):
 
 def _split(ins, attrs, opset, cache):
     x, axis, n = ins[0], int(attrs.get("axis", 0)), attrs["__outputs__"]
+    if not -len(x.shape) <= axis < len(x.shape):  # x.shape[axis] below would raise IndexError
+        raise SonnxError("Split: axis %d is out of range for an input of shape %s"
+                         % (axis, tuple(x.shape)))
     if opset >= 13:
         parts = ints(ins[1]) if _given(ins, 1) else None
     else:
@@ -281,7 +284,11 @@ def _resize(ins, attrs, opset, cache):
     nd = len(x.shape)
     axes = resize_axes(attrs, x.shape)  # opset 18
     sizes = ints(ins[size_i]) if _given(ins, size_i) and _np(ins[size_i]).size else None
+    if sizes is None and not _given(ins, scale_i):
+        raise SonnxError("Resize: neither scales nor sizes is given (opset %d)" % opset)
     scales = None if sizes is not None else [float(v) for v in _np(ins[scale_i]).reshape(-1)]
+    if scales is not None and not all(np.isfinite(s) and s > 0 for s in scales):
+        raise SonnxError("Resize: scales must be finite and positive, got %s" % (scales,))
     roi = _np(ins[1]).reshape(-1) if opset >= 11 and _given(ins, 1) else None
     if sizes is not None and any(x.shape[a] == 0 and s != 0 for s, a in zip(sizes, axes)):
         raise SonnxError("Resize: sizes %s ask for elements along an empty axis of the input "

@@ -40,6 +40,8 @@ def _host_int(t, op, what):
     v = _np(t).reshape(-1)
     if v.size != 1:
         raise SonnxError("%s: %s must be a scalar, got shape %s" % (op, what, _np(t).shape))
+    if v.dtype.kind not in "biu" and not float(v[0]).is_integer():  # 1.5, inf, nan
+        raise SonnxError("%s: %s must be an integer, got %r" % (op, what, v[0]))
     return int(v[0])
 
 

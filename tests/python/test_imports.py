@@ -33,6 +33,7 @@ LAYERS = [
     {"_padding"},  # SAME padding arithmetic: plain integers
     {"proto"},  # SINGA's core_pb2 dtype names: singa_wrap's constants
     {"errors"},
+    {"_args"},  # the API's argument checks (as_int, as_axes...): singa_wrap's AxisError
     {"device"},
     {"_indexing"},  # the Tensor class's indexing helpers, on core tensors
     {"_core"},
