@@ -553,6 +553,8 @@ def _origin(exc):
     if last is None:
         return "internal"
     fname = last.tb_frame.f_code.co_filename
+    if fname.endswith(".pxi"):  # the bindings generated from the op tables (cython/gen_*.py)
+        return "singa-raise"
     if "singa" not in fname or "site-packages/numpy" in fname:
         return "internal"
     try:
