@@ -31,8 +31,11 @@ TEST(Device, ExecAllocatesTheWritesBeforeTheKernelRuns) {
     auto out = dev->NewBlock(64), in = dev->NewBlock(64);
     bool out_ready = false;
     if (graph) dev->EnableGraph(true);
+    // The closure holds its blocks, as every op's does (a graph's nodes keep what they touch
+    // alive; with `[&]` the blocks died at the end of the iteration while the graph still
+    // listed them, and the device's destructor read them: ASan's heap-use-after-free).
     dev->Exec({.reads = {in.get()}, .writes = {out.get()}, .label = "Probe"},
-              [&](Context*) { out_ready = out->allocated(); });
+              [&out_ready, out, in](Context*) { out_ready = out->allocated(); });
     if (graph) {
       dev->EnableGraph(false);
       dev->RunGraph();

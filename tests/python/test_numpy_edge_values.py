@@ -292,6 +292,17 @@ def test_int_power_with_a_negative_exponent():
                                   (torch.from_numpy(a) ** torch.from_numpy(b)).numpy())
 
 
+def test_int_cumsum_wraps_as_numpys():
+    # the int32 scan added in int: past 2^31 that is undefined behaviour (UBSan stopped
+    # tools/fuzz_numpy.py there); now it wraps as numpy's int32 cumsum, forward and reversed
+    a = np.array([[2 ** 31 - 5, 7, -2 ** 31, -2 ** 31, 3]], np.int32)
+    with np.errstate(over="ignore"):
+        want = np.cumsum(a, axis=1, dtype=np.int32)
+        want_rev = np.cumsum(a[:, ::-1], axis=1, dtype=np.int32)[:, ::-1]
+    np.testing.assert_array_equal(tensor.to_numpy(autograd.cumsum(t(a), 1)), want)
+    np.testing.assert_array_equal(tensor.to_numpy(autograd.cumsum(t(a), 1, reverse=1)), want_rev)
+
+
 def test_average_of_int32_does_not_wrap():
     # the int32 sum wrapped past 2^31 before the division
     a = np.array([2 ** 30, 2 ** 30, 2 ** 30, 5], np.int32)

@@ -4,11 +4,13 @@
 // values to the previous output row: out[k] = out[prev] + (exclusive ? x[prev] : x[k]), with
 // out[first] = exclusive ? 0 : x[first]; `reverse` walks k from the end. Outer slices are
 // independent and split between threads. Sums run in the element type, in order (numpy's
-// float32 cumsum does the same).
+// float32 cumsum does the same); int32 sums wrap around as numpy's (fn::WrapAdd: signed overflow
+// is undefined behaviour, which UBSan caught under tools/fuzz_numpy.py).
 #include <algorithm>
 #include <cstdint>
 
 #include "../../core/dispatch.h"
+#include "singa/ops/elementwise_functors.h"
 #include "../strided.h"
 #include "../transformer_kernels.h"
 
@@ -35,7 +37,7 @@ void Scan(const T* x, const Dims3& d, bool exclusive, bool reverse, T* y) {
       const size_t prev = reverse ? k + 1 : k - 1;
       const T* add = xo + (exclusive ? prev : k) * inner;
       const T* before = yo + prev * inner;
-      for (size_t i = 0; i < inner; ++i) row[i] = before[i] + add[i];
+      for (size_t i = 0; i < inner; ++i) row[i] = fn::WrapAdd(before[i], add[i]);
     }
   }
 }

@@ -4,6 +4,7 @@
 // inner > 1. Weak spot: a single long line (inner == outer == 1) runs on one thread.
 #include "../transformer_kernels.h"
 #include "cuda_kernels.cuh"
+#include "singa/ops/elementwise_functors.h"
 
 namespace singa {
 namespace cuda {
@@ -20,9 +21,9 @@ __global__ void ScanLines(const T* x, T* y, int64_t outer, int64_t mid, int64_t 
       const T v = x[at];
       if (exclusive) {
         y[at] = acc;
-        acc = acc + v;
+        acc = fn::WrapAdd(acc, v);  // int32 wraps as numpy's (overflow is UB in int)
       } else {
-        acc = acc + v;
+        acc = fn::WrapAdd(acc, v);
         y[at] = acc;
       }
     }
