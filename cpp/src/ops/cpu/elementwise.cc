@@ -1,12 +1,28 @@
 // CPU reference kernels of the elementwise table (singa/ops/elementwise.def): one unary and one
 // binary loop, templated on the table's functors (elementwise_functors.h), so each op's loop is
 // inlined and vectorised. The fronts are in ../elementwise.cc; see ../strided.h for the loops.
+//
+// elementwise_avx512.cc compiles this file a second time with SINGA_ELEM_AVX512 (GCC on x86-64):
+// the loops defined below then become AVX-512 code (16 floats a step where the library's
+// x86-64-v2 baseline has 4), and each registered kernel runs that copy on a CPU with AVX-512.
+// Both copies are built with -ffp-contract=off (CMakeLists.txt): the baseline has no FMA, so
+// the wide copy contracts nothing either and computes the same bits.
 #include <cstdint>
 #include <type_traits>
 
 #include "../kernel_slots.h"
 #include "../strided.h"
+#include "singa/core/cpu_features.h"
 #include "singa/ops/elementwise_functors.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SINGA_ELEM_HAS_AVX512 1
+#else
+#define SINGA_ELEM_HAS_AVX512 0
+#endif
+#ifdef SINGA_ELEM_AVX512
+#pragma GCC target("arch=x86-64-v4")
+#endif
 
 namespace singa {
 namespace cpu {
@@ -101,29 +117,86 @@ void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Context*)
   Binary<Op, kAllowInt>(Op{}, a, b, out);
 }
 
+#ifndef SINGA_ELEM_AVX512
 void Clamp(const Tensor& in, float low, float high, const Tensor& out, Context*) {
   Unary<fn::ClampOp, kFI>(fn::ClampOp{low, high}, in, out);
 }
 void MaskedFill(const Tensor& x, const Tensor& mask, float value, const Tensor& out, Context*) {
   Binary<fn::MaskedFillOp, kFI>(fn::MaskedFillOp{value}, x, mask, out);
 }
+#endif
 
 }  // namespace
 
+// The table's kernels of the AVX-512 copy, one per row (defined by elementwise_avx512.cc).
+namespace elem_avx512 {
+#define SINGA_UNARY(Name, kinds, expr) void Name(const Tensor& in, const Tensor& out, Context* ctx);
+#define SINGA_BINARY(Name, kinds, expr) \
+  void Name(const Tensor& a, const Tensor& b, const Tensor& out, Context* ctx);
+#include "singa/ops/elementwise.def"
+#undef SINGA_UNARY
+#undef SINGA_BINARY
+}  // namespace elem_avx512
+
+#ifdef SINGA_ELEM_AVX512
+#define SINGA_UNARY(Name, kinds, expr)                                                   \
+  void elem_avx512::Name(const Tensor& in, const Tensor& out, Context* ctx) {            \
+    UnaryKernel<fn::Name##Op, k##kinds>(in, out, ctx);                                   \
+  }
+#define SINGA_BINARY(Name, kinds, expr)                                                  \
+  void elem_avx512::Name(const Tensor& a, const Tensor& b, const Tensor& out, Context* ctx) { \
+    BinaryKernel<fn::Name##Op, k##kinds>(a, b, out, ctx);                                \
+  }
+#include "singa/ops/elementwise.def"
+#undef SINGA_UNARY
+#undef SINGA_BINARY
+#else
+#if SINGA_ELEM_HAS_AVX512
+namespace {
+// AVX-512F/BW/DQ/VL: x86-64-v4's set (SINGA_CPU_FEATURES_MASK=avx512f forces the baseline).
+bool Avx512() {
+  static const bool has = CpuHas("avx512f") && CpuHas("avx512bw") && CpuHas("avx512dq") &&
+                          CpuHas("avx512vl");
+  return has;
+}
+template <typename Op, bool kAllowInt, void (*kWide)(const Tensor&, const Tensor&, Context*)>
+void UnaryOf(const Tensor& in, const Tensor& out, Context* ctx) {
+  if (Avx512()) return kWide(in, out, ctx);
+  UnaryKernel<Op, kAllowInt>(in, out, ctx);
+}
+template <typename Op, bool kAllowInt,
+          void (*kWide)(const Tensor&, const Tensor&, const Tensor&, Context*)>
+void BinaryOf(const Tensor& a, const Tensor& b, const Tensor& out, Context* ctx) {
+  if (Avx512()) return kWide(a, b, out, ctx);
+  BinaryKernel<Op, kAllowInt>(a, b, out, ctx);
+}
+}  // namespace
+#endif
+
 // oneDNN's eltwise primitives would not beat these loops on the shapes we run: a oneDNN device
 // runs them too (its default fallback, singa/core/kernel.h).
+#if SINGA_ELEM_HAS_AVX512
+#define SINGA_UNARY(Name, kinds, expr) \
+  SINGA_REGISTER_KERNEL(Name, kCpuRef, (&UnaryOf<fn::Name##Op, k##kinds, &elem_avx512::Name>));
+#define SINGA_BINARY(Name, kinds, expr) \
+  SINGA_REGISTER_KERNEL(Name, kCpuRef, (&BinaryOf<fn::Name##Op, k##kinds, &elem_avx512::Name>));
+#else
 #define SINGA_UNARY(Name, kinds, expr) \
   SINGA_REGISTER_KERNEL(Name, kCpuRef, (&UnaryKernel<fn::Name##Op, k##kinds>));
 #define SINGA_BINARY(Name, kinds, expr) \
   SINGA_REGISTER_KERNEL(Name, kCpuRef, (&BinaryKernel<fn::Name##Op, k##kinds>));
+#endif
 #include "singa/ops/elementwise.def"
 #undef SINGA_UNARY
 #undef SINGA_BINARY
 SINGA_REGISTER_KERNEL(Clamp, kCpuRef, &Clamp);
 SINGA_REGISTER_KERNEL(MaskedFill, kCpuRef, &MaskedFill);
+#endif  // SINGA_ELEM_AVX512
 
 }  // namespace cpu
 }  // namespace singa
 
-// The schema's activations (schema/activations.py) on the loops above.
+#ifndef SINGA_ELEM_AVX512
+// The schema's activations (schema/activations.py) on the loops above (baseline copy only).
 #include "activation_cpu.inc"
+#endif
