@@ -4,7 +4,8 @@
 //
 // elementwise_avx512.cc compiles this file a second time with SINGA_ELEM_AVX512 (GCC on x86-64):
 // the loops defined below then become AVX-512 code (16 floats a step where the library's
-// x86-64-v2 baseline has 4), and each registered kernel runs that copy on a CPU with AVX-512.
+// x86-64-v2 baseline has 4), and the kernels of the rows that gain from it (kWideRow) run that
+// copy on a CPU with AVX-512.
 // Both copies are built with -ffp-contract=off (CMakeLists.txt): the baseline has no FMA, so
 // the wide copy contracts nothing either and computes the same bits.
 #include <cstdint>
@@ -128,7 +129,21 @@ void MaskedFill(const Tensor& x, const Tensor& mask, float value, const Tensor& 
 
 }  // namespace
 
-// The table's kernels of the AVX-512 copy, one per row (defined by elementwise_avx512.cc).
+// The rows the AVX-512 copy runs: those whose expression is the vectorisable math of
+// elementwise_functors.h (vec::Exp, Phi, Tanh), 3x faster there (benchmarks/bench_elementwise.py).
+// The others gain nothing: memory-bound rows (Add, ReLU, Maximum...) measured 0.85-1.0x the
+// baseline with 2 threads on an AMD EPYC, and libm's calls (tanh, fmod, pow) do not vectorise.
+template <typename Op>
+constexpr bool kWideRow = false;
+template <> constexpr bool kWideRow<fn::ExpOp> = true;
+template <> constexpr bool kWideRow<fn::SigmoidOp> = true;
+template <> constexpr bool kWideRow<fn::GELUOp> = true;
+template <> constexpr bool kWideRow<fn::GELUTanhOp> = true;
+template <> constexpr bool kWideRow<fn::GELUBackwardOp> = true;
+template <> constexpr bool kWideRow<fn::GELUTanhBackwardOp> = true;
+
+// The table's kernels of the AVX-512 copy, one per row (defined by elementwise_avx512.cc; empty
+// for the rows that are not kWideRow, which never call them).
 namespace elem_avx512 {
 #define SINGA_UNARY(Name, kinds, expr) void Name(const Tensor& in, const Tensor& out, Context* ctx);
 #define SINGA_BINARY(Name, kinds, expr) \
@@ -141,11 +156,11 @@ namespace elem_avx512 {
 #ifdef SINGA_ELEM_AVX512
 #define SINGA_UNARY(Name, kinds, expr)                                                   \
   void elem_avx512::Name(const Tensor& in, const Tensor& out, Context* ctx) {            \
-    UnaryKernel<fn::Name##Op, k##kinds>(in, out, ctx);                                   \
+    if constexpr (kWideRow<fn::Name##Op>) UnaryKernel<fn::Name##Op, k##kinds>(in, out, ctx); \
   }
 #define SINGA_BINARY(Name, kinds, expr)                                                  \
   void elem_avx512::Name(const Tensor& a, const Tensor& b, const Tensor& out, Context* ctx) { \
-    BinaryKernel<fn::Name##Op, k##kinds>(a, b, out, ctx);                                \
+    if constexpr (kWideRow<fn::Name##Op>) BinaryKernel<fn::Name##Op, k##kinds>(a, b, out, ctx); \
   }
 #include "singa/ops/elementwise.def"
 #undef SINGA_UNARY
@@ -161,13 +176,15 @@ bool Avx512() {
 }
 template <typename Op, bool kAllowInt, void (*kWide)(const Tensor&, const Tensor&, Context*)>
 void UnaryOf(const Tensor& in, const Tensor& out, Context* ctx) {
-  if (Avx512()) return kWide(in, out, ctx);
+  if constexpr (kWideRow<Op>)
+    if (Avx512()) return kWide(in, out, ctx);
   UnaryKernel<Op, kAllowInt>(in, out, ctx);
 }
 template <typename Op, bool kAllowInt,
           void (*kWide)(const Tensor&, const Tensor&, const Tensor&, Context*)>
 void BinaryOf(const Tensor& a, const Tensor& b, const Tensor& out, Context* ctx) {
-  if (Avx512()) return kWide(a, b, out, ctx);
+  if constexpr (kWideRow<Op>)
+    if (Avx512()) return kWide(a, b, out, ctx);
   BinaryKernel<Op, kAllowInt>(a, b, out, ctx);
 }
 }  // namespace
