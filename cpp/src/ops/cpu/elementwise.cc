@@ -137,6 +137,7 @@ template <typename Op>
 constexpr bool kWideRow = false;
 template <> constexpr bool kWideRow<fn::ExpOp> = true;
 template <> constexpr bool kWideRow<fn::SigmoidOp> = true;
+template <> constexpr bool kWideRow<fn::TanhOp> = true;
 template <> constexpr bool kWideRow<fn::GELUOp> = true;
 template <> constexpr bool kWideRow<fn::GELUTanhOp> = true;
 template <> constexpr bool kWideRow<fn::GELUBackwardOp> = true;
