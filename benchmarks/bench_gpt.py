@@ -17,8 +17,9 @@ torch.compile's compiles). For graph mode Plan(MB) is what singa's planner reser
 --profile adds singa's per-operation profile of one graph step (where the time goes).
 "OpenBLAS sgemm" runs the matrix products through OpenBLAS (device.set_gemm_backend), as all
 products ran before oneDNN's sgemm was chosen where OpenBLAS' kernels are older than the CPU;
-"unfused Adam" updates with the ~10 core ops per parameter that opt.Adam ran before its fused
-step (opt.Adam.fused = False); "before" is both.
+"bf16 AMP" is Model.compile(..., precision="bfloat16") beside PyTorch's torch.autocast("cpu",
+bfloat16) around the forward and loss; "unfused Adam" updates with the ~10 core ops per
+parameter that opt.Adam ran before its fused step (opt.Adam.fused = False); "before" is both.
 The workers run in the machine's default environment.
 """
 import argparse
@@ -36,7 +37,9 @@ MODES = [("graph", "singa graph, bfs"), ("graph-serial", "singa graph, serial"),
          ("graph-openblas", "singa graph, bfs, OpenBLAS sgemm"),
          ("graph-unfused", "singa graph, bfs, unfused Adam"),
          ("graph-before", "singa graph, bfs, OpenBLAS sgemm + unfused Adam"),
+         ("graph-bf16", "singa graph, bfs, bf16 AMP"),
          ("eager", "singa eager"), ("torch", "pytorch eager"),
+         ("torch-bf16", "pytorch eager, autocast bf16"),
          ("torch-compile", "pytorch torch.compile")]
 
 
@@ -67,58 +70,49 @@ def torch_gpt(cfg):
     return GPT()
 
 
-def worker(cfg):
-    import numpy as np
-    mode = cfg["mode"]
-    rng = np.random.default_rng(0)
-    shape = (cfg["batch"], cfg["seq"])
-    x = rng.integers(0, cfg["vocab"], shape).astype(np.int32)
-    y = rng.integers(0, cfg["vocab"], shape).astype(np.int32)
-    if mode.startswith("torch"):
-        import torch
-        torch.set_num_threads(os.cpu_count())
-        torch.manual_seed(0)
-        reset_peak()
-        base = rss_kb("VmRSS")
-        net = torch_gpt(cfg)
-        adam = torch.optim.Adam(net.parameters(), lr=1e-3)
-        lossf = torch.nn.CrossEntropyLoss()
-        tx, ty = torch.from_numpy(x).long(), torch.from_numpy(y).long().reshape(-1)
-        fwd = torch.compile(net) if mode == "torch-compile" else net
+def torch_trainer(mode, make_net, x, y):
+    """(step, resident KB at the start) of PyTorch training make_net() with Adam (lr 1e-3) on
+    int32 tokens x -> labels y: eager, torch.compile ("torch-compile") or autocast bf16 ("-bf16"
+    modes). make_net runs after the peak-memory reset, as singa's model is built."""
+    import torch
+    torch.set_num_threads(os.cpu_count())
+    torch.manual_seed(0)
+    reset_peak()
+    base = rss_kb("VmRSS")
+    net = make_net()
+    adam = torch.optim.Adam(net.parameters(), lr=1e-3)
+    lossf = torch.nn.CrossEntropyLoss()
+    tx, ty = torch.from_numpy(x).long(), torch.from_numpy(y).long().reshape(-1)
+    fwd = torch.compile(net) if mode == "torch-compile" else net
+    amp = mode.endswith("-bf16")
 
-        def step():
-            adam.zero_grad()
+    def step():
+        adam.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
             loss = lossf(fwd(tx), ty)
-            loss.backward()
-            adam.step()
-            return loss
-    else:
-        import gpt
-        from singa import device, opt, tensor
-        dev = device.get_default_device()
-        dev.SetRandSeed(0)
-        if mode.endswith(("-openblas", "-before")):  # the products' library before oneDNN's
-            device.set_gemm_backend("openblas")
-        adam = opt.Adam(lr=1e-3)
-        adam.fused = not mode.endswith(("-unfused", "-before"))  # Adam as ~10 ops per tensor
-        reset_peak()
-        base = rss_kb("VmRSS")
-        net = gpt.GPT(cfg["vocab"], cfg["seq"], cfg["d_model"], cfg["heads"], cfg["layers"])
-        net.set_optimizer(adam)
-        tx, ty = tensor.from_numpy(x, dev), tensor.from_numpy(y, dev)
-        net.compile([tx], is_train=True, use_graph=mode.startswith("graph"),
-                    sequential=mode == "graph-serial")
+        loss.backward()
+        adam.step()
+        return loss
 
-        def step():
-            return net(tx, ty)[1]
+    return step, base
+
+
+def time_and_report(cfg, step, base, dev=None):
+    """Runs cfg's warm-up and timed steps and prints the worker's RESULT line: time, peak memory
+    above `base` and, for a singa graph (dev given), its plan and (cfg["profile"]) one step's
+    per-operation profile."""
     for _ in range(cfg["warmup"]):
         step()
     t0 = time.perf_counter()
     for _ in range(cfg["iters"]):
         loss = step()
-    float(loss) if mode.startswith("torch") else float(tensor.to_numpy(loss).reshape(-1)[0])
+    if dev is None:
+        loss.item()  # the last step has finished
+    else:
+        from singa import tensor
+        tensor.to_numpy(loss)
     out = {"time": time.perf_counter() - t0, "mem_mb": (rss_kb("VmHWM") - base) / 1024.0}
-    if mode.startswith("graph"):
+    if dev is not None and cfg["mode"].startswith("graph"):
         plan = dev.graph_memory_plan()
         out.update(lb_mb=(plan["persistent_bytes"] + plan["lower_bound_bytes"]) / 2**20,
                    plan_mb=(plan["persistent_bytes"] + plan["arena_bytes"]) / 2**20)
@@ -128,6 +122,35 @@ def worker(cfg):
             step()
             out["profile"] = dev.GetTimeProfiling()
     print("RESULT " + json.dumps(out))
+
+
+def worker(cfg):
+    import numpy as np
+    mode = cfg["mode"]
+    rng = np.random.default_rng(0)
+    shape = (cfg["batch"], cfg["seq"])
+    x = rng.integers(0, cfg["vocab"], shape).astype(np.int32)
+    y = rng.integers(0, cfg["vocab"], shape).astype(np.int32)
+    if mode.startswith("torch"):
+        step, base = torch_trainer(mode, lambda: torch_gpt(cfg), x, y)
+        return time_and_report(cfg, step, base)
+    import gpt
+    from singa import device, opt, tensor
+    dev = device.get_default_device()
+    dev.SetRandSeed(0)
+    if mode.endswith(("-openblas", "-before")):  # the products' library before oneDNN's
+        device.set_gemm_backend("openblas")
+    adam = opt.Adam(lr=1e-3)
+    adam.fused = not mode.endswith(("-unfused", "-before"))  # Adam as ~10 ops per tensor
+    reset_peak()
+    base = rss_kb("VmRSS")
+    net = gpt.GPT(cfg["vocab"], cfg["seq"], cfg["d_model"], cfg["heads"], cfg["layers"])
+    net.set_optimizer(adam)
+    tx, ty = tensor.from_numpy(x, dev), tensor.from_numpy(y, dev)
+    net.compile([tx], is_train=True, use_graph=mode.startswith("graph"),
+                sequential=mode == "graph-serial",
+                precision="bfloat16" if mode.endswith("-bf16") else "float32")
+    time_and_report(cfg, lambda: net(tx, ty)[1], base, dev)
 
 
 def cpu_model():
@@ -143,13 +166,13 @@ def cpu_model():
     return "%s (%s)" % (name, " ".join(isa) or "no AVX2")
 
 
-def print_profile(text, top):
+def print_profile(text, top, label):
     rows = []
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 4 and parts[3].endswith("%") and parts[1].isdigit():
             rows.append(parts)
-    print("\nsinga graph, one step, per operation (synchronised after each):\n")
+    print("\n%s, one step, per operation (synchronised after each):\n" % label)
     print("| operation | calls/step | ms/step | share |\n|---|---:|---:|---:|")
     for name, calls, ms, share in rows[:top]:
         print("| %s | %s | %.1f | %s |" % (name, calls, float(ms), share))
@@ -192,7 +215,8 @@ def main():
             cfg = {"mode": mode, "layers": args.layers, "d_model": args.d_model,
                    "heads": args.heads, "seq": args.seq, "batch": args.batch,
                    "vocab": args.vocab, "iters": args.iters, "warmup": args.warmup,
-                   "timeout": args.timeout, "profile": args.profile and mode == "graph"}
+                   "timeout": args.timeout,
+                   "profile": args.profile and mode in ("graph", "graph-bf16")}
             r = run_one(cfg, dict(os.environ), __file__)
             if r is not None and (rows[mode] is None or r["time"] < rows[mode]["time"]):
                 rows[mode] = r
@@ -215,8 +239,9 @@ def main():
             "%.2fx" % (pt["time"] / r["time"]) if pt else "",
             "%.2fx" % (r["mem_mb"] / pt["mem_mb"]) if pt and pt["mem_mb"] > 0 else ""),
             flush=True)
-    if rows.get("graph") and "profile" in rows["graph"]:
-        print_profile(rows["graph"]["profile"], args.top)
+    for mode in ("graph", "graph-bf16"):
+        if rows.get(mode) and "profile" in rows[mode]:
+            print_profile(rows[mode]["profile"], args.top, dict(MODES)[mode])
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ cython/singa/_wrap_NAME.pyx and cimporting what it builds on (CuPy's layout): _w
 _wrap_tensor (the Device and Tensor classes, declared in their .pxd files for the others),
 _wrap_dlpack, _wrap_ops (reductions, BLAS, shape, random, optimizer updates), _wrap_elementwise
 (generated from cpp/include/singa/ops/elementwise.def), _wrap_activations (generated from
-schema/activations.py), _wrap_nn, _wrap_transformer, _wrap_attention, _wrap_kernels (the kernel
-registry, the GEMM library) and _wrap_dist (collectives). The errors are plain Python classes
+schema/activations.py), _wrap_nn, _wrap_transformer, _wrap_attention, _wrap_rnn (the LSTM layer),
+_wrap_kernels (the kernel registry, the GEMM library) and _wrap_dist (collectives). The errors are plain Python classes
 (_wrap_errors). Use the names from here: which module holds a name is not part of the API.
 """
 from singa._wrap_errors import *  # noqa: F401,F403
@@ -26,5 +26,6 @@ from singa._wrap_activations import *  # noqa: F401,F403
 from singa._wrap_nn import *  # noqa: F401,F403
 from singa._wrap_transformer import *  # noqa: F401,F403
 from singa._wrap_attention import *  # noqa: F401,F403
+from singa._wrap_rnn import *  # noqa: F401,F403
 from singa._wrap_kernels import *  # noqa: F401,F403
 from singa._wrap_dist import *  # noqa: F401,F403

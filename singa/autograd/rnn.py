@@ -77,41 +77,110 @@ def cell_step(mode, x, h, c, weights, gx=None):
     raise ValueError("rnn: mode must be 0 (relu), 1 (tanh), 2 (lstm) or 3 (gru), got %r" % mode)
 
 
+# ---- one LSTM layer as one op ---------------------------------------------------------------
+class _LSTMLayer(base.Operator):
+    """One LSTM layer in one direction over a whole sequence, as one op each way
+    (singa/ops/rnn.h): inputs gx (T, N, 4H), every step's input projection x_t w_ih + b_ih,
+    h0 and c0 (N, H), w_hh (H, 4H) and optionally b_hh (4H,) (gates in cuDNN's order); outputs
+    hs (T, N, H), the final h and c (N, H). ``reverse``: the steps run T-1 .. 0.
+
+    run_sequence uses it for LSTMs (``_LSTMLayer.enabled``; False: the composed cells, which
+    stay the reference): a step is one product and one pass over the gates instead of ~14 ops
+    (~30 backward), and dW_hh is one product over all steps."""
+
+    enabled = True
+
+    def __init__(self, reverse=False):
+        super(_LSTMLayer, self).__init__()
+        self.reverse = bool(reverse)
+
+    def forward(self, gx, h0, c0, w_hh, b_hh=None):
+        hs, cs, gates = singa.LSTMForward(gx, h0, c0, w_hh, b_hh, self.reverse)
+        last = 0 if self.reverse else gx.shape()[0] - 1
+        state = list(h0.shape())
+        h_t = singa.Reshape(singa.SliceOn(hs, last, last + 1, 0), state)
+        c_t = singa.Reshape(singa.SliceOn(cs, last, last + 1, 0), state)
+        self.saved = (gates, hs, cs, h0, c0, w_hh)
+        self.has_bias = b_hh is not None
+        return hs, h_t, c_t
+
+    def backward(self, dhs, dh_t, dc_t):
+        gates, hs, cs, h0, c0, w_hh = self.saved
+        dgx, dh0, dc0, dw, db = singa.LSTMBackward(dhs, dh_t, dc_t, gates, hs, cs, h0, c0, w_hh,
+                                                   self.has_bias, self.reverse)
+        return (dgx, dh0, dc0, dw) + ((db,) if self.has_bias else ())
+
+
+def _fused_lstm(mode, masks, x):
+    """Whether run_sequence runs an LSTM layer as one _LSTMLayer: float32, no seq_lengths."""
+    return (mode == 2 and masks is None and _LSTMLayer.enabled
+            and x.data.data_type() == singa.kFloat32)
+
+
+def _lstm_layer(joined, steps, batch, h, c, w, reverse):
+    """hs (T, N, H), h_T, c_T of one direction, from the (T * N, input) layer input."""
+    gx = reshape(_project(joined, w.w_ih, w.b_ih), [steps, batch, -1])
+    ins = (gx, h, c, w.w_hh) + ((w.b_hh,) if w.b_hh is not None else ())
+    return _LSTMLayer(reverse)(*ins)
+
+
 # ---- a whole sequence ----------------------------------------------------------------------
+def _joined(seq):
+    """(T * N, F) from a list of T (N, F) Tensors or a (T, N, F) Tensor."""
+    if isinstance(seq, Tensor):
+        return reshape(seq, [seq.shape[0] * seq.shape[1], seq.shape[2]])
+    return cat(list(seq), 0) if len(seq) > 1 else seq[0]
+
+
+def _step_list(seq):
+    """The per-step (N, F) Tensors of a list or of a (T, N, F) Tensor."""
+    return unstack(seq, 0) if isinstance(seq, Tensor) else list(seq)
+
+
 def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropout=0.0,
-                 masks=None):
+                 masks=None, as_tensor=False):
     """Runs a stacked, optionally bidirectional RNN over a sequence.
 
     Args:
-        xs: a list of (batch, input) Tensors, one per step.
+        xs: a list of (batch, input) Tensors, one per step, or one (seq, batch, input) Tensor.
         h0s, c0s: lists of (batch, hidden) Tensors, one per pseudo-layer (c0s None unless
             mode is 2, LSTM).
         weights: a list of CellWeights, one per pseudo-layer.
         dropout: drop probability on the inputs of layers 1.. (active only while training).
         masks: None, or a list of (batch, 1) 0/1 Tensors, one per step (1 while the step is
             within that sequence's length).
+        as_tensor: return the outputs as one (seq, batch, directions * hidden) Tensor.
     Returns:
-        (ys, hs, cs): ys a list of (batch, directions * hidden) Tensors per step; hs and cs the
-        final states per pseudo-layer (cs None unless LSTM).
+        (ys, hs, cs): ys a list of (batch, directions * hidden) Tensors per step (or one Tensor,
+        as_tensor); hs and cs the final states per pseudo-layer (cs None unless LSTM).
+
+    An LSTM layer without masks runs as one _LSTMLayer op per direction; the others step through
+    cell_step's operators.
     """
-    steps = len(xs)
+    steps = len(xs) if not isinstance(xs, Tensor) else xs.shape[0]
     hs, cs = [], [] if mode == 2 else None
-    inputs = list(xs)
+    inputs = xs
     for layer in range(num_layers):
-        if layer > 0 and dropout and _state.training:
-            inputs = [_dropout(x, ratio=dropout) for x in inputs]
-        outs = []
         # the input projections of all steps at once: one (steps * batch, input) product
-        batch = inputs[0].shape[0]
-        joined = cat(inputs, 0) if steps > 1 else inputs[0]
+        joined = _joined(inputs)
+        batch = joined.shape[0] // steps
+        if layer > 0 and dropout and _state.training:
+            joined = _dropout(joined, ratio=dropout)
+        outs = []
         for d in range(num_directions):
             p = layer * num_directions + d
+            h, c = h0s[p], (c0s[p] if mode == 2 else None)
+            if _fused_lstm(mode, masks, joined) and h.shape[0] == batch:  # (not broadcasting)
+                ys, h, c = _lstm_layer(joined, steps, batch, h, c, weights[p], d == 1)
+                hs.append(h)
+                cs.append(c)
+                outs.append(ys)
+                continue
             gxs = _project(joined, weights[p].w_ih, weights[p].b_ih)
             gxs = split(gxs, 0, [batch] * steps) if steps > 1 else (gxs,)
-            h, c = h0s[p], (c0s[p] if mode == 2 else None)
             ys = [None] * steps
             for t in (range(steps) if d == 0 else reversed(range(steps))):
-                hn, cn = cell_step(mode, inputs[t], h, c, weights[p], gxs[t])
+                hn, cn = cell_step(mode, None, h, c, weights[p], gxs[t])
                 if masks is None:
                     ys[t], h, c = hn, hn, cn
                 else:  # past a sequence's end: output 0, state carried unchanged
@@ -123,8 +192,15 @@ def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropou
             if cs is not None:
                 cs.append(c)
             outs.append(ys)
-        inputs = outs[0] if num_directions == 1 else [cat(list(y), 1) for y in zip(*outs)]
-    return inputs, hs, cs
+        if num_directions == 1:
+            inputs = outs[0]
+        elif all(isinstance(o, Tensor) for o in outs):
+            inputs = cat(outs, 2)
+        else:
+            inputs = [cat(list(y), 1) for y in zip(*(_step_list(o) for o in outs))]
+    if as_tensor:
+        return (inputs if isinstance(inputs, Tensor) else stack(inputs, 0)), hs, cs
+    return _step_list(inputs), hs, cs
 
 
 def unstack(x, axis=0):
@@ -228,9 +304,10 @@ def fused_rnn(handle, x, hx, cx, w, seq_lengths=None):
     masks = step_masks(seq_lengths, steps, batch) if seq_lengths is not None else None
     h0s = unstack(hx, 0)
     c0s = unstack(cx, 0) if handle.mode == 2 else None
-    ys, hs, cs = run_sequence(handle.mode, unstack(x, 0), h0s, c0s, handle.cell_weights(w),
-                              handle.num_layers, handle.num_directions, handle.dropout, masks)
-    return stack(ys, 0), stack(hs, 0), (stack(cs, 0) if cs is not None else None), masks
+    ys, hs, cs = run_sequence(handle.mode, x, h0s, c0s, handle.cell_weights(w),
+                              handle.num_layers, handle.num_directions, handle.dropout, masks,
+                              as_tensor=True)
+    return ys, stack(hs, 0), (stack(cs, 0) if cs is not None else None), masks
 
 
 def _last_output(ys, masks):

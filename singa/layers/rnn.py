@@ -121,17 +121,19 @@ class RNN_Base(Layer):
 
     # ---- inputs and states -------------------------------------------------------------------
     def _steps(self, xs):
-        """(list of per-step (batch, input) Tensors, 3-d layout or None) from the input."""
+        """(the sequence: a list of per-step (batch, input) Tensors or a (seq, batch, input)
+        Tensor; 3-d layout or None; batch) from the input."""
         if isinstance(xs, Tensor):
             check_ndim(self, xs, 3, "(batch, seq, input)" if self.batch_first
                        else "(seq, batch, input)")
             check_dim(self, xs, 2, self.input_size, "features")
-            steps = _rnn.unstack(xs, 1 if self.batch_first else 0)
-            layout = "3d"
-        else:
-            steps, layout = list(xs), None
-            if not steps:
+            seq = autograd.transpose(xs, (1, 0, 2)) if self.batch_first else xs
+            if seq.shape[0] == 0:
                 raise shape_error(self, "the input sequence is empty")
+            return seq, "3d", seq.shape[1]
+        steps = list(xs)
+        if not steps:
+            raise shape_error(self, "the input sequence is empty")
         batch = None
         for x in steps:
             check_ndim(self, x, 2, "(batch, input_size) per step")
@@ -140,7 +142,7 @@ class RNN_Base(Layer):
             if x.shape[0] != batch:
                 raise StepShapeError("%s: every step needs a batch of %d, got shape %s"
                                      % (self._display_name(), batch, tuple(x.shape)))
-        return steps, layout, batch
+        return steps, None, batch
 
     def _states(self, state, batch, like, what):
         """(list of (batch, hidden) Tensors per pseudo-layer, rank given) from an initial state."""
@@ -162,22 +164,25 @@ class RNN_Base(Layer):
         return (_rnn.unstack(state, 0) if rank == 3 else [state]), rank
 
     def _run(self, xs, h0, c0=None):
-        steps, layout, batch = self._steps(xs)
+        seq, layout, batch = self._steps(xs)
         states = [s for s in (h0, c0) if isinstance(s, Tensor)]
-        self.device_check(*(steps + states + list(self.get_params().values())))
+        first = seq if isinstance(seq, Tensor) else seq[0]
+        self.device_check(*([first] + (seq if isinstance(seq, list) else []) + states
+                            + list(self.get_params().values())))
         wider = [s.shape[-2] for s in states if len(s.shape) in (2, 3) and s.shape[-2] > 1]
         if batch == 1 and wider:
             # SINGA adds x Wx and h Wh with broadcasting, so a batch-1 input meets states of a
             # larger batch (its char-rnn samples one character with the training batch's state);
             # the cells' sums broadcast too: only the states' batch is taken
             batch = wider[0]
-        h0s, rank = self._states(h0, batch, steps[0], "h0")
-        c0s = self._states(c0, batch, steps[0], "c0")[0] if self.mode == 2 else None
+        h0s, rank = self._states(h0, batch, first, "h0")
+        c0s = self._states(c0, batch, first, "c0")[0] if self.mode == 2 else None
         weights = [self._cell_weights(s) for s in self._suffixes()]
-        ys, hs, cs = _rnn.run_sequence(self.mode, steps, h0s, c0s, weights, self.num_layers,
-                                       self.num_directions, self.dropout)
-        if layout is not None:
-            ys = _rnn.stack(ys, 1 if self.batch_first else 0)
+        ys, hs, cs = _rnn.run_sequence(self.mode, seq, h0s, c0s, weights, self.num_layers,
+                                       self.num_directions, self.dropout,
+                                       as_tensor=layout is not None)
+        if layout is not None and self.batch_first:
+            ys = autograd.transpose(ys, (1, 0, 2))
 
         def final(states):
             return states[0] if rank == 2 else _rnn.stack(states, 0)

@@ -19,6 +19,7 @@ from .. import tensor
 from ..autograd import base as _ag_base
 from . import names, schema_map
 from .errors import SonnxError
+from .frontend_rnn import RnnExports
 from .frontend_tensor import TensorExports
 from .frontend_transformer import TransformerExports, check_opset
 
@@ -42,7 +43,7 @@ def _np(ct):
     return singa.to_numpy(ct)
 
 
-class _Exporter(TensorExports, TransformerExports):
+class _Exporter(TensorExports, TransformerExports, RnnExports):
     """One export: names, nodes and initializers gathered while walking the trace."""
 
     def __init__(self, inputs, outputs, opset=EXPORT_OPSET):

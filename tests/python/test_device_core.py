@@ -177,6 +177,24 @@ def test_print_time_profiling_on_prints_the_table(capfd):
     dev.ResetGraph()
 
 
+def test_profile_switched_on_after_warmup_counts_only_timed_replays(capfd):
+    # The per-iteration times divide by the replays that were timed: a profile switched on
+    # after three untimed replays and measured over two says 2, not 5.
+    dev = device.create_cpu_device(7)
+    x = sw.from_numpy(np.ones((8, 8), np.float32), dev)
+    dev.EnableGraph(True)
+    sw.Mult(x, x)
+    dev.EnableGraph(False)
+    for _ in range(3):
+        dev.RunGraph()
+    dev.SetSkipIteration(0)
+    dev.SetVerbosity(1)
+    dev.RunGraph()
+    dev.RunGraph()
+    assert "2 iterations measured" in dev.GetTimeProfiling()
+    dev.ResetGraph()
+
+
 # ---- a dropped device does not keep its graph -------------------------------------------------
 def _rss_mib():
     with open("/proc/self/statm") as f:

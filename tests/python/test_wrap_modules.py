@@ -86,6 +86,9 @@ CPP_ERRORS = [
     ("_wrap_transformer", lambda: sw.CumSum(sw.Tensor((2, 3)), 5), sw.AxisError),
     ("_wrap_attention", lambda: sw.ScaledDotProductAttention(
         sw.Tensor((2, 3)), sw.Tensor((2, 4)), sw.Tensor((2, 3))), sw.ShapeError),
+    ("_wrap_rnn", lambda: sw.LSTMForward(sw.Tensor((2, 3, 8)), sw.Tensor((3, 2)),
+                                         sw.Tensor((3, 2)), sw.Tensor((4, 8)), None),
+     sw.ShapeError),
     ("_wrap_kernels", lambda: sw.set_gemm_backend("bogus"), sw.ArgumentError),
     ("_wrap_dlpack", lambda: sw.from_dlpack(np.zeros(3, np.float64)), sw.DTypeError),
     ("_wrap_dist", _bad_wait, sw.ArgumentError),

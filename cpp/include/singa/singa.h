@@ -40,5 +40,6 @@
 #include "singa/ops/optim.h"
 #include "singa/ops/random.h"
 #include "singa/ops/reduce.h"
+#include "singa/ops/rnn.h"
 #include "singa/ops/shape.h"
 #include "singa/ops/transformer.h"

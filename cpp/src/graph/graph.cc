@@ -80,6 +80,7 @@ void Graph::Reset() {
   plan_ = GraphMemoryPlan{};
   built_ = false;
   iterations_ = 0;
+  profiled_runs_ = 0;
   timed_runs_ = 0;
   timing_ = replan_ = false;
   applied_dropped_.clear();
@@ -687,6 +688,9 @@ void Graph::Run(bool sequential) {
     replan_ = true;
     built_ = false;
   }
+  // The profile's divisor: the replays that were timed, not every replay since the build (a
+  // profile switched on after warm-up replays was divided by all of them).
+  if (profiling_ && iterations_ >= device_->skip_iteration()) ++profiled_runs_;
   ++runs_since_build_;
   ++iterations_;
 }
@@ -747,7 +751,7 @@ std::string Graph::ToDot() const {
 
 std::string Graph::TimeProfile(int skip) const {
   std::ostringstream os;
-  const int runs = std::max(0, iterations_ - skip);
+  const int runs = profiled_runs_;
   os << "Time profiling: " << nodes_.size() << " operations, " << runs
      << " iterations measured (after skipping " << skip << ")\n";
   if (runs == 0) return os.str();

@@ -297,6 +297,7 @@ class Graph {
   std::unordered_map<Block*, Block*> aliases_;  ///< fused link's output -> its producer's block
   bool profiling_ = false;
   int iterations_ = 0;
+  int profiled_runs_ = 0;  // replays timed for the profile (TimeProfile's divisor)
   int runs_since_build_ = 0;
   bool captured_ = false;
   bool ops_capturable_ = false;  ///< no random op, no collective (set by Build)

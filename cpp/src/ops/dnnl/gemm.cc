@@ -11,13 +11,13 @@
 #include "../gemm_batch.h"
 #include "../kernel_slots.h"
 #include "singa/ops/gemm_backend.h"
+#include "sgemm.h"
 
 namespace singa {
 namespace dnnl_kernel {
-namespace {
 
-// Row-major C = alpha op(A) op(B) + beta C. dnnl_sgemm leaves C untouched when k == 0, where
-// BLAS scales it by beta (zeroes it for beta == 0), so that case is done here.
+// dnnl_sgemm leaves C untouched when k == 0, where BLAS scales it by beta (zeroes it for
+// beta == 0), so that case is done here.
 int Sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
   if (k == 0) {
@@ -39,6 +39,8 @@ void CheckStatus(int status, const char* op, int m, int n, int k) {
               op << ": oneDNN's sgemm failed (status " << status << ") for (" << m << " x " << k
                  << ") x (" << k << " x " << n << ")");
 }
+
+namespace {
 
 void Gemm(const GemmArgs& g, Context* ctx) {
   if (SelectedGemmLib() != GemmLib::kDnnl) {

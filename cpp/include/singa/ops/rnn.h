@@ -1,0 +1,41 @@
+// singa/ops/rnn.h: one LSTM layer in one direction over a whole sequence, as one op each way.
+//
+//   // gx: the input projections of every step, x_t W_ih + b_ih, computed beforehand as one
+//   // (T * N, I) x (I, 4H) product; gates in cuDNN's order i, f, g, o
+//   auto f = singa::LSTMForward(gx, h0, c0, w_hh, b_hh, /*reverse=*/false);  // {hs, cs, gates}
+//   auto g = singa::LSTMBackward(dhs, dhT, dcT, f[2], f[0], f[1], h0, c0, w_hh, false);
+//   // g: {dgx, dh0, dc0, dw_hh, db_hh}; dgx is also the gradient of b_ih (summed) and, through
+//   // the projection, of x and W_ih (two (T * N)-row products, outside this op)
+//
+// Why an op: composed from core ops, a step is ~14 ops forward and ~30 backward, and the weight
+// gradient dW_hh is T small products of (H, N) x (N, 4H) added up. Here each step is one
+// product and one pass over the gates, and dW_hh is one (H, T * N) x (T * N, 4H) product
+// (PyTorch's oneDNN LSTM batches it the same way). layer.LSTM, layer.CudnnRNN and autograd's
+// _RNN run through it (singa/autograd/rnn.py); the composed cell stays the reference.
+//
+// Shapes: gx (T, N, 4H), h0 and c0 (N, H), w_hh (H, 4H), b_hh (4H,) or an empty Tensor(); all
+// float32 on one device, T >= 1. reverse: the steps run T-1 .. 0 (a bidirectional layer's
+// backward direction); hs[t] is always the state after step t.
+#pragma once
+
+#include <vector>
+
+#include "singa/core/tensor.h"
+
+namespace singa {
+
+/// c_t = f * c_{t-1} + i * g, h_t = o * tanh(c_t) with (i, f, g, o) = (sigmoid, sigmoid, tanh,
+/// sigmoid) of gx_t + h_{t-1} w_hh + b_hh. Returns {hs, cs, gates}: hs and cs (T, N, H), the
+/// states after every step; gates (T, N, 4H), the activated i, f, g, o (kept for the backward).
+std::vector<Tensor> LSTMForward(const Tensor& gx, const Tensor& h0, const Tensor& c0,
+                                const Tensor& w_hh, const Tensor& b_hh, bool reverse);
+
+/// The gradients of LSTMForward from dhs (T, N, H) (every step's output h) and the final
+/// states' dhT, dcT (N, H; empty Tensor()s for zeros), given the forward's gates, hs and cs.
+/// Returns {dgx (T, N, 4H), dh0, dc0, dw_hh (H, 4H), db_hh (4H,), empty without b_hh}.
+std::vector<Tensor> LSTMBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& dcT,
+                                 const Tensor& gates, const Tensor& hs, const Tensor& cs,
+                                 const Tensor& h0, const Tensor& c0, const Tensor& w_hh,
+                                 bool has_bias, bool reverse);
+
+}  // namespace singa

@@ -1,0 +1,140 @@
+// The LSTM layer on the GPU (kCuda; front: ../rnn.cc, host kernels: ../cpu/rnn.cc, the same walk):
+// per step one cuBLAS product and one pointwise kernel (lstm::CellForward / CellBackward, the
+// host's functions compiled for the device), all on the device's stream; dW_hh as two products
+// over all steps and db_hh as column sums at the end.
+#include "../rnn_kernels.h"
+#include "cuda_kernels.cuh"
+
+namespace singa {
+namespace cuda {
+namespace {
+
+// Row-major C(m, n) = alpha op(A) op(B) + beta C through column-major cuBLAS (blas.cc's swap).
+void RowGemm(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, float alpha,
+             const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc,
+             const char* what) {
+  if (m == 0 || n == 0) return;
+  SINGA_CUBLAS_CHECK(cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc),
+                     what);
+}
+
+__global__ void AddBias(const float* x, const float* b, float* g, int64_t N, int64_t G) {
+  SINGA_GRID_STRIDE(i, N * G) { g[i] = b ? x[i] + b[i % G] : x[i]; }
+}
+
+__global__ void CellsForward(float* g, const float* c_prev, float* c, float* h, int64_t N,
+                             int64_t H) {
+  SINGA_GRID_STRIDE(i, N * H) {
+    float* gi = g + (i / H) * 4 * H + i % H;
+    const lstm::Cell r = lstm::CellForward(gi[0], gi[H], gi[2 * H], gi[3 * H], c_prev[i]);
+    gi[0] = r.i;
+    gi[H] = r.f;
+    gi[2 * H] = r.g;
+    gi[3 * H] = r.o;
+    c[i] = r.c;
+    h[i] = r.h;
+  }
+}
+
+__global__ void CellsBackward(const float* act, float* dg, const float* c, const float* c_prev,
+                              const float* dhs, const float* dh, float* dc, int64_t N,
+                              int64_t H) {
+  SINGA_GRID_STRIDE(i, N * H) {
+    const int64_t at = (i / H) * 4 * H + i % H;
+    const float* a = act + at;
+    const lstm::CellGrad r =
+        lstm::CellBackward(a[0], a[H], a[2 * H], a[3 * H], c[i], c_prev[i], dhs[i] + dh[i], dc[i]);
+    float* d = dg + at;
+    d[0] = r.di;
+    d[H] = r.df;
+    d[2 * H] = r.dg;
+    d[3 * H] = r.d_o;
+    dc[i] = r.dc_prev;
+  }
+}
+
+__global__ void ColumnSums(const float* x, float* out, int64_t rows, int64_t cols) {
+  SINGA_GRID_STRIDE(j, cols) {
+    float s = 0.f;
+    for (int64_t r = 0; r < rows; ++r) s += x[r * cols + j];
+    out[j] = s;
+  }
+}
+
+void LstmForward(const LstmArgs& a, Context* ctx) {
+  const int64_t N = a.N, H = a.H, G = 4 * H, T = a.T;
+  const cudaStream_t st = Stream(ctx);
+  const float *gx = DevPtr<const float>(a.gx), *w = DevPtr<const float>(a.w);
+  const float* b = a.b.empty() ? nullptr : DevPtr<const float>(a.b);
+  float *hs = MutDevPtr<float>(a.hs), *cs = MutDevPtr<float>(a.cs);
+  float* gates = MutDevPtr<float>(a.gates);
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = a.Step(s);
+    const float* hp = s == 0 ? DevPtr<const float>(a.h0) : hs + a.Step(s - 1) * N * H;
+    const float* cp = s == 0 ? DevPtr<const float>(a.c0) : cs + a.Step(s - 1) * N * H;
+    float* g = gates + t * N * G;
+    AddBias<<<Blocks(size_t(N * G)), kThreads, 0, st>>>(gx + t * N * G, b, g, N, G);
+    SINGA_CUDA_CHECK_LAUNCH("LSTMForward");
+    RowGemm(Cublas(ctx), false, false, int(N), int(G), int(H), 1.f, hp, int(H), w, int(G), 1.f, g,
+            int(G), "LSTMForward");
+    CellsForward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(g, cp, cs + t * N * H,
+                                                             hs + t * N * H, N, H);
+    SINGA_CUDA_CHECK_LAUNCH("LSTMForward");
+  }
+}
+
+void LstmBackward(const LstmArgs& a, Context* ctx) {
+  const int64_t N = a.N, H = a.H, G = 4 * H, T = a.T;
+  const cudaStream_t st = Stream(ctx);
+  const float *gates = DevPtr<const float>(a.gates), *hs = DevPtr<const float>(a.hs);
+  const float *cs = DevPtr<const float>(a.cs), *dhs = DevPtr<const float>(a.dhs);
+  const float *h0 = DevPtr<const float>(a.h0), *c0 = DevPtr<const float>(a.c0);
+  const float* w = DevPtr<const float>(a.w);
+  float *dgx = MutDevPtr<float>(a.dgx), *dh = MutDevPtr<float>(a.dh0);
+  float *dc = MutDevPtr<float>(a.dc0), *dw = MutDevPtr<float>(a.dw);
+  const size_t state = sizeof(float) * size_t(N * H);
+  if (a.dhT.empty())
+    SINGA_CUDA_CHECK(cudaMemsetAsync(dh, 0, state, st), "LSTMBackward");
+  else
+    SINGA_CUDA_CHECK(cudaMemcpyAsync(dh, DevPtr<const float>(a.dhT), state,
+                                     cudaMemcpyDeviceToDevice, st), "LSTMBackward");
+  if (a.dcT.empty())
+    SINGA_CUDA_CHECK(cudaMemsetAsync(dc, 0, state, st), "LSTMBackward");
+  else
+    SINGA_CUDA_CHECK(cudaMemcpyAsync(dc, DevPtr<const float>(a.dcT), state,
+                                     cudaMemcpyDeviceToDevice, st), "LSTMBackward");
+  for (int64_t p = T - 1; p >= 0; --p) {
+    const int64_t t = a.Step(p);
+    const float* cp = p == 0 ? c0 : cs + a.Step(p - 1) * N * H;
+    float* dg = dgx + t * N * G;
+    if (N > 0) {
+      CellsBackward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(
+          gates + t * N * G, dg, cs + t * N * H, cp, dhs + t * N * H, dh, dc, N, H);
+      SINGA_CUDA_CHECK_LAUNCH("LSTMBackward");
+    }
+    RowGemm(Cublas(ctx), false, true, int(N), int(H), int(G), 1.f, dg, int(G), w, int(G), 0.f, dh,
+            int(H), "LSTMBackward");
+  }
+  SINGA_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * size_t(H * G), st), "LSTMBackward");
+  if (N > 0) {
+    RowGemm(Cublas(ctx), true, false, int(H), int(G), int(N), 1.f, h0, int(H),
+            dgx + a.Step(0) * N * G, int(G), 1.f, dw, int(G), "LSTMBackward");
+    if (T > 1)
+      RowGemm(Cublas(ctx), true, false, int(H), int(G), int((T - 1) * N), 1.f,
+              a.reverse ? hs + N * H : hs, int(H), a.reverse ? dgx : dgx + N * G, int(G), 1.f,
+              dw, int(G), "LSTMBackward");
+  }
+  if (!a.db.empty()) {
+    ColumnSums<<<Blocks(size_t(G)), kThreads, 0, st>>>(dgx, MutDevPtr<float>(a.db), T * N, G);
+    SINGA_CUDA_CHECK_LAUNCH("LSTMBackward");
+  }
+}
+
+}  // namespace
+}  // namespace cuda
+
+SINGA_REGISTER_KERNEL(LSTMForward, kCuda, &cuda::LstmForward);
+SINGA_REGISTER_KERNEL(LSTMBackward, kCuda, &cuda::LstmBackward);
+
+}  // namespace singa

@@ -1,0 +1,87 @@
+// rnn_kernels.h (private): the kernel slots of singa/ops/rnn.h and the LSTM cell's pointwise
+// math, shared by the front (rnn.cc) and the kernels (cpu/rnn.cc, dnnl/rnn.cc, cuda/rnn.cu).
+//
+//   SINGA_REGISTER_KERNEL(LSTMForward, kCpuRef, &LstmForward);   // cpu/rnn.cc
+//   auto* k = LSTMForwardKernel().For(*dev);  k(args, ctx);      // the front, inside Exec
+//
+// A kernel walks the steps itself: per step one product h_{t-1} w_hh (N, H) x (H, 4H) added to
+// the step's gates, then LstmCellForward on every (n, h); the backward's per step pass is
+// LstmCellBackward, then dh_{t-1} = dG_t w_hh^T; dW_hh and db_hh come at the end, from all
+// steps at once.
+#pragma once
+
+#include <cstdint>
+
+#include "kernel_slots.h"
+#include "singa/core/host_device.h"
+#include "singa/ops/elementwise_functors.h"
+
+namespace singa {
+
+/// The operands of one LSTM layer's forward or backward (singa/ops/rnn.h names them). Every
+/// tensor is contiguous float32; b / db and dhT / dcT may be empty (absent, zeros).
+struct LstmArgs {
+  Tensor gx, h0, c0, w, b;        // inputs of the forward
+  Tensor hs, cs, gates;           // outputs of the forward, inputs of the backward
+  Tensor dhs, dhT, dcT;           // incoming gradients
+  Tensor dgx, dh0, dc0, dw, db;   // outputs of the backward
+  int64_t T = 0, N = 0, H = 0;
+  bool reverse = false;
+  /// The step processed s-th (s = 0 .. T-1) and the one before it in processing order.
+  SINGA_HOST_DEVICE int64_t Step(int64_t s) const { return reverse ? T - 1 - s : s; }
+};
+SINGA_KERNEL_SLOT_DECL(LSTMForward, void(const LstmArgs& a, Context* ctx));
+SINGA_KERNEL_SLOT_DECL(LSTMBackward, void(const LstmArgs& a, Context* ctx));
+
+namespace cpu {
+/// Row-major C(m, n) = alpha op(A) op(B) + beta C on host pointers (leading dimensions given).
+using RowSgemm = void (*)(bool ta, bool tb, int m, int n, int k, float alpha, const float* a,
+                          int lda, const float* b, int ldb, float beta, float* c, int ldc);
+/// The host kernels' walk over the steps, with the products through `gemm` (cpu/rnn.cc):
+/// OpenBLAS for the reference backend, oneDNN's sgemm for the oneDNN one (dnnl/rnn.cc).
+void LstmForwardWith(const LstmArgs& a, RowSgemm gemm);
+void LstmBackwardWith(const LstmArgs& a, RowSgemm gemm);
+}  // namespace cpu
+
+namespace lstm {
+
+/// One cell (one n, one h) of a step: the activated gates, c_t and h_t.
+struct Cell {
+  float i, f, g, o, c, h;
+};
+/// From the pre-activations of gates i, f, g, o and c_{t-1}. Inlined into the host's loops over
+/// h, which vectorise (cpu/rnn.cc); the CUDA kernels call it per thread.
+SINGA_HOST_DEVICE SINGA_FN_INLINE Cell CellForward(float ai, float af, float ag, float ao,
+                                                   float c_prev) {
+  Cell r;
+  r.i = fn::SigmoidOf(ai);
+  r.f = fn::SigmoidOf(af);
+  r.g = fn::TanhOf(ag);
+  r.o = fn::SigmoidOf(ao);
+  r.c = r.f * c_prev + r.i * r.g;
+  r.h = r.o * fn::TanhOf(r.c);
+  return r;
+}
+
+/// The gradients of one cell: of the pre-activations of i, f, g, o and of c_{t-1}.
+struct CellGrad {
+  float di, df, dg, d_o, dc_prev;
+};
+/// From the activated gates, c_t and c_{t-1}, the gradient dh reaching h_t (the output's and
+/// the next step's) and dc reaching c_t from the next step.
+SINGA_HOST_DEVICE SINGA_FN_INLINE CellGrad CellBackward(float i, float f, float g, float o,
+                                                        float c, float c_prev, float dh,
+                                                        float dc) {
+  const float tc = fn::TanhOf(c);
+  const float dct = dc + dh * o * (1.f - tc * tc);
+  CellGrad r;
+  r.di = dct * g * i * (1.f - i);
+  r.df = dct * c_prev * f * (1.f - f);
+  r.dg = dct * i * (1.f - g * g);
+  r.d_o = dh * tc * o * (1.f - o);
+  r.dc_prev = dct * f;
+  return r;
+}
+
+}  // namespace lstm
+}  // namespace singa

@@ -1,0 +1,46 @@
+# cython: language_level=3, binding=True, embedsignature=True
+# distutils: language = c++
+# singa._wrap_rnn: one LSTM layer in one direction over a whole sequence, singa/ops/rnn.h.
+#
+#   hs, cs, gates = LSTMForward(gx, h0, c0, w_hh, b_hh, False)      # b_hh may be None
+#   dgx, dh0, dc0, dw_hh, db_hh = LSTMBackward(dhs, dhT, dcT, gates, hs, cs, h0, c0, w_hh,
+#                                              True, False)         # dhT, dcT may be None
+#
+# gx (T, N, 4H) holds every step's input projection x_t W_ih + b_ih (gates i, f, g, o).
+# autograd's LSTM path (singa/autograd/rnn.py, _LSTMLayer) is the differentiable op.
+from libcpp cimport bool
+from libcpp.vector cimport vector
+
+from csinga cimport *
+from singa._wrap_tensor cimport Tensor, wrap, opt_tensor
+
+register_error_classes()
+
+cdef extern from "singa/ops/rnn.h" namespace "singa":
+    vector[CTensor] c_LSTMForward "SINGA_NOGIL(singa::LSTMForward)"(
+        const CTensor& gx, const CTensor& h0, const CTensor& c0, const CTensor& w_hh,
+        const CTensor& b_hh, bool reverse) except +raise_py_error
+    vector[CTensor] c_LSTMBackward "SINGA_NOGIL(singa::LSTMBackward)"(
+        const CTensor& dhs, const CTensor& dhT, const CTensor& dcT, const CTensor& gates,
+        const CTensor& hs, const CTensor& cs, const CTensor& h0, const CTensor& c0,
+        const CTensor& w_hh, bool has_bias, bool reverse) except +raise_py_error
+
+
+def LSTMForward(Tensor gx not None, Tensor h0 not None, Tensor c0 not None,
+                Tensor w_hh not None, Tensor b_hh, bint reverse=False):
+    """(hs, cs, gates): the states after every step (T, N, H) and the activated gates
+    (T, N, 4H) of one LSTM layer run over gx (T, N, 4H)."""
+    cdef vector[CTensor] r = c_LSTMForward(gx.c, h0.c, c0.c, w_hh.c, opt_tensor(b_hh), reverse)
+    return wrap(r[0]), wrap(r[1]), wrap(r[2])
+
+
+def LSTMBackward(Tensor dhs not None, Tensor dhT, Tensor dcT, Tensor gates not None,
+                 Tensor hs not None, Tensor cs not None, Tensor h0 not None,
+                 Tensor c0 not None, Tensor w_hh not None, bint has_bias=True,
+                 bint reverse=False):
+    """(dgx, dh0, dc0, dw_hh, db_hh): LSTMForward's gradients (db_hh None unless has_bias)."""
+    cdef vector[CTensor] r = c_LSTMBackward(
+        dhs.c, opt_tensor(dhT), opt_tensor(dcT), gates.c, hs.c, cs.c, h0.c, c0.c, w_hh.c,
+        has_bias, reverse)
+    return (wrap(r[0]), wrap(r[1]), wrap(r[2]), wrap(r[3]),
+            wrap(r[4]) if has_bias else None)

@@ -1,0 +1,44 @@
+// The CUDA kernels of singa/ops/rnn.h (the LSTM layer) against the host's kernels, both
+// directions, with and without biases and incoming final-state gradients. Every test skips
+// where no GPU is usable (SINGA_REQUIRE_GPU).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gpu_test_util.h"
+#include "singa/ops/rnn.h"
+
+namespace singa {
+namespace {
+
+using singa_test::ExpectSameOnGpu;
+using singa_test::OnGpu;
+using singa_test::RandomTensor;
+
+TEST(CudaRnn, LstmForwardBackwardMatchTheHost) {
+  SINGA_REQUIRE_GPU();
+  const size_t T = 6, N = 5, H = 33, G = 4 * H;
+  for (bool reverse : {false, true})
+    for (bool bias : {true, false}) {
+      SCOPED_TRACE(std::string(reverse ? "reverse" : "forward") + (bias ? ", bias" : ""));
+      const Tensor gx = RandomTensor({T, N, G}, -2.f, 2.f, 61);
+      const Tensor h0 = RandomTensor({N, H}, -1.f, 1.f, 62);
+      const Tensor c0 = RandomTensor({N, H}, -1.f, 1.f, 63);
+      const Tensor w = RandomTensor({H, G}, -0.3f, 0.3f, 64);
+      const Tensor b = bias ? RandomTensor({G}, -0.5f, 0.5f, 65) : Tensor();
+      auto c = LSTMForward(gx, h0, c0, w, b, reverse);
+      auto g = LSTMForward(OnGpu(gx), OnGpu(h0), OnGpu(c0), OnGpu(w), bias ? OnGpu(b) : b,
+                           reverse);
+      for (int i = 0; i < 3; ++i) ExpectSameOnGpu(c[i], g[i], 1e-5f);
+      const Tensor dhs = RandomTensor({T, N, H}, -1.f, 1.f, 66);
+      const Tensor dhT = bias ? RandomTensor({N, H}, -1.f, 1.f, 67) : Tensor();
+      const Tensor dcT = RandomTensor({N, H}, -1.f, 1.f, 68);
+      auto cb = LSTMBackward(dhs, dhT, dcT, c[2], c[0], c[1], h0, c0, w, bias, reverse);
+      auto gb = LSTMBackward(OnGpu(dhs), bias ? OnGpu(dhT) : dhT, OnGpu(dcT), g[2], g[0], g[1],
+                             OnGpu(h0), OnGpu(c0), OnGpu(w), bias, reverse);
+      for (int i = 0; i < (bias ? 5 : 4); ++i) ExpectSameOnGpu(cb[i], gb[i], 1e-4f);
+    }
+}
+
+}  // namespace
+}  // namespace singa
