@@ -6,15 +6,14 @@ PyTorch's nn.LSTM, eager and torch.compile.
     .venv/bin/python benchmarks/bench_rnn.py --modes graph --profile  # where the step goes
 
 The model: token embedding (--vocab x --input), a --layers LSTM (or GRU) of --hidden units over
---seq steps of --batch sequences (singa: layer.LSTM on a (seq, batch, input) tensor; PyTorch:
-nn.LSTM, whose CPU training runs its native cell), a linear head on every step's output,
-softmax cross-entropy, Adam (lr 1e-3), random tokens. Each configuration runs in its own
-process (bench_train.py's workers): Mem(MB) is the process's peak resident memory after the
-imports, Speed covers --iters steps after --warmup ones. "composed cells" runs each LSTM step
-as autograd's ~14 operators (~30 backward) instead of the layer's one op each way
-(autograd.rnn._LSTMLayer.enabled = False), what layer.LSTM did before. --profile adds the
-graph's per-operation profile of one step. The workers run in the machine's default
-environment.
+--seq steps of --batch sequences (singa: layer.LSTM / GRU on a (seq, batch, input) tensor;
+PyTorch: nn.LSTM / GRU), a linear head on every step's output, softmax cross-entropy, Adam
+(lr 1e-3), random tokens. Each configuration runs in its own process (bench_train.py's
+workers): Mem(MB) is the process's peak resident memory after the imports, Speed covers --iters
+steps after --warmup ones. "composed cells" runs each step as autograd's cell operators (an
+LSTM's ~14, ~30 backward) instead of the layer's one op each way (autograd.rnn._LSTMLayer /
+_GRULayer.enabled = False), what layer.LSTM / GRU did before. --profile adds the graph's
+per-operation profile of one step. The workers run in the machine's default environment.
 """
 import argparse
 import json
@@ -89,7 +88,7 @@ def worker(cfg):
         return time_and_report(cfg, step, base)
     from singa import device, opt, tensor
     from singa.autograd import rnn as ag_rnn
-    ag_rnn._LSTMLayer.enabled = not mode.endswith("-composed")
+    ag_rnn._LSTMLayer.enabled = ag_rnn._GRULayer.enabled = not mode.endswith("-composed")
     dev = device.get_default_device()
     dev.SetRandSeed(0)
     reset_peak()

@@ -1,13 +1,17 @@
 # cython: language_level=3, binding=True, embedsignature=True
 # distutils: language = c++
-# singa._wrap_rnn: one LSTM layer in one direction over a whole sequence, singa/ops/rnn.h.
+# singa._wrap_rnn: one LSTM or GRU layer in one direction over a whole sequence,
+# singa/ops/rnn.h.
 #
 #   hs, cs, gates = LSTMForward(gx, h0, c0, w_hh, b_hh, False)      # b_hh may be None
 #   dgx, dh0, dc0, dw_hh, db_hh = LSTMBackward(dhs, dhT, dcT, gates, hs, cs, h0, c0, w_hh,
 #                                              True, False)         # dhT, dcT may be None
+#   hs, gates, ghn = GRUForward(gx, h0, w_hh, b_hh, False)
+#   dgx, dh0, dw_hh, db_hh = GRUBackward(dhs, dhT, gates, ghn, hs, h0, w_hh, True, False)
 #
-# gx (T, N, 4H) holds every step's input projection x_t W_ih + b_ih (gates i, f, g, o).
-# autograd's LSTM path (singa/autograd/rnn.py, _LSTMLayer) is the differentiable op.
+# gx (T, N, G * H) holds every step's input projection x_t W_ih + b_ih (gates i, f, g, o; or
+# r, z, n). autograd's _LSTMLayer and _GRULayer (singa/autograd/rnn.py) are the differentiable
+# ops.
 from libcpp cimport bool
 from libcpp.vector cimport vector
 
@@ -24,6 +28,13 @@ cdef extern from "singa/ops/rnn.h" namespace "singa":
         const CTensor& dhs, const CTensor& dhT, const CTensor& dcT, const CTensor& gates,
         const CTensor& hs, const CTensor& cs, const CTensor& h0, const CTensor& c0,
         const CTensor& w_hh, bool has_bias, bool reverse) except +raise_py_error
+    vector[CTensor] c_GRUForward "SINGA_NOGIL(singa::GRUForward)"(
+        const CTensor& gx, const CTensor& h0, const CTensor& w_hh, const CTensor& b_hh,
+        bool reverse) except +raise_py_error
+    vector[CTensor] c_GRUBackward "SINGA_NOGIL(singa::GRUBackward)"(
+        const CTensor& dhs, const CTensor& dhT, const CTensor& gates, const CTensor& ghn,
+        const CTensor& hs, const CTensor& h0, const CTensor& w_hh, bool has_bias,
+        bool reverse) except +raise_py_error
 
 
 def LSTMForward(Tensor gx not None, Tensor h0 not None, Tensor c0 not None,
@@ -44,3 +55,20 @@ def LSTMBackward(Tensor dhs not None, Tensor dhT, Tensor dcT, Tensor gates not N
         has_bias, reverse)
     return (wrap(r[0]), wrap(r[1]), wrap(r[2]), wrap(r[3]),
             wrap(r[4]) if has_bias else None)
+
+
+def GRUForward(Tensor gx not None, Tensor h0 not None, Tensor w_hh not None, Tensor b_hh,
+               bint reverse=False):
+    """(hs, gates, ghn): the states after every step (T, N, H), the activated gates r, z, n
+    (T, N, 3H) and every step's h_{t-1} W_hn + b_hn (T, N, H) of one GRU layer over gx."""
+    cdef vector[CTensor] r = c_GRUForward(gx.c, h0.c, w_hh.c, opt_tensor(b_hh), reverse)
+    return wrap(r[0]), wrap(r[1]), wrap(r[2])
+
+
+def GRUBackward(Tensor dhs not None, Tensor dhT, Tensor gates not None, Tensor ghn not None,
+                Tensor hs not None, Tensor h0 not None, Tensor w_hh not None,
+                bint has_bias=True, bint reverse=False):
+    """(dgx, dh0, dw_hh, db_hh): GRUForward's gradients (db_hh None unless has_bias)."""
+    cdef vector[CTensor] r = c_GRUBackward(dhs.c, opt_tensor(dhT), gates.c, ghn.c, hs.c, h0.c,
+                                           w_hh.c, has_bias, reverse)
+    return wrap(r[0]), wrap(r[1]), wrap(r[2]), wrap(r[3]) if has_bias else None

@@ -111,17 +111,54 @@ class _LSTMLayer(base.Operator):
         return (dgx, dh0, dc0, dw) + ((db,) if self.has_bias else ())
 
 
-def _fused_lstm(mode, masks, x):
-    """Whether run_sequence runs an LSTM layer as one _LSTMLayer: float32, no seq_lengths."""
-    return (mode == 2 and masks is None and _LSTMLayer.enabled
+class _GRULayer(base.Operator):
+    """One GRU layer in one direction over a whole sequence, as one op each way
+    (singa/ops/rnn.h): inputs gx (T, N, 3H), every step's x_t w_ih + b_ih, h0 (N, H), w_hh
+    (H, 3H) and optionally b_hh (3H,) (gates r, z, n); outputs hs (T, N, H) and the final h.
+    ``reverse``: the steps run T-1 .. 0. run_sequence uses it for GRUs
+    (``_GRULayer.enabled``)."""
+
+    enabled = True
+
+    def __init__(self, reverse=False):
+        super(_GRULayer, self).__init__()
+        self.reverse = bool(reverse)
+
+    def forward(self, gx, h0, w_hh, b_hh=None):
+        hs, gates, ghn = singa.GRUForward(gx, h0, w_hh, b_hh, self.reverse)
+        last = 0 if self.reverse else gx.shape()[0] - 1
+        h_t = singa.Reshape(singa.SliceOn(hs, last, last + 1, 0), list(h0.shape()))
+        self.saved = (gates, ghn, hs, h0, w_hh)
+        self.has_bias = b_hh is not None
+        return hs, h_t
+
+    def backward(self, dhs, dh_t):
+        gates, ghn, hs, h0, w_hh = self.saved
+        dgx, dh0, dw, db = singa.GRUBackward(dhs, dh_t, gates, ghn, hs, h0, w_hh, self.has_bias,
+                                             self.reverse)
+        return (dgx, dh0, dw) + ((db,) if self.has_bias else ())
+
+
+_LAYER_OPS = {2: _LSTMLayer, 3: _GRULayer}
+
+
+def _fused(mode, masks, x):
+    """Whether run_sequence runs a layer of ``mode`` as one op (_LSTMLayer, _GRULayer): float32
+    and no seq_lengths."""
+    op = _LAYER_OPS.get(mode)
+    return (op is not None and op.enabled and masks is None
             and x.data.data_type() == singa.kFloat32)
 
 
-def _lstm_layer(joined, steps, batch, h, c, w, reverse):
-    """hs (T, N, H), h_T, c_T of one direction, from the (T * N, input) layer input."""
+def _fused_layer(mode, joined, steps, batch, h, c, w, reverse):
+    """(hs (T, N, H), h_T, c_T or None) of one direction, from the (T * N, input) layer
+    input."""
     gx = reshape(_project(joined, w.w_ih, w.b_ih), [steps, batch, -1])
-    ins = (gx, h, c, w.w_hh) + ((w.b_hh,) if w.b_hh is not None else ())
-    return _LSTMLayer(reverse)(*ins)
+    bias = (w.b_hh,) if w.b_hh is not None else ()
+    if mode == 2:
+        return _LSTMLayer(reverse)(gx, h, c, w.w_hh, *bias)
+    hs, h_t = _GRULayer(reverse)(gx, h, w.w_hh, *bias)
+    return hs, h_t, None
 
 
 # ---- a whole sequence ----------------------------------------------------------------------
@@ -154,8 +191,8 @@ def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropou
         (ys, hs, cs): ys a list of (batch, directions * hidden) Tensors per step (or one Tensor,
         as_tensor); hs and cs the final states per pseudo-layer (cs None unless LSTM).
 
-    An LSTM layer without masks runs as one _LSTMLayer op per direction; the others step through
-    cell_step's operators.
+    An LSTM or GRU layer without masks runs as one op per direction (_LSTMLayer, _GRULayer);
+    the others step through cell_step's operators.
     """
     steps = len(xs) if not isinstance(xs, Tensor) else xs.shape[0]
     hs, cs = [], [] if mode == 2 else None
@@ -170,10 +207,11 @@ def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropou
         for d in range(num_directions):
             p = layer * num_directions + d
             h, c = h0s[p], (c0s[p] if mode == 2 else None)
-            if _fused_lstm(mode, masks, joined) and h.shape[0] == batch:  # (not broadcasting)
-                ys, h, c = _lstm_layer(joined, steps, batch, h, c, weights[p], d == 1)
+            if _fused(mode, masks, joined) and h.shape[0] == batch:  # (not broadcasting)
+                ys, h, c = _fused_layer(mode, joined, steps, batch, h, c, weights[p], d == 1)
                 hs.append(h)
-                cs.append(c)
+                if cs is not None:
+                    cs.append(c)
                 outs.append(ys)
                 continue
             gxs = _project(joined, weights[p].w_ih, weights[p].b_ih)

@@ -1,5 +1,5 @@
-// The CUDA kernels of singa/ops/rnn.h (the LSTM layer) against the host's kernels, both
-// directions, with and without biases and incoming final-state gradients. Every test skips
+// The CUDA kernels of singa/ops/rnn.h (the LSTM and GRU layers) against the host's kernels,
+// both directions, with and without biases and incoming final-state gradients. Every test skips
 // where no GPU is usable (SINGA_REQUIRE_GPU).
 #include <gtest/gtest.h>
 
@@ -37,6 +37,28 @@ TEST(CudaRnn, LstmForwardBackwardMatchTheHost) {
       auto gb = LSTMBackward(OnGpu(dhs), bias ? OnGpu(dhT) : dhT, OnGpu(dcT), g[2], g[0], g[1],
                              OnGpu(h0), OnGpu(c0), OnGpu(w), bias, reverse);
       for (int i = 0; i < (bias ? 5 : 4); ++i) ExpectSameOnGpu(cb[i], gb[i], 1e-4f);
+    }
+}
+
+TEST(CudaRnn, GruForwardBackwardMatchTheHost) {
+  SINGA_REQUIRE_GPU();
+  const size_t T = 6, N = 5, H = 33, G = 3 * H;
+  for (bool reverse : {false, true})
+    for (bool bias : {true, false}) {
+      SCOPED_TRACE(std::string(reverse ? "reverse" : "forward") + (bias ? ", bias" : ""));
+      const Tensor gx = RandomTensor({T, N, G}, -2.f, 2.f, 71);
+      const Tensor h0 = RandomTensor({N, H}, -1.f, 1.f, 72);
+      const Tensor w = RandomTensor({H, G}, -0.3f, 0.3f, 73);
+      const Tensor b = bias ? RandomTensor({G}, -0.5f, 0.5f, 74) : Tensor();
+      auto c = GRUForward(gx, h0, w, b, reverse);
+      auto g = GRUForward(OnGpu(gx), OnGpu(h0), OnGpu(w), bias ? OnGpu(b) : b, reverse);
+      for (int i = 0; i < 3; ++i) ExpectSameOnGpu(c[i], g[i], 1e-5f);
+      const Tensor dhs = RandomTensor({T, N, H}, -1.f, 1.f, 75);
+      const Tensor dhT = bias ? RandomTensor({N, H}, -1.f, 1.f, 76) : Tensor();
+      auto cb = GRUBackward(dhs, dhT, c[1], c[2], c[0], h0, w, bias, reverse);
+      auto gb = GRUBackward(OnGpu(dhs), bias ? OnGpu(dhT) : dhT, g[1], g[2], g[0], OnGpu(h0),
+                            OnGpu(w), bias, reverse);
+      for (int i = 0; i < (bias ? 4 : 3); ++i) ExpectSameOnGpu(cb[i], gb[i], 1e-4f);
     }
 }
 

@@ -1,6 +1,7 @@
-// The LSTM layer ops of singa/ops/rnn.h on the host's default backend against plain C++
-// references: one step against the cell's equations, reverse against a flipped sequence, the
-// backward's batched dW_hh / db_hh against their per-step definitions; errors and NaN.
+// The LSTM and GRU layer ops of singa/ops/rnn.h on the host's default backend against plain C++
+// references: one step against the cells' equations, reverse against a flipped sequence, the
+// backward's batched dW_hh / db_hh against their per-step definitions; errors and NaN. (Python:
+// tests/python/test_rnn_layer_ops.py, finite differences and the layers.)
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -43,6 +44,27 @@ TEST(Rnn, OneStepIsTheLstmCell) {
       EXPECT_NEAR(hs[n * H + k], o * std::tanh(c), 1e-5);
       EXPECT_NEAR(gates[n * G + 2 * H + k], g, 1e-6);
       EXPECT_NEAR(gates[n * G + 3 * H + k], o, 1e-6);
+    }
+}
+
+TEST(Rnn, GruOneStepIsTheCell) {
+  const size_t N = 2, H = 3, G = 3 * H;
+  const auto gx = Values(N * G, 1.5f, 21), h0 = Values(N * H, 1.f, 22);
+  const auto w = Values(H * G, 0.5f, 23), b = Values(G, 0.3f, 24);
+  auto r = GRUForward(FromVector(gx, {1, N, G}), FromVector(h0, {N, H}), FromVector(w, {H, G}),
+                      FromVector(b, {G}), false);
+  const auto hs = ToVec(r[0]), ghn = ToVec(r[2]);
+  for (size_t n = 0; n < N; ++n)
+    for (size_t k = 0; k < H; ++k) {
+      double gh[3];
+      for (size_t q = 0; q < 3; ++q) {
+        gh[q] = b[q * H + k];
+        for (size_t m = 0; m < H; ++m) gh[q] += double(h0[n * H + m]) * w[m * G + q * H + k];
+      }
+      const double rr = Sigmoid(gx[n * G + k] + gh[0]), z = Sigmoid(gx[n * G + H + k] + gh[1]);
+      const double nn = std::tanh(gx[n * G + 2 * H + k] + rr * gh[2]);
+      EXPECT_NEAR(hs[n * H + k], nn + z * (h0[n * H + k] - nn), 1e-5);
+      EXPECT_NEAR(ghn[n * H + k], gh[2], 1e-5);
     }
 }
 
@@ -119,6 +141,13 @@ TEST(Rnn, BadOperandsRaiseNamingTheOpAndShapes) {
   EXPECT_THROW(LSTMBackward(Tensor({3, 2, 3}), Tensor(), Tensor(), f[2], f[0], f[1], h, h, w,
                             false, false),
                ShapeError);
+  // a GRU takes 3 gates: the LSTM's 4-gate gx is refused, naming the op
+  try {
+    GRUForward(gx, h, Tensor({2, 6}), Tensor(), false);
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("GRUForward"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Rnn, NaNInOneStepReachesEveryLaterStepAndNoEarlierOne) {

@@ -1,6 +1,6 @@
-// One LSTM layer over a sequence (see singa/ops/rnn.h): the device-independent fronts. Kernels:
-// cpu/rnn.cc (reference, OpenBLAS), dnnl/rnn.cc (the same walk with oneDNN's sgemm where the
-// process chose it), cuda/rnn.cu (cuBLAS).
+// One LSTM or GRU layer over a sequence (see singa/ops/rnn.h): the device-independent fronts.
+// Kernels: cpu/rnn.cc (reference, OpenBLAS), dnnl/rnn.cc (the same walk with oneDNN's sgemm
+// where the process chose it), cuda/rnn.cu (cuBLAS).
 #include <string>
 #include <vector>
 
@@ -9,8 +9,10 @@
 
 namespace singa {
 
-SINGA_KERNEL_SLOT(LSTMForward, void(const LstmArgs&, Context*));
-SINGA_KERNEL_SLOT(LSTMBackward, void(const LstmArgs&, Context*));
+SINGA_KERNEL_SLOT(LSTMForward, void(const RnnArgs&, Context*));
+SINGA_KERNEL_SLOT(LSTMBackward, void(const RnnArgs&, Context*));
+SINGA_KERNEL_SLOT(GRUForward, void(const RnnArgs&, Context*));
+SINGA_KERNEL_SLOT(GRUBackward, void(const RnnArgs&, Context*));
 
 namespace {
 
@@ -26,21 +28,39 @@ void CheckShape(const char* op, const char* what, const Tensor& t, const Shape& 
                                           << ", expected " << want);
 }
 
-// (T, N, H) from gx (T, N, 4H) and w_hh (H, 4H), then every other operand against them.
-void CheckSizes(const char* op, const Tensor& gx, const Tensor& w, LstmArgs* a) {
+// (T, N, H) from gx (T, N, gates * H) and w_hh (H, gates * H), then every other operand against
+// them.
+void CheckSizes(const char* op, const Tensor& gx, const Tensor& w, int gates, RnnArgs* a) {
   CheckF32(op, "gx", gx);
-  SINGA_CHECK_SHAPE(gx.nDim() == 3 && gx.shape(0) > 0 && gx.shape(2) % 4 == 0,
-                    op << ": gx must be (T, N, 4 * hidden) with T >= 1, got " << gx.shape());
+  SINGA_CHECK_SHAPE(gx.nDim() == 3 && gx.shape(0) > 0 && gx.shape(2) % gates == 0,
+                    op << ": gx must be (T, N, " << gates << " * hidden) with T >= 1, got "
+                       << gx.shape());
   a->T = int64_t(gx.shape(0));
   a->N = int64_t(gx.shape(1));
-  a->H = int64_t(gx.shape(2) / 4);
-  CheckShape(op, "w_hh", w, {size_t(a->H), size_t(4 * a->H)});
+  a->H = int64_t(gx.shape(2) / gates);
+  CheckShape(op, "w_hh", w, {size_t(a->H), size_t(gates * a->H)});
 }
 
-Shape Steps(const LstmArgs& a, int64_t width) {
+// b_hh: empty, or G values.
+void CheckBias(const char* op, const Tensor& b, int64_t G) {
+  if (b.empty()) return;
+  CheckF32(op, "b_hh", b);
+  SINGA_CHECK_SHAPE(b.Size() == size_t(G),
+                    op << ": b_hh has shape " << b.shape() << ", expected (" << G << ",)");
+}
+
+// dhT (or dcT): empty, or a state.
+void CheckOptionalState(const char* op, const char* what, const Tensor& t, const Shape& state,
+                        std::vector<const Tensor*>* all) {
+  if (t.empty()) return;
+  CheckShape(op, what, t, state);
+  all->push_back(&t);
+}
+
+Shape Steps(const RnnArgs& a, int64_t width) {
   return {size_t(a.T), size_t(a.N), size_t(width)};
 }
-Shape State(const LstmArgs& a) { return {size_t(a.N), size_t(a.H)}; }
+Shape State(const RnnArgs& a) { return {size_t(a.N), size_t(a.H)}; }
 
 }  // namespace
 
@@ -48,18 +68,13 @@ std::vector<Tensor> LSTMForward(const Tensor& gx, const Tensor& h0, const Tensor
                                 const Tensor& w_hh, const Tensor& b_hh, bool reverse) {
   const OpId id = OpId::kLSTMForward;
   const char* op = OpName(id);
-  LstmArgs a;
-  CheckSizes(op, gx, w_hh, &a);
+  RnnArgs a;
+  CheckSizes(op, gx, w_hh, 4, &a);
   CheckShape(op, "h0", h0, State(a));
   CheckShape(op, "c0", c0, State(a));
+  CheckBias(op, b_hh, 4 * a.H);
   std::vector<const Tensor*> all{&gx, &h0, &c0, &w_hh};
-  if (!b_hh.empty()) {
-    CheckF32(op, "b_hh", b_hh);
-    SINGA_CHECK_SHAPE(b_hh.Size() == size_t(4 * a.H),
-                      op << ": b_hh has shape " << b_hh.shape() << ", expected (" << 4 * a.H
-                         << ",)");
-    all.push_back(&b_hh);
-  }
+  if (!b_hh.empty()) all.push_back(&b_hh);
   CheckSameDevice(op, all);
   a.reverse = reverse;
   a.gx = gx.Contiguous();
@@ -86,22 +101,16 @@ std::vector<Tensor> LSTMBackward(const Tensor& dhs, const Tensor& dhT, const Ten
                                  bool has_bias, bool reverse) {
   const OpId id = OpId::kLSTMBackward;
   const char* op = OpName(id);
-  LstmArgs a;
-  CheckSizes(op, gates, w_hh, &a);
+  RnnArgs a;
+  CheckSizes(op, gates, w_hh, 4, &a);
   CheckShape(op, "dhs", dhs, Steps(a, a.H));
   CheckShape(op, "hs", hs, Steps(a, a.H));
   CheckShape(op, "cs", cs, Steps(a, a.H));
   CheckShape(op, "h0", h0, State(a));
   CheckShape(op, "c0", c0, State(a));
   std::vector<const Tensor*> all{&dhs, &gates, &hs, &cs, &h0, &c0, &w_hh};
-  if (!dhT.empty()) {
-    CheckShape(op, "dhT", dhT, State(a));
-    all.push_back(&dhT);
-  }
-  if (!dcT.empty()) {
-    CheckShape(op, "dcT", dcT, State(a));
-    all.push_back(&dcT);
-  }
+  CheckOptionalState(op, "dhT", dhT, State(a), &all);
+  CheckOptionalState(op, "dcT", dcT, State(a), &all);
   CheckSameDevice(op, all);
   a.reverse = reverse;
   a.dhs = dhs.Contiguous();
@@ -128,6 +137,78 @@ std::vector<Tensor> LSTMBackward(const Tensor& dhs, const Tensor& dhT, const Ten
   std::vector<Block*> writes{a.dgx.block(), a.dh0.block(), a.dc0.block(), a.dw.block()};
   if (has_bias) writes.push_back(a.db.block());
   auto* k = LSTMBackwardKernel().For(*dev);
+  dev->Exec({.id = id, .reads = reads, .writes = writes}, [k, a](Context* ctx) { k(a, ctx); });
+  return out;
+}
+
+std::vector<Tensor> GRUForward(const Tensor& gx, const Tensor& h0, const Tensor& w_hh,
+                               const Tensor& b_hh, bool reverse) {
+  const OpId id = OpId::kGRUForward;
+  const char* op = OpName(id);
+  RnnArgs a;
+  CheckSizes(op, gx, w_hh, 3, &a);
+  CheckShape(op, "h0", h0, State(a));
+  CheckBias(op, b_hh, 3 * a.H);
+  std::vector<const Tensor*> all{&gx, &h0, &w_hh};
+  if (!b_hh.empty()) all.push_back(&b_hh);
+  CheckSameDevice(op, all);
+  a.reverse = reverse;
+  a.gx = gx.Contiguous();
+  a.h0 = h0.Contiguous();
+  a.w = w_hh.Contiguous();
+  if (!b_hh.empty()) a.b = b_hh.Contiguous();
+  const auto& dev = a.gx.device();
+  a.hs = Tensor(Steps(a, a.H), dev);
+  a.gates = Tensor(Steps(a, 3 * a.H), dev);
+  a.ghn = Tensor(Steps(a, a.H), dev);
+  if (a.N == 0 || a.H == 0) return {a.hs, a.gates, a.ghn};
+  a.gh = Tensor({size_t(a.N), size_t(3 * a.H)}, dev);  // one step's h w_hh + b_hh
+  std::vector<Block*> reads{a.gx.block(), a.h0.block(), a.w.block()};
+  if (!a.b.empty()) reads.push_back(a.b.block());
+  auto* k = GRUForwardKernel().For(*dev);
+  dev->Exec({.id = id,
+             .reads = reads,
+             .writes = {a.hs.block(), a.gates.block(), a.ghn.block(), a.gh.block()}},
+            [k, a](Context* ctx) { k(a, ctx); });
+  return {a.hs, a.gates, a.ghn};
+}
+
+std::vector<Tensor> GRUBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& gates,
+                                const Tensor& ghn, const Tensor& hs, const Tensor& h0,
+                                const Tensor& w_hh, bool has_bias, bool reverse) {
+  const OpId id = OpId::kGRUBackward;
+  const char* op = OpName(id);
+  RnnArgs a;
+  CheckSizes(op, gates, w_hh, 3, &a);
+  CheckShape(op, "dhs", dhs, Steps(a, a.H));
+  CheckShape(op, "ghn", ghn, Steps(a, a.H));
+  CheckShape(op, "hs", hs, Steps(a, a.H));
+  CheckShape(op, "h0", h0, State(a));
+  std::vector<const Tensor*> all{&dhs, &gates, &ghn, &hs, &h0, &w_hh};
+  CheckOptionalState(op, "dhT", dhT, State(a), &all);
+  CheckSameDevice(op, all);
+  a.reverse = reverse;
+  a.dhs = dhs.Contiguous();
+  a.gates = gates.Contiguous();
+  a.ghn = ghn.Contiguous();
+  a.hs = hs.Contiguous();
+  a.h0 = h0.Contiguous();
+  a.w = w_hh.Contiguous();
+  if (!dhT.empty()) a.dhT = dhT.Contiguous();
+  const auto& dev = a.gates.device();
+  a.dgx = Tensor(Steps(a, 3 * a.H), dev);
+  a.dh0 = Tensor(State(a), dev);
+  a.dw = Tensor({size_t(a.H), size_t(3 * a.H)}, dev);
+  if (has_bias) a.db = Tensor({size_t(3 * a.H)}, dev);
+  std::vector<Tensor> out{a.dgx, a.dh0, a.dw, has_bias ? a.db : Tensor()};
+  if (a.H == 0) return out;
+  a.dgh = Tensor(Steps(a, 3 * a.H), dev);  // every step's gradient of h w_hh + b_hh
+  std::vector<Block*> reads{a.dhs.block(), a.gates.block(), a.ghn.block(), a.hs.block(),
+                            a.h0.block(), a.w.block()};
+  if (!a.dhT.empty()) reads.push_back(a.dhT.block());
+  std::vector<Block*> writes{a.dgx.block(), a.dh0.block(), a.dw.block(), a.dgh.block()};
+  if (has_bias) writes.push_back(a.db.block());
+  auto* k = GRUBackwardKernel().For(*dev);
   dev->Exec({.id = id, .reads = reads, .writes = writes}, [k, a](Context* ctx) { k(a, ctx); });
   return out;
 }

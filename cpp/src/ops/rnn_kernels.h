@@ -1,13 +1,14 @@
-// rnn_kernels.h (private): the kernel slots of singa/ops/rnn.h and the LSTM cell's pointwise
-// math, shared by the front (rnn.cc) and the kernels (cpu/rnn.cc, dnnl/rnn.cc, cuda/rnn.cu).
+// rnn_kernels.h (private): the kernel slots of singa/ops/rnn.h and the LSTM and GRU cells'
+// pointwise math, shared by the front (rnn.cc) and the kernels (cpu/rnn.cc, dnnl/rnn.cc,
+// cuda/rnn.cu).
 //
 //   SINGA_REGISTER_KERNEL(LSTMForward, kCpuRef, &LstmForward);   // cpu/rnn.cc
 //   auto* k = LSTMForwardKernel().For(*dev);  k(args, ctx);      // the front, inside Exec
 //
-// A kernel walks the steps itself: per step one product h_{t-1} w_hh (N, H) x (H, 4H) added to
-// the step's gates, then LstmCellForward on every (n, h); the backward's per step pass is
-// LstmCellBackward, then dh_{t-1} = dG_t w_hh^T; dW_hh and db_hh come at the end, from all
-// steps at once.
+// A kernel walks the steps itself: per step one product h_{t-1} w_hh, (N, H) x (H, G), then
+// lstm::CellForward (GruForward) on every (n, h); the backward's per step pass is
+// lstm::CellBackward (GruBackward), then one product for dh_{t-1}; dW_hh and db_hh come at the
+// end, from all steps at once.
 #pragma once
 
 #include <cstdint>
@@ -18,20 +19,26 @@
 
 namespace singa {
 
-/// The operands of one LSTM layer's forward or backward (singa/ops/rnn.h names them). Every
-/// tensor is contiguous float32; b / db and dhT / dcT may be empty (absent, zeros).
-struct LstmArgs {
+/// The operands of one LSTM or GRU layer's forward or backward (singa/ops/rnn.h names them).
+/// Every tensor is contiguous float32; b / db and dhT / dcT may be empty (absent, zeros); the
+/// c's are the LSTM's; ghn (the GRU's saved h_{t-1} W_hn + b_hn) and the scratch tensors
+/// (gh: one step's recurrent projections, forward; dgh: every step's gradient of them,
+/// backward) the GRU's.
+struct RnnArgs {
   Tensor gx, h0, c0, w, b;        // inputs of the forward
-  Tensor hs, cs, gates;           // outputs of the forward, inputs of the backward
+  Tensor hs, cs, gates, ghn;      // outputs of the forward, inputs of the backward
   Tensor dhs, dhT, dcT;           // incoming gradients
   Tensor dgx, dh0, dc0, dw, db;   // outputs of the backward
+  Tensor gh, dgh;                 // scratch
   int64_t T = 0, N = 0, H = 0;
   bool reverse = false;
   /// The step processed s-th (s = 0 .. T-1) and the one before it in processing order.
   SINGA_HOST_DEVICE int64_t Step(int64_t s) const { return reverse ? T - 1 - s : s; }
 };
-SINGA_KERNEL_SLOT_DECL(LSTMForward, void(const LstmArgs& a, Context* ctx));
-SINGA_KERNEL_SLOT_DECL(LSTMBackward, void(const LstmArgs& a, Context* ctx));
+SINGA_KERNEL_SLOT_DECL(LSTMForward, void(const RnnArgs& a, Context* ctx));
+SINGA_KERNEL_SLOT_DECL(LSTMBackward, void(const RnnArgs& a, Context* ctx));
+SINGA_KERNEL_SLOT_DECL(GRUForward, void(const RnnArgs& a, Context* ctx));
+SINGA_KERNEL_SLOT_DECL(GRUBackward, void(const RnnArgs& a, Context* ctx));
 
 namespace cpu {
 /// Row-major C(m, n) = alpha op(A) op(B) + beta C on host pointers (leading dimensions given).
@@ -39,8 +46,10 @@ using RowSgemm = void (*)(bool ta, bool tb, int m, int n, int k, float alpha, co
                           int lda, const float* b, int ldb, float beta, float* c, int ldc);
 /// The host kernels' walk over the steps, with the products through `gemm` (cpu/rnn.cc):
 /// OpenBLAS for the reference backend, oneDNN's sgemm for the oneDNN one (dnnl/rnn.cc).
-void LstmForwardWith(const LstmArgs& a, RowSgemm gemm);
-void LstmBackwardWith(const LstmArgs& a, RowSgemm gemm);
+void LstmForwardWith(const RnnArgs& a, RowSgemm gemm);
+void LstmBackwardWith(const RnnArgs& a, RowSgemm gemm);
+void GruForwardWith(const RnnArgs& a, RowSgemm gemm);
+void GruBackwardWith(const RnnArgs& a, RowSgemm gemm);
 }  // namespace cpu
 
 namespace lstm {
@@ -81,6 +90,38 @@ SINGA_HOST_DEVICE SINGA_FN_INLINE CellGrad CellBackward(float i, float f, float 
   r.d_o = dh * tc * o * (1.f - o);
   r.dc_prev = dct * f;
   return r;
+}
+
+/// One GRU cell (cuDNN's and PyTorch's equations, gates r, z, n): the activated gates and h_t,
+/// from the input projections x*, the recurrent ones h* (h_{t-1} W_h* + b_h*) and h_{t-1}:
+/// r = sigmoid(xr + hr), z = sigmoid(xz + hz), n = tanh(xn + r * hn), h = n + z (h_{t-1} - n).
+struct GruCell {
+  float r, z, n, h;
+};
+SINGA_HOST_DEVICE SINGA_FN_INLINE GruCell GruForward(float xr, float xz, float xn, float hr,
+                                                     float hz, float hn, float h_prev) {
+  GruCell c;
+  c.r = fn::SigmoidOf(xr + hr);
+  c.z = fn::SigmoidOf(xz + hz);
+  c.n = fn::TanhOf(xn + c.r * hn);
+  c.h = c.n + c.z * (h_prev - c.n);
+  return c;
+}
+
+/// The gradients of one GRU cell: of the pre-activations of r, z, n (which are also those of
+/// hr, hz and of xn), of hn (dn * r) and the direct part of h_{t-1}'s (dh z).
+struct GruGrad {
+  float dr, dz, dn, dhn, dh_prev;
+};
+SINGA_HOST_DEVICE SINGA_FN_INLINE GruGrad GruBackward(float r, float z, float n, float hn,
+                                                      float h_prev, float dh) {
+  GruGrad g;
+  g.dn = dh * (1.f - z) * (1.f - n * n);
+  g.dz = dh * (h_prev - n) * z * (1.f - z);
+  g.dr = g.dn * hn * r * (1.f - r);
+  g.dhn = g.dn * r;
+  g.dh_prev = dh * z;
+  return g;
 }
 
 }  // namespace lstm

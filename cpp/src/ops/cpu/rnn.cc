@@ -1,12 +1,16 @@
-// The LSTM layer's host kernels (kCpuRef; front: ../rnn.cc): the walk over the steps, shared
-// with the oneDNN backend (dnnl/rnn.cc), which passes oneDNN's sgemm for the products.
+// The LSTM and GRU layers' host kernels (kCpuRef; front: ../rnn.cc): the walk over the steps,
+// shared with the oneDNN backend (dnnl/rnn.cc), which passes oneDNN's sgemm for the products.
 //
-// Per step: the gates' rows get gx_t + b_hh, one product adds h_{t-1} w_hh (beta = 1), then one
-// parallel pass applies lstm::CellForward to every (n, h). The backward walks the steps in the
-// opposite order: a pass of lstm::CellBackward writes dG_t into dgx and the carried dc, one
-// product gives dh_{t-1} = dG_t w_hh^T (w_hh transposed once, up front); then dW_hh =
+// LSTM, per step: the gates' rows get gx_t + b_hh, one product adds h_{t-1} w_hh (beta = 1),
+// then one parallel pass applies lstm::CellForward to every (n, h). The backward walks the steps
+// in the opposite order: a pass of lstm::CellBackward writes dG_t into dgx and the carried dc,
+// one product gives dh_{t-1} = dG_t w_hh^T (w_hh transposed once, up front); then dW_hh =
 // sum_t h_{t-1}^T dG_t as two products over all steps (h0's row block and the rest, contiguous
-// in hs), and db_hh = the column sums of dG.
+// in hs), and db_hh = the column sums of dG (WeightGrads).
+// GRU: the recurrent projections gh = h_{t-1} w_hh + b_hh go to a scratch row block, since the
+// reset gate multiplies gh's n block before it meets gx; the backward writes both dgx and dgh
+// (they differ in the n block by the factor r), adds dgh_t w_hh^T to the direct dh z, and
+// WeightGrads takes dgh.
 #include <cblas.h>
 #include <omp.h>
 
@@ -73,12 +77,91 @@ __attribute__((noinline)) void RowBackward(const float* __restrict act,
   }
 }
 
-void LstmForward(const LstmArgs& a, Context*) { LstmForwardWith(a, &Cblas); }
-void LstmBackward(const LstmArgs& a, Context*) { LstmBackwardWith(a, &Cblas); }
+// One row n of a GRU step: x (3H, the step's input projections) and gh (3H, h_{t-1} W_hh +
+// b_hh) give the activated gates (3H), hn (H, gh's n block, kept for the backward) and h.
+__attribute__((noinline)) void GruRowForward(const float* __restrict x,
+                                             const float* __restrict gh,
+                                             const float* __restrict h_prev,
+                                             float* __restrict gates, float* __restrict hn,
+                                             float* __restrict h, int64_t H) {
+  for (int64_t k = 0; k < H; ++k) {
+    const lstm::GruCell c = lstm::GruForward(x[k], x[H + k], x[2 * H + k], gh[k], gh[H + k],
+                                             gh[2 * H + k], h_prev[k]);
+    gates[k] = c.r;
+    gates[H + k] = c.z;
+    gates[2 * H + k] = c.n;
+    hn[k] = gh[2 * H + k];
+    h[k] = c.h;
+  }
+}
+
+// One row n of a GRU step's backward: dgx and dgh (3H) written; dh holds the gradient reaching
+// h_t from the next step and is replaced by the direct part of h_{t-1}'s (dh z).
+__attribute__((noinline)) void GruRowBackward(const float* __restrict gates,
+                                              const float* __restrict hn,
+                                              const float* __restrict h_prev,
+                                              const float* __restrict dh_out,
+                                              float* __restrict dh, float* __restrict dgx,
+                                              float* __restrict dgh, int64_t H) {
+  for (int64_t k = 0; k < H; ++k) {
+    const lstm::GruGrad g = lstm::GruBackward(gates[k], gates[H + k], gates[2 * H + k], hn[k],
+                                              h_prev[k], dh_out[k] + dh[k]);
+    dgx[k] = dgh[k] = g.dr;
+    dgx[H + k] = dgh[H + k] = g.dz;
+    dgx[2 * H + k] = g.dn;
+    dgh[2 * H + k] = g.dhn;
+    dh[k] = g.dh_prev;
+  }
+}
+
+// w (H, G) transposed: (G, H), so that every step's dh product reads its right operand
+// untransposed (with the transpose flag instead, oneDNN's sgemm took 5x as long for N = 32,
+// H = 256).
+std::vector<float> Transposed(const float* w, int64_t H, int64_t G, bool par) {
+  std::vector<float> wt(size_t(G * H));
+#pragma omp parallel for if (par)
+  for (int64_t j = 0; j < G; ++j)
+    for (int64_t k = 0; k < H; ++k) wt[size_t(j * H + k)] = w[k * G + j];
+  return wt;
+}
+
+// dW_hh = sum over steps of h_{t-1}^T dG_t and db_hh = sum of dG (dG (T, N, G): the gradients of
+// the recurrent projections): h0's rows meet the first processed step's dG; hs's rows (all but
+// the last processed step's) meet the dG of the step after them, one step further on in memory
+// forward and one step back in reverse.
+void WeightGrads(const RnnArgs& a, int64_t G, const float* dG, RowSgemm gemm) {
+  const int64_t N = a.N, H = a.H, T = a.T;
+  float* dw = Out(a.dw);
+  std::fill(dw, dw + H * G, 0.f);
+  if (N > 0) {
+    gemm(true, false, int(H), int(G), int(N), 1.f, In(a.h0), int(H), dG + a.Step(0) * N * G,
+         int(G), 1.f, dw, int(G));
+    if (T > 1) {
+      const float* hs = In(a.hs);
+      gemm(true, false, int(H), int(G), int((T - 1) * N), 1.f, a.reverse ? hs + N * H : hs,
+           int(H), a.reverse ? dG : dG + N * G, int(G), 1.f, dw, int(G));
+    }
+  }
+  if (a.db.empty()) return;
+  float* db = Out(a.db);
+  const int64_t rows = T * N;
+#pragma omp parallel for if (rows * G >= kParallelElems)
+  for (int64_t j0 = 0; j0 < G; j0 += 64) {
+    const int64_t j1 = std::min(G, j0 + 64);
+    for (int64_t j = j0; j < j1; ++j) db[j] = 0.f;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = j0; j < j1; ++j) db[j] += dG[r * G + j];
+  }
+}
+
+void LstmForward(const RnnArgs& a, Context*) { LstmForwardWith(a, &Cblas); }
+void LstmBackward(const RnnArgs& a, Context*) { LstmBackwardWith(a, &Cblas); }
+void GruForward(const RnnArgs& a, Context*) { GruForwardWith(a, &Cblas); }
+void GruBackward(const RnnArgs& a, Context*) { GruBackwardWith(a, &Cblas); }
 
 }  // namespace
 
-void LstmForwardWith(const LstmArgs& a, RowSgemm gemm) {
+void LstmForwardWith(const RnnArgs& a, RowSgemm gemm) {
   const int64_t N = a.N, H = a.H, G = 4 * H, T = a.T;
   const float *gx = In(a.gx), *w = In(a.w), *h0 = In(a.h0), *c0 = In(a.c0);
   const float* b = a.b.empty() ? nullptr : In(a.b);
@@ -108,22 +191,17 @@ void LstmForwardWith(const LstmArgs& a, RowSgemm gemm) {
   }
 }
 
-void LstmBackwardWith(const LstmArgs& a, RowSgemm gemm) {
+void LstmBackwardWith(const RnnArgs& a, RowSgemm gemm) {
   const int64_t N = a.N, H = a.H, G = 4 * H, T = a.T;
-  const float *dhs = In(a.dhs), *gates = In(a.gates), *hs = In(a.hs), *cs = In(a.cs);
-  const float *h0 = In(a.h0), *c0 = In(a.c0), *w = In(a.w);
-  float *dgx = Out(a.dgx), *dh = Out(a.dh0), *dc = Out(a.dc0), *dw = Out(a.dw);
+  const float *dhs = In(a.dhs), *gates = In(a.gates), *cs = In(a.cs);
+  const float *c0 = In(a.c0), *w = In(a.w);
+  float *dgx = Out(a.dgx), *dh = Out(a.dh0), *dc = Out(a.dc0);
   // dh and dc carry the gradients between steps (they end as dh0, dc0)
   const size_t state = sizeof(float) * size_t(N * H);
   if (a.dhT.empty()) std::memset(dh, 0, state); else std::memcpy(dh, In(a.dhT), state);
   if (a.dcT.empty()) std::memset(dc, 0, state); else std::memcpy(dc, In(a.dcT), state);
   const bool par = N * G >= kParallelElems;
-  // w_hh^T (4H, H) once, so that every step's dh product reads its right operand untransposed
-  // (with the transpose flag instead, oneDNN's sgemm took 5x as long for N = 32, H = 256)
-  std::vector<float> wt(size_t(G * H));
-#pragma omp parallel for if (par)
-  for (int64_t j = 0; j < G; ++j)
-    for (int64_t k = 0; k < H; ++k) wt[size_t(j * H + k)] = w[k * G + j];
+  const std::vector<float> wt = Transposed(w, H, G, par);
   for (int64_t p = T - 1; p >= 0; --p) {  // p: the forward's processing position
     const int64_t t = a.Step(p);
     const float* cp = p == 0 ? c0 : cs + a.Step(p - 1) * N * H;
@@ -137,36 +215,61 @@ void LstmBackwardWith(const LstmArgs& a, RowSgemm gemm) {
       gemm(false, false, int(N), int(H), int(G), 1.f, dg, int(G), wt.data(), int(H), 0.f, dh,
            int(H));
   }
-  // dW_hh: h0's rows meet the first processed step's dG; hs's rows (all but the last processed
-  // step's) meet the dG of the step after them, which lies one step further on in memory
-  // forward and one step back in reverse
-  std::fill(dw, dw + H * G, 0.f);
-  if (N > 0) {
-    gemm(true, false, int(H), int(G), int(N), 1.f, h0, int(H), dgx + a.Step(0) * N * G, int(G),
-         1.f, dw, int(G));
-    if (T > 1) {
-      const float* hrows = a.reverse ? hs + N * H : hs;
-      const float* grows = a.reverse ? dgx : dgx + N * G;
-      gemm(true, false, int(H), int(G), int((T - 1) * N), 1.f, hrows, int(H), grows, int(G), 1.f,
-           dw, int(G));
-    }
+  WeightGrads(a, G, dgx, gemm);
+}
+
+void GruForwardWith(const RnnArgs& a, RowSgemm gemm) {
+  const int64_t N = a.N, H = a.H, G = 3 * H, T = a.T;
+  const float *gx = In(a.gx), *w = In(a.w), *h0 = In(a.h0);
+  const float* b = a.b.empty() ? nullptr : In(a.b);
+  float *hs = Out(a.hs), *gates = Out(a.gates), *ghn = Out(a.ghn), *gh = Out(a.gh);
+  const bool par = N * G >= kParallelElems;
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = a.Step(s);
+    const float* hp = s == 0 ? h0 : hs + a.Step(s - 1) * N * H;
+    for (int64_t n = 0; n < N; ++n)
+      if (b)
+        std::memcpy(gh + n * G, b, sizeof(float) * size_t(G));
+      else
+        std::fill(gh + n * G, gh + (n + 1) * G, 0.f);
+    if (N > 0)
+      gemm(false, false, int(N), int(G), int(H), 1.f, hp, int(H), w, int(G), 1.f, gh, int(G));
+#pragma omp parallel for if (par)
+    for (int64_t n = 0; n < N; ++n)
+      GruRowForward(gx + (t * N + n) * G, gh + n * G, hp + n * H, gates + (t * N + n) * G,
+                    ghn + (t * N + n) * H, hs + (t * N + n) * H, H);
   }
-  if (!a.db.empty()) {
-    float* db = Out(a.db);
-    const int64_t rows = T * N;
-#pragma omp parallel for if (rows * G >= kParallelElems)
-    for (int64_t j0 = 0; j0 < G; j0 += 64) {
-      const int64_t j1 = std::min(G, j0 + 64);
-      for (int64_t j = j0; j < j1; ++j) db[j] = 0.f;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = j0; j < j1; ++j) db[j] += dgx[r * G + j];
-    }
+}
+
+void GruBackwardWith(const RnnArgs& a, RowSgemm gemm) {
+  const int64_t N = a.N, H = a.H, G = 3 * H, T = a.T;
+  const float *dhs = In(a.dhs), *gates = In(a.gates), *ghn = In(a.ghn), *hs = In(a.hs);
+  const float *h0 = In(a.h0), *w = In(a.w);
+  float *dgx = Out(a.dgx), *dgh = Out(a.dgh), *dh = Out(a.dh0);
+  const size_t state = sizeof(float) * size_t(N * H);
+  if (a.dhT.empty()) std::memset(dh, 0, state); else std::memcpy(dh, In(a.dhT), state);
+  const bool par = N * G >= kParallelElems;
+  const std::vector<float> wt = Transposed(w, H, G, par);
+  for (int64_t p = T - 1; p >= 0; --p) {
+    const int64_t t = a.Step(p);
+    const float* hp = p == 0 ? h0 : hs + a.Step(p - 1) * N * H;
+#pragma omp parallel for if (par)
+    for (int64_t n = 0; n < N; ++n)
+      GruRowBackward(gates + (t * N + n) * G, ghn + (t * N + n) * H, hp + n * H,
+                     dhs + (t * N + n) * H, dh + n * H, dgx + (t * N + n) * G,
+                     dgh + (t * N + n) * G, H);
+    if (N > 0)
+      gemm(false, false, int(N), int(H), int(G), 1.f, dgh + t * N * G, int(G), wt.data(), int(H),
+           1.f, dh, int(H));
   }
+  WeightGrads(a, G, dgh, gemm);
 }
 
 }  // namespace cpu
 
 SINGA_REGISTER_KERNEL(LSTMForward, kCpuRef, &cpu::LstmForward);
 SINGA_REGISTER_KERNEL(LSTMBackward, kCpuRef, &cpu::LstmBackward);
+SINGA_REGISTER_KERNEL(GRUForward, kCpuRef, &cpu::GruForward);
+SINGA_REGISTER_KERNEL(GRUBackward, kCpuRef, &cpu::GruBackward);
 
 }  // namespace singa

@@ -1,7 +1,7 @@
-// The LSTM layer on the GPU (kCuda; front: ../rnn.cc, host kernels: ../cpu/rnn.cc, the same walk):
-// per step one cuBLAS product and one pointwise kernel (lstm::CellForward / CellBackward, the
-// host's functions compiled for the device), all on the device's stream; dW_hh as two products
-// over all steps and db_hh as column sums at the end.
+// The LSTM and GRU layers on the GPU (kCuda; front: ../rnn.cc; host kernels: ../cpu/rnn.cc,
+// the same walk): per step one cuBLAS product and one pointwise kernel (rnn_kernels.h's cell
+// functions, the host's, compiled for the device), all on the device's stream; dW_hh as two
+// products over all steps and db_hh as column sums at the end (WeightGrads).
 #include "../rnn_kernels.h"
 #include "cuda_kernels.cuh"
 
@@ -54,6 +54,41 @@ __global__ void CellsBackward(const float* act, float* dg, const float* c, const
   }
 }
 
+__global__ void BiasRows(const float* b, float* g, int64_t N, int64_t G) {
+  SINGA_GRID_STRIDE(i, N * G) { g[i] = b ? b[i % G] : 0.f; }
+}
+
+__global__ void GruCellsForward(const float* x, const float* gh, const float* h_prev,
+                                float* gates, float* hn, float* h, int64_t N, int64_t H) {
+  SINGA_GRID_STRIDE(i, N * H) {
+    const int64_t row = (i / H) * 3 * H, k = i % H;
+    const float *xr = x + row, *g = gh + row;
+    const lstm::GruCell c =
+        lstm::GruForward(xr[k], xr[H + k], xr[2 * H + k], g[k], g[H + k], g[2 * H + k], h_prev[i]);
+    gates[row + k] = c.r;
+    gates[row + H + k] = c.z;
+    gates[row + 2 * H + k] = c.n;
+    hn[i] = g[2 * H + k];
+    h[i] = c.h;
+  }
+}
+
+__global__ void GruCellsBackward(const float* gates, const float* hn, const float* h_prev,
+                                 const float* dhs, float* dh, float* dgx, float* dgh, int64_t N,
+                                 int64_t H) {
+  SINGA_GRID_STRIDE(i, N * H) {
+    const int64_t row = (i / H) * 3 * H, k = i % H;
+    const float* a = gates + row;
+    const lstm::GruGrad g =
+        lstm::GruBackward(a[k], a[H + k], a[2 * H + k], hn[i], h_prev[i], dhs[i] + dh[i]);
+    dgx[row + k] = dgh[row + k] = g.dr;
+    dgx[row + H + k] = dgh[row + H + k] = g.dz;
+    dgx[row + 2 * H + k] = g.dn;
+    dgh[row + 2 * H + k] = g.dhn;
+    dh[i] = g.dh_prev;
+  }
+}
+
 __global__ void ColumnSums(const float* x, float* out, int64_t rows, int64_t cols) {
   SINGA_GRID_STRIDE(j, cols) {
     float s = 0.f;
@@ -62,7 +97,39 @@ __global__ void ColumnSums(const float* x, float* out, int64_t rows, int64_t col
   }
 }
 
-void LstmForward(const LstmArgs& a, Context* ctx) {
+// A carried gradient's start: the incoming final-state gradient, or zeros without one.
+void StartState(float* dst, const Tensor& from, int64_t n, cudaStream_t st, const char* op) {
+  const size_t bytes = sizeof(float) * size_t(n);
+  if (from.empty())
+    SINGA_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, st), op);
+  else
+    SINGA_CUDA_CHECK(
+        cudaMemcpyAsync(dst, DevPtr<const float>(from), bytes, cudaMemcpyDeviceToDevice, st), op);
+}
+
+// dW_hh = sum over steps of h_{t-1}^T dG_t (two products: h0's rows and hs's, cpu/rnn.cc's
+// WeightGrads) and db_hh = the column sums of dG (T, N, G).
+void WeightGrads(const RnnArgs& a, int64_t G, const float* dG, Context* ctx, const char* op) {
+  const int64_t N = a.N, H = a.H, T = a.T;
+  const cudaStream_t st = Stream(ctx);
+  float* dw = MutDevPtr<float>(a.dw);
+  const float* hs = DevPtr<const float>(a.hs);
+  SINGA_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * size_t(H * G), st), op);
+  if (N > 0) {
+    RowGemm(Cublas(ctx), true, false, int(H), int(G), int(N), 1.f, DevPtr<const float>(a.h0),
+            int(H), dG + a.Step(0) * N * G, int(G), 1.f, dw, int(G), op);
+    if (T > 1)
+      RowGemm(Cublas(ctx), true, false, int(H), int(G), int((T - 1) * N), 1.f,
+              a.reverse ? hs + N * H : hs, int(H), a.reverse ? dG : dG + N * G, int(G), 1.f, dw,
+              int(G), op);
+  }
+  if (!a.db.empty()) {
+    ColumnSums<<<Blocks(size_t(G)), kThreads, 0, st>>>(dG, MutDevPtr<float>(a.db), T * N, G);
+    SINGA_CUDA_CHECK_LAUNCH(op);
+  }
+}
+
+void LstmForward(const RnnArgs& a, Context* ctx) {
   const int64_t N = a.N, H = a.H, G = 4 * H, T = a.T;
   const cudaStream_t st = Stream(ctx);
   const float *gx = DevPtr<const float>(a.gx), *w = DevPtr<const float>(a.w);
@@ -84,26 +151,16 @@ void LstmForward(const LstmArgs& a, Context* ctx) {
   }
 }
 
-void LstmBackward(const LstmArgs& a, Context* ctx) {
+void LstmBackward(const RnnArgs& a, Context* ctx) {
   const int64_t N = a.N, H = a.H, G = 4 * H, T = a.T;
   const cudaStream_t st = Stream(ctx);
-  const float *gates = DevPtr<const float>(a.gates), *hs = DevPtr<const float>(a.hs);
-  const float *cs = DevPtr<const float>(a.cs), *dhs = DevPtr<const float>(a.dhs);
-  const float *h0 = DevPtr<const float>(a.h0), *c0 = DevPtr<const float>(a.c0);
+  const float *gates = DevPtr<const float>(a.gates), *cs = DevPtr<const float>(a.cs);
+  const float *dhs = DevPtr<const float>(a.dhs), *c0 = DevPtr<const float>(a.c0);
   const float* w = DevPtr<const float>(a.w);
   float *dgx = MutDevPtr<float>(a.dgx), *dh = MutDevPtr<float>(a.dh0);
-  float *dc = MutDevPtr<float>(a.dc0), *dw = MutDevPtr<float>(a.dw);
-  const size_t state = sizeof(float) * size_t(N * H);
-  if (a.dhT.empty())
-    SINGA_CUDA_CHECK(cudaMemsetAsync(dh, 0, state, st), "LSTMBackward");
-  else
-    SINGA_CUDA_CHECK(cudaMemcpyAsync(dh, DevPtr<const float>(a.dhT), state,
-                                     cudaMemcpyDeviceToDevice, st), "LSTMBackward");
-  if (a.dcT.empty())
-    SINGA_CUDA_CHECK(cudaMemsetAsync(dc, 0, state, st), "LSTMBackward");
-  else
-    SINGA_CUDA_CHECK(cudaMemcpyAsync(dc, DevPtr<const float>(a.dcT), state,
-                                     cudaMemcpyDeviceToDevice, st), "LSTMBackward");
+  float* dc = MutDevPtr<float>(a.dc0);
+  StartState(dh, a.dhT, N * H, st, "LSTMBackward");
+  StartState(dc, a.dcT, N * H, st, "LSTMBackward");
   for (int64_t p = T - 1; p >= 0; --p) {
     const int64_t t = a.Step(p);
     const float* cp = p == 0 ? c0 : cs + a.Step(p - 1) * N * H;
@@ -116,19 +173,51 @@ void LstmBackward(const LstmArgs& a, Context* ctx) {
     RowGemm(Cublas(ctx), false, true, int(N), int(H), int(G), 1.f, dg, int(G), w, int(G), 0.f, dh,
             int(H), "LSTMBackward");
   }
-  SINGA_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * size_t(H * G), st), "LSTMBackward");
-  if (N > 0) {
-    RowGemm(Cublas(ctx), true, false, int(H), int(G), int(N), 1.f, h0, int(H),
-            dgx + a.Step(0) * N * G, int(G), 1.f, dw, int(G), "LSTMBackward");
-    if (T > 1)
-      RowGemm(Cublas(ctx), true, false, int(H), int(G), int((T - 1) * N), 1.f,
-              a.reverse ? hs + N * H : hs, int(H), a.reverse ? dgx : dgx + N * G, int(G), 1.f,
-              dw, int(G), "LSTMBackward");
+  WeightGrads(a, G, dgx, ctx, "LSTMBackward");
+}
+
+void GruForward(const RnnArgs& a, Context* ctx) {
+  const int64_t N = a.N, H = a.H, G = 3 * H, T = a.T;
+  const cudaStream_t st = Stream(ctx);
+  const float *gx = DevPtr<const float>(a.gx), *w = DevPtr<const float>(a.w);
+  const float* b = a.b.empty() ? nullptr : DevPtr<const float>(a.b);
+  float *hs = MutDevPtr<float>(a.hs), *gates = MutDevPtr<float>(a.gates);
+  float *ghn = MutDevPtr<float>(a.ghn), *gh = MutDevPtr<float>(a.gh);
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = a.Step(s);
+    const float* hp = s == 0 ? DevPtr<const float>(a.h0) : hs + a.Step(s - 1) * N * H;
+    BiasRows<<<Blocks(size_t(N * G)), kThreads, 0, st>>>(b, gh, N, G);
+    SINGA_CUDA_CHECK_LAUNCH("GRUForward");
+    RowGemm(Cublas(ctx), false, false, int(N), int(G), int(H), 1.f, hp, int(H), w, int(G), 1.f,
+            gh, int(G), "GRUForward");
+    GruCellsForward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(
+        gx + t * N * G, gh, hp, gates + t * N * G, ghn + t * N * H, hs + t * N * H, N, H);
+    SINGA_CUDA_CHECK_LAUNCH("GRUForward");
   }
-  if (!a.db.empty()) {
-    ColumnSums<<<Blocks(size_t(G)), kThreads, 0, st>>>(dgx, MutDevPtr<float>(a.db), T * N, G);
-    SINGA_CUDA_CHECK_LAUNCH("LSTMBackward");
+}
+
+void GruBackward(const RnnArgs& a, Context* ctx) {
+  const int64_t N = a.N, H = a.H, G = 3 * H, T = a.T;
+  const cudaStream_t st = Stream(ctx);
+  const float *gates = DevPtr<const float>(a.gates), *ghn = DevPtr<const float>(a.ghn);
+  const float *hs = DevPtr<const float>(a.hs), *dhs = DevPtr<const float>(a.dhs);
+  const float *h0 = DevPtr<const float>(a.h0), *w = DevPtr<const float>(a.w);
+  float *dgx = MutDevPtr<float>(a.dgx), *dgh = MutDevPtr<float>(a.dgh);
+  float* dh = MutDevPtr<float>(a.dh0);
+  StartState(dh, a.dhT, N * H, st, "GRUBackward");
+  for (int64_t p = T - 1; p >= 0; --p) {
+    const int64_t t = a.Step(p);
+    const float* hp = p == 0 ? h0 : hs + a.Step(p - 1) * N * H;
+    if (N > 0) {
+      GruCellsBackward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(
+          gates + t * N * G, ghn + t * N * H, hp, dhs + t * N * H, dh, dgx + t * N * G,
+          dgh + t * N * G, N, H);
+      SINGA_CUDA_CHECK_LAUNCH("GRUBackward");
+    }
+    RowGemm(Cublas(ctx), false, true, int(N), int(H), int(G), 1.f, dgh + t * N * G, int(G), w,
+            int(G), 1.f, dh, int(H), "GRUBackward");
   }
+  WeightGrads(a, G, dgh, ctx, "GRUBackward");
 }
 
 }  // namespace
@@ -136,5 +225,7 @@ void LstmBackward(const LstmArgs& a, Context* ctx) {
 
 SINGA_REGISTER_KERNEL(LSTMForward, kCuda, &cuda::LstmForward);
 SINGA_REGISTER_KERNEL(LSTMBackward, kCuda, &cuda::LstmBackward);
+SINGA_REGISTER_KERNEL(GRUForward, kCuda, &cuda::GruForward);
+SINGA_REGISTER_KERNEL(GRUBackward, kCuda, &cuda::GruBackward);
 
 }  // namespace singa

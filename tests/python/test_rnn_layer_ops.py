@@ -1,11 +1,12 @@
-"""The LSTM layer as one op each way (singa/ops/rnn.h, autograd.rnn._LSTMLayer): the op against a
-float64 numpy LSTM and its gradients against finite differences, both directions; layer.LSTM
-through it against the composed cells (the reference: _LSTMLayer.enabled = False) for every
-layout; the reference backend against oneDNN's; graph mode against eager mode; NaN."""
+"""The LSTM and GRU layers as one op each way (singa/ops/rnn.h, autograd.rnn._LSTMLayer and
+_GRULayer): the ops against float64 numpy cells and their gradients against finite differences,
+both directions; layer.LSTM / GRU through them against the composed cells (the reference:
+enabled = False) for every layout; the reference backend against oneDNN's; graph mode against
+eager mode; ONNX export through onnxruntime; NaN."""
 import numpy as np
 import pytest
 
-from singa import autograd, device, layer, model, opt, tensor
+from singa import autograd, device, layer, model, opt, sonnx, tensor
 from singa import singa_wrap as sw
 from singa.autograd import rnn as ag_rnn
 
@@ -31,12 +32,44 @@ def lstm_ref(gx, h0, c0, w, b, reverse):
     return hs, cs
 
 
-def operands(rng, T=4, N=3, H=3, bias=True):
-    gx = rng.standard_normal((T, N, 4 * H))
+def gru_ref(gx, h0, w, b, reverse):
+    """hs (float64) of one GRU layer (gates r, z, n; the recurrent bias inside r's product)."""
+    T, H = gx.shape[0], h0.shape[1]
+    hs = np.zeros((T,) + h0.shape)
+    h = h0.astype(np.float64)
+    for t in (reversed(range(T)) if reverse else range(T)):
+        gh = h @ w + (0 if b is None else b)
+        r = sigmoid(gx[t, :, :H] + gh[:, :H])
+        z = sigmoid(gx[t, :, H:2 * H] + gh[:, H:2 * H])
+        n = np.tanh(gx[t, :, 2 * H:] + r * gh[:, 2 * H:])
+        h = n + z * (h - n)
+        hs[t] = h
+    return hs
+
+
+def operands(rng, T=4, N=3, H=3, bias=True, gates=4):
+    gx = rng.standard_normal((T, N, gates * H))
     h0, c0 = rng.standard_normal((N, H)), rng.standard_normal((N, H))
-    w = 0.5 * rng.standard_normal((H, 4 * H))
-    b = 0.5 * rng.standard_normal(4 * H) if bias else None
+    w = 0.5 * rng.standard_normal((H, gates * H))
+    b = 0.5 * rng.standard_normal(gates * H) if bias else None
     return gx, h0, c0, w, b
+
+
+def expect_finite_differences(loss, args, got):
+    """got[k] (core tensors) equals the central differences of loss(*args) in args[k], for
+    every args[k] that is not None."""
+    for k, arg in enumerate(args):
+        if arg is None:
+            continue
+        num = np.zeros_like(arg)
+        for idx in np.ndindex(*arg.shape):
+            up = [a.copy() if a is not None else None for a in args]
+            down = [a.copy() if a is not None else None for a in args]
+            up[k][idx] += 1e-6
+            down[k][idx] -= 1e-6
+            num[idx] = (loss(*up) - loss(*down)) / 2e-6
+        np.testing.assert_allclose(sw.to_numpy(got[k]), num, rtol=1e-4, atol=1e-5,
+                                   err_msg="gradient %d" % k)
 
 
 def core(a):
@@ -69,39 +102,61 @@ def test_backward_matches_finite_differences(reverse, bias, rng):
     hs, cs, gates = sw.LSTMForward(*map(core, (gx, h0, c0, w, b)), reverse)
     got = sw.LSTMBackward(core(r_hs), core(r_h), core(r_c), gates, hs, cs, core(h0), core(c0),
                           core(w), bias, reverse)
-    args = [gx, h0, c0, w, b]
-    for k in range(5 if bias else 4):
-        num = np.zeros_like(args[k])
-        for idx in np.ndindex(*args[k].shape):
-            up = [a.copy() if a is not None else None for a in args]
-            down = [a.copy() if a is not None else None for a in args]
-            up[k][idx] += 1e-6
-            down[k][idx] -= 1e-6
-            num[idx] = (loss(*up) - loss(*down)) / 2e-6
-        np.testing.assert_allclose(sw.to_numpy(got[k]), num, rtol=1e-4, atol=1e-5,
-                                   err_msg="gradient %d" % k)
+    expect_finite_differences(loss, [gx, h0, c0, w, b], got)
     if not bias:
         assert got[4] is None
 
 
-def _layer_run(xs_np, h0_np, c0_np, kind, fused, params=None, **kw):
-    """(outputs, h, c, parameter gradients) of a layer.LSTM on the given data; checks that the
-    op ran once per layer and direction (fused) or never."""
-    saved, op = ag_rnn._LSTMLayer.enabled, sw.LSTMForward
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_gru_forward_matches_numpy(reverse, bias, rng):
+    gx, h0, _, w, b = operands(rng, T=5, N=4, H=6, bias=bias, gates=3)
+    hs, gates, ghn = sw.GRUForward(*map(core, (gx, h0, w, b)), reverse)
+    np.testing.assert_allclose(sw.to_numpy(hs), gru_ref(gx, h0, w, b, reverse), rtol=1e-5,
+                               atol=1e-6)
+    assert sw.to_numpy(gates).shape == gx.shape and sw.to_numpy(ghn).shape == (5, 4, 6)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_gru_backward_matches_finite_differences(reverse, bias, rng):
+    gx, h0, _, w, b = operands(rng, bias=bias, gates=3)
+    T, N, H = gx.shape[0], h0.shape[0], h0.shape[1]
+    r_hs, r_h = rng.standard_normal((T, N, H)), rng.standard_normal((N, H))
+    last = 0 if reverse else T - 1
+
+    def loss(*args):
+        hs = gru_ref(*args, reverse)
+        return (hs * r_hs).sum() + (hs[last] * r_h).sum()
+
+    hs, gates, ghn = sw.GRUForward(*map(core, (gx, h0, w, b)), reverse)
+    got = sw.GRUBackward(core(r_hs), core(r_h), gates, ghn, hs, core(h0), core(w), bias, reverse)
+    expect_finite_differences(loss, [gx, h0, w, b], got)
+    if not bias:
+        assert got[3] is None
+
+
+def _layer_run(xs_np, h0_np, c0_np, kind, fused, params=None, cell="lstm", **kw):
+    """(outputs, h, c, parameter gradients) of a layer.LSTM (layer.GRU: c is h) on the given
+    data; checks that the op ran once per layer and direction (fused) or never."""
+    cls, name = {"lstm": (ag_rnn._LSTMLayer, "LSTMForward"),
+                 "gru": (ag_rnn._GRULayer, "GRUForward")}[cell]
+    saved, op = cls.enabled, getattr(sw, name)
     calls = []
-    ag_rnn._LSTMLayer.enabled = fused
-    sw.LSTMForward = lambda *a: calls.append(1) or op(*a)
+    cls.enabled = fused
+    setattr(sw, name, lambda *a: calls.append(1) or op(*a))
     try:
         autograd.training = True
-        net = layer.LSTM(xs_np.shape[-1], 4, **kw)
+        net = (layer.LSTM if cell == "lstm" else layer.GRU)(xs_np.shape[-1], 4, **kw)
         x = tensor.from_numpy(xs_np)
         x.requires_grad = True
         h0, c0 = tensor.from_numpy(h0_np), tensor.from_numpy(c0_np)
         xs = [tensor.from_numpy(s) for s in xs_np] if kind == "list" else x
-        net(xs, (h0, c0))  # creates the parameters
+        state = (h0, c0) if cell == "lstm" else h0
+        net(xs, state)  # creates the parameters
         if params is not None:
             net.set_params(params)
-        out, h, c = net(xs, (h0, c0))
+        out, h, c = net(xs, state) if cell == "lstm" else net(xs, state) + (h0,)
         y = autograd.cat(out, 1) if kind == "list" else out
         loss = autograd.reduce_sum(autograd.mul(y, y))
         loss = autograd.add(loss, autograd.reduce_sum(autograd.add(h, c)))
@@ -110,24 +165,26 @@ def _layer_run(xs_np, h0_np, c0_np, kind, fused, params=None, **kw):
         assert len(calls) == (2 * runs if fused else 0)  # the parameters' call and this one
         return [tensor.to_numpy(t) for t in (y, h, c)], grads, net.get_params()
     finally:
-        ag_rnn._LSTMLayer.enabled = saved
-        sw.LSTMForward = op
+        cls.enabled = saved
+        setattr(sw, name, op)
         autograd.training = False
 
 
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
 @pytest.mark.parametrize("kind,kw", [
     ("3d", {}), ("list", {}), ("3d", {"num_layers": 2}),
     ("3d", {"num_layers": 2, "bidirectional": True}), ("3d", {"batch_first": True}),
     ("3d", {"bias": False, "bidirectional": True}),
 ])
-def test_layer_through_the_op_matches_the_composed_cells(kind, kw, rng):
+def test_layer_through_the_op_matches_the_composed_cells(cell, kind, kw, rng):
     dirs = 2 if kw.get("bidirectional") else 1
     xs = rng.standard_normal((5, 3, 6)).astype(F32)
     states = (kw.get("num_layers", 1) * dirs, xs.shape[0 if kw.get("batch_first") else 1], 4)
     h0 = (0.5 * rng.standard_normal(states)).astype(F32)
     c0 = (0.5 * rng.standard_normal(states)).astype(F32)
-    fused, g_fused, params = _layer_run(xs, h0, c0, kind, True, **kw)
-    composed, g_composed, _ = _layer_run(xs, h0, c0, kind, False, params=params, **kw)
+    fused, g_fused, params = _layer_run(xs, h0, c0, kind, True, cell=cell, **kw)
+    composed, g_composed, _ = _layer_run(xs, h0, c0, kind, False, params=params, cell=cell,
+                                         **kw)
     for a, b in zip(fused, composed):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert sorted(g_fused) == sorted(g_composed) and g_fused
@@ -140,6 +197,8 @@ def test_reference_backend_matches_onednns(rng):
     if not sw.USE_DNNL:
         pytest.skip("libsinga was built without oneDNN")
     gx, h0, c0, w, b = operands(rng, T=6, N=5, H=20)
+    gx3, _, _, w3, b3 = operands(rng, T=6, N=5, H=20, gates=3)
+    dhs = core(np.ones((6, 5, 20)))
     dev = device.get_default_device()
     default = dev.backend()
     results = {}
@@ -147,9 +206,11 @@ def test_reference_backend_matches_onednns(rng):
         dev.set_backend(backend)
         try:
             hs, cs, gates = sw.LSTMForward(*map(core, (gx, h0, c0, w, b)), True)
-            d = sw.LSTMBackward(core(np.ones((6, 5, 20))), None, None, gates, hs, cs, core(h0),
-                                core(c0), core(w), True, True)
-            results[backend] = [sw.to_numpy(t) for t in (hs, cs) + tuple(d)]
+            d = sw.LSTMBackward(dhs, None, None, gates, hs, cs, core(h0), core(c0), core(w),
+                                True, True)
+            ghs, ggates, ghn = sw.GRUForward(*map(core, (gx3, h0, w3, b3)), False)
+            gd = sw.GRUBackward(dhs, None, ggates, ghn, ghs, core(h0), core(w3), True, False)
+            results[backend] = [sw.to_numpy(t) for t in (hs, cs) + tuple(d) + (ghs,) + gd]
         finally:
             dev.set_backend(default)
     assert default != "cpu"
@@ -196,6 +257,28 @@ def test_graph_mode_trains_as_eager_mode(graph, rng):
     np.testing.assert_allclose(losses, eager_losses, rtol=1e-5)
     for k in eager_params:
         np.testing.assert_allclose(params[k], eager_params[k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_layer_exports_to_onnx_and_onnxruntime_agrees(cell, bidirectional, rng):
+    ort = pytest.importorskip("onnxruntime")
+    x = rng.standard_normal((5, 2, 3)).astype(F32)
+    net = (layer.LSTM if cell == "lstm" else layer.GRU)(3, 4, num_layers=2,
+                                                        bidirectional=bidirectional)
+    autograd.training = True
+    try:
+        tx = tensor.from_numpy(x)
+        tx.requires_grad = True
+        y = net(tx)[0]
+        m = sonnx.to_onnx([tx], [y])
+    finally:
+        autograd.training = False
+    ops = [n.op_type for n in m.graph.node]
+    assert ops.count(cell.upper()) == 2 * (2 if bidirectional else 1), ops
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    np.testing.assert_allclose(got, tensor.to_numpy(y), rtol=1e-5, atol=1e-5)
 
 
 def test_nan_in_one_step_reaches_the_later_steps_only(rng):
