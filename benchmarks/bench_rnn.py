@@ -1,19 +1,20 @@
-"""Training a character-level LSTM (SINGA's char-rnn shape): singa graph and eager beside
-PyTorch's nn.LSTM, eager and torch.compile.
+"""Training a character-level recurrent network (SINGA's char-rnn shape): singa graph and eager
+beside PyTorch's nn.LSTM / GRU / RNN, eager and torch.compile.
 
     .venv/bin/python benchmarks/bench_rnn.py                        # LSTM, hidden 256, seq 64
     .venv/bin/python benchmarks/bench_rnn.py --cell gru --hidden 512 --rounds 3
     .venv/bin/python benchmarks/bench_rnn.py --modes graph --profile  # where the step goes
 
-The model: token embedding (--vocab x --input), a --layers LSTM (or GRU) of --hidden units over
---seq steps of --batch sequences (singa: layer.LSTM / GRU on a (seq, batch, input) tensor;
-PyTorch: nn.LSTM / GRU), a linear head on every step's output, softmax cross-entropy, Adam
-(lr 1e-3), random tokens. Each configuration runs in its own process (bench_train.py's
-workers): Mem(MB) is the process's peak resident memory after the imports, Speed covers --iters
-steps after --warmup ones. "composed cells" runs each step as autograd's cell operators (an
-LSTM's ~14, ~30 backward) instead of the layer's one op each way (autograd.rnn._LSTMLayer /
-_GRULayer.enabled = False), what layer.LSTM / GRU did before. --profile adds the graph's
-per-operation profile of one step. The workers run in the machine's default environment.
+The model: token embedding (--vocab x --input), a --layers LSTM (GRU, tanh RNN) of --hidden units
+over --seq steps of --batch sequences (singa: layer.LSTM / GRU / RNN on a (seq, batch, input)
+tensor; PyTorch: nn.LSTM / GRU / RNN), a linear head on every step's output, softmax
+cross-entropy, Adam (lr 1e-3), random tokens. Each configuration runs in its own process
+(bench_train.py's workers): Mem(MB) is the process's peak resident memory after the imports,
+Speed covers --iters steps after --warmup ones. "composed cells" runs each step as autograd's
+cell operators (an LSTM's ~14, ~30 backward) instead of the layer's one op each way
+(autograd.rnn._LSTMLayer / _GRULayer / _RNNLayer.enabled = False), what the layers did before.
+--profile adds the graph's per-operation profile of one step. The workers run in the machine's
+default environment.
 """
 import argparse
 import json
@@ -35,7 +36,7 @@ MODES = [("graph", "singa graph, bfs"), ("eager", "singa eager"),
 def singa_model(cfg):
     from singa import autograd, layer, model
 
-    rnn_cls = layer.LSTM if cfg["cell"] == "lstm" else layer.GRU
+    rnn_cls = {"lstm": layer.LSTM, "gru": layer.GRU, "rnn": layer.RNN}[cfg["cell"]]
 
     class CharRNN(model.Model):
         def __init__(self):
@@ -61,7 +62,7 @@ def singa_model(cfg):
 def torch_model(cfg):
     from torch import nn
 
-    rnn_cls = nn.LSTM if cfg["cell"] == "lstm" else nn.GRU
+    rnn_cls = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[cfg["cell"]]
 
     class CharRNN(nn.Module):
         def __init__(self):
@@ -88,7 +89,8 @@ def worker(cfg):
         return time_and_report(cfg, step, base)
     from singa import device, opt, tensor
     from singa.autograd import rnn as ag_rnn
-    ag_rnn._LSTMLayer.enabled = ag_rnn._GRULayer.enabled = not mode.endswith("-composed")
+    fused = not mode.endswith("-composed")
+    ag_rnn._LSTMLayer.enabled = ag_rnn._GRULayer.enabled = ag_rnn._RNNLayer.enabled = fused
     dev = device.get_default_device()
     dev.SetRandSeed(0)
     reset_peak()
@@ -106,7 +108,8 @@ def main():
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--modes", nargs="+", default=["graph", "eager", "torch"],
                     choices=[m for m, _ in MODES])
-    ap.add_argument("--cell", choices=["lstm", "gru"], default="lstm")
+    ap.add_argument("--cell", choices=["lstm", "gru", "rnn"], default="lstm",
+                    help="rnn: the plain (tanh) RNN")
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--input", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=256)

@@ -83,7 +83,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", default=DEFAULT)
     ap.add_argument("--sample", type=int, default=0, help="mutants per module (0: all)")
-    ap.add_argument("--tests", default="tests/python")
+    ap.add_argument("--tests", nargs="+", default=["tests/python"],
+                    help="test files or folders whose tests may kill a mutant (a narrower set "
+                         "maps the mutants faster)")
     ap.add_argument("--only", metavar="FILE",
                     help="run exactly the mutants named in FILE, one a line (e.g. the "
                     "survivors of an earlier run, to re-measure them after adding tests)")
@@ -127,7 +129,7 @@ def main():
                 # One argument a line: mutmut splits this value on newlines only (on one line
                 # pytest took the whole list as one path and ignored nothing).
                 "pytest_add_cli_args=%s\n"
-                % ("\n    ".join(args.paths), "\n    ".join(also), args.tests,
+                % ("\n    ".join(args.paths), "\n    ".join(also), "\n    ".join(args.tests),
                    "\n    ".join("--ignore=tests/python/%s.py" % t for t in IGNORED_TESTS)))
     os.remove(os.path.join(work, "pyproject.toml"))  # its [tool.*] tables would shadow setup.cfg
     env = dict(os.environ, PYTHONPATH="", OMP_NUM_THREADS="1")

@@ -1,6 +1,6 @@
 # cython: language_level=3, binding=True, embedsignature=True
 # distutils: language = c++
-# singa._wrap_rnn: one LSTM or GRU layer in one direction over a whole sequence,
+# singa._wrap_rnn: one LSTM, GRU or plain RNN layer in one direction over a whole sequence,
 # singa/ops/rnn.h.
 #
 #   hs, cs, gates = LSTMForward(gx, h0, c0, w_hh, b_hh, False)      # b_hh may be None
@@ -8,10 +8,12 @@
 #                                              True, False)         # dhT, dcT may be None
 #   hs, gates, ghn = GRUForward(gx, h0, w_hh, b_hh, False)
 #   dgx, dh0, dw_hh, db_hh = GRUBackward(dhs, dhT, gates, ghn, hs, h0, w_hh, True, False)
+#   hs = RNNForward(gx, h0, w_hh, b_hh, relu=False, reverse=False)
+#   dgx, dh0, dw_hh, db_hh = RNNBackward(dhs, dhT, hs, h0, w_hh, True, False, False)
 #
 # gx (T, N, G * H) holds every step's input projection x_t W_ih + b_ih (gates i, f, g, o; or
-# r, z, n). autograd's _LSTMLayer and _GRULayer (singa/autograd/rnn.py) are the differentiable
-# ops.
+# r, z, n; or the one of a plain RNN). autograd's _LSTMLayer, _GRULayer and _RNNLayer
+# (singa/autograd/rnn.py) are the differentiable ops.
 from libcpp cimport bool
 from libcpp.vector cimport vector
 
@@ -31,6 +33,12 @@ cdef extern from "singa/ops/rnn.h" namespace "singa":
     vector[CTensor] c_GRUForward "SINGA_NOGIL(singa::GRUForward)"(
         const CTensor& gx, const CTensor& h0, const CTensor& w_hh, const CTensor& b_hh,
         bool reverse) except +raise_py_error
+    vector[CTensor] c_RNNForward "SINGA_NOGIL(singa::RNNForward)"(
+        const CTensor& gx, const CTensor& h0, const CTensor& w_hh, const CTensor& b_hh,
+        bool relu, bool reverse) except +raise_py_error
+    vector[CTensor] c_RNNBackward "SINGA_NOGIL(singa::RNNBackward)"(
+        const CTensor& dhs, const CTensor& dhT, const CTensor& hs, const CTensor& h0,
+        const CTensor& w_hh, bool has_bias, bool relu, bool reverse) except +raise_py_error
     vector[CTensor] c_GRUBackward "SINGA_NOGIL(singa::GRUBackward)"(
         const CTensor& dhs, const CTensor& dhT, const CTensor& gates, const CTensor& ghn,
         const CTensor& hs, const CTensor& h0, const CTensor& w_hh, bool has_bias,
@@ -71,4 +79,19 @@ def GRUBackward(Tensor dhs not None, Tensor dhT, Tensor gates not None, Tensor g
     """(dgx, dh0, dw_hh, db_hh): GRUForward's gradients (db_hh None unless has_bias)."""
     cdef vector[CTensor] r = c_GRUBackward(dhs.c, opt_tensor(dhT), gates.c, ghn.c, hs.c, h0.c,
                                            w_hh.c, has_bias, reverse)
+    return wrap(r[0]), wrap(r[1]), wrap(r[2]), wrap(r[3]) if has_bias else None
+
+
+def RNNForward(Tensor gx not None, Tensor h0 not None, Tensor w_hh not None, Tensor b_hh,
+               bint relu=False, bint reverse=False):
+    """hs (T, N, H): the states after every step of a plain RNN layer (tanh, or ReLU) over gx
+    (T, N, H)."""
+    return wrap(c_RNNForward(gx.c, h0.c, w_hh.c, opt_tensor(b_hh), relu, reverse)[0])
+
+
+def RNNBackward(Tensor dhs not None, Tensor dhT, Tensor hs not None, Tensor h0 not None,
+                Tensor w_hh not None, bint has_bias=True, bint relu=False, bint reverse=False):
+    """(dgx, dh0, dw_hh, db_hh): RNNForward's gradients (db_hh None unless has_bias)."""
+    cdef vector[CTensor] r = c_RNNBackward(dhs.c, opt_tensor(dhT), hs.c, h0.c, w_hh.c, has_bias,
+                                           relu, reverse)
     return wrap(r[0]), wrap(r[1]), wrap(r[2]), wrap(r[3]) if has_bias else None

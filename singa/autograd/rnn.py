@@ -139,12 +139,40 @@ class _GRULayer(base.Operator):
         return (dgx, dh0, dw) + ((db,) if self.has_bias else ())
 
 
-_LAYER_OPS = {2: _LSTMLayer, 3: _GRULayer}
+class _RNNLayer(base.Operator):
+    """One plain RNN layer (tanh, or ``relu``) in one direction over a whole sequence, as one op
+    each way (singa/ops/rnn.h): inputs gx (T, N, H), h0 (N, H), w_hh (H, H) and optionally
+    b_hh (H,); outputs hs (T, N, H) and the final h. run_sequence uses it for modes 0 and 1
+    (``_RNNLayer.enabled``)."""
+
+    enabled = True
+
+    def __init__(self, relu=False, reverse=False):
+        super(_RNNLayer, self).__init__()
+        self.relu = bool(relu)
+        self.reverse = bool(reverse)
+
+    def forward(self, gx, h0, w_hh, b_hh=None):
+        hs = singa.RNNForward(gx, h0, w_hh, b_hh, self.relu, self.reverse)
+        last = 0 if self.reverse else gx.shape()[0] - 1
+        h_t = singa.Reshape(singa.SliceOn(hs, last, last + 1, 0), list(h0.shape()))
+        self.saved = (hs, h0, w_hh)
+        self.has_bias = b_hh is not None
+        return hs, h_t
+
+    def backward(self, dhs, dh_t):
+        hs, h0, w_hh = self.saved
+        dgx, dh0, dw, db = singa.RNNBackward(dhs, dh_t, hs, h0, w_hh, self.has_bias, self.relu,
+                                             self.reverse)
+        return (dgx, dh0, dw) + ((db,) if self.has_bias else ())
+
+
+_LAYER_OPS = {0: _RNNLayer, 1: _RNNLayer, 2: _LSTMLayer, 3: _GRULayer}
 
 
 def _fused(mode, masks, x):
-    """Whether run_sequence runs a layer of ``mode`` as one op (_LSTMLayer, _GRULayer): float32
-    and no seq_lengths."""
+    """Whether run_sequence runs a layer of ``mode`` as one op (_RNNLayer, _LSTMLayer,
+    _GRULayer): float32 and no seq_lengths."""
     op = _LAYER_OPS.get(mode)
     return (op is not None and op.enabled and masks is None
             and x.data.data_type() == singa.kFloat32)
@@ -157,7 +185,8 @@ def _fused_layer(mode, joined, steps, batch, h, c, w, reverse):
     bias = (w.b_hh,) if w.b_hh is not None else ()
     if mode == 2:
         return _LSTMLayer(reverse)(gx, h, c, w.w_hh, *bias)
-    hs, h_t = _GRULayer(reverse)(gx, h, w.w_hh, *bias)
+    op = _GRULayer(reverse) if mode == 3 else _RNNLayer(mode == 0, reverse)
+    hs, h_t = op(gx, h, w.w_hh, *bias)
     return hs, h_t, None
 
 
@@ -191,8 +220,8 @@ def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropou
         (ys, hs, cs): ys a list of (batch, directions * hidden) Tensors per step (or one Tensor,
         as_tensor); hs and cs the final states per pseudo-layer (cs None unless LSTM).
 
-    An LSTM or GRU layer without masks runs as one op per direction (_LSTMLayer, _GRULayer);
-    the others step through cell_step's operators.
+    Without masks a layer runs as one op per direction (_RNNLayer, _LSTMLayer, _GRULayer);
+    with them the steps are cell_step's operators.
     """
     steps = len(xs) if not isinstance(xs, Tensor) else xs.shape[0]
     hs, cs = [], [] if mode == 2 else None

@@ -1,19 +1,20 @@
-"""Export of the fused recurrent layers (autograd.rnn._LSTMLayer, _GRULayer): a mixin of
-frontend._Exporter.
+"""Export of the fused recurrent layers (autograd.rnn._LSTMLayer, _GRULayer, _RNNLayer): a
+mixin of frontend._Exporter.
 
-    m = sonnx.to_onnx([x], [y])     # a layer.LSTM's / GRU's layers become ONNX LSTM / GRU nodes
+    m = sonnx.to_onnx([x], [y])     # a layer.LSTM's / GRU's / RNN's layers: ONNX LSTM / GRU / RNN
 
 These ops receive every step's input projection gx = x W_ih + b_ih (one MatMul and Add,
 exported before them), so their ONNX node reads gx as its input X with a constant W that only
 reorders the gates (a permutation of the identity: ONNX's i, o, f, c from our i, f, g, o; its
-z, r, h from our r, z, n); R is w_hh transposed and reordered, B holds b_hh reordered after a zero
-input bias (a GRU's with linear_before_reset, cuDNN's and PyTorch's form), and the states gain
-and lose ONNX's direction axis through Unsqueeze / Squeeze.
+z, r, h from our r, z, n; the identity for the plain RNN); R is w_hh transposed and reordered,
+B holds b_hh reordered after a zero input bias (a GRU's with linear_before_reset, cuDNN's and
+PyTorch's form), and the states gain and lose ONNX's direction axis through Unsqueeze /
+Squeeze.
 """
 import numpy as np
 
 # ONNX gate k is our gate _ONNX_GATES[op][k]
-_ONNX_GATES = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2)}
+_ONNX_GATES = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2), "RNN": (0,)}
 
 
 def _i64(v):
@@ -63,3 +64,6 @@ class RnnExports(object):
 
     def _op_GRULayer(self, op, ins, outs):
         self._recurrent(op, ins, outs, "GRU", linear_before_reset=1)
+
+    def _op_RNNLayer(self, op, ins, outs):
+        self._recurrent(op, ins, outs, "RNN", activations=["Relu" if op.relu else "Tanh"])

@@ -1,4 +1,4 @@
-// The CUDA kernels of singa/ops/rnn.h (the LSTM and GRU layers) against the host's kernels,
+// The CUDA kernels of singa/ops/rnn.h (LSTM, GRU, plain RNN layers) against the host's kernels,
 // both directions, with and without biases and incoming final-state gradients. Every test skips
 // where no GPU is usable (SINGA_REQUIRE_GPU).
 #include <gtest/gtest.h>
@@ -59,6 +59,26 @@ TEST(CudaRnn, GruForwardBackwardMatchTheHost) {
       auto gb = GRUBackward(OnGpu(dhs), bias ? OnGpu(dhT) : dhT, g[1], g[2], g[0], OnGpu(h0),
                             OnGpu(w), bias, reverse);
       for (int i = 0; i < (bias ? 4 : 3); ++i) ExpectSameOnGpu(cb[i], gb[i], 1e-4f);
+    }
+}
+
+TEST(CudaRnn, PlainRnnForwardBackwardMatchTheHost) {
+  SINGA_REQUIRE_GPU();
+  const size_t T = 6, N = 5, H = 33;
+  for (bool relu : {false, true})
+    for (bool reverse : {false, true}) {
+      SCOPED_TRACE(std::string(relu ? "relu" : "tanh") + (reverse ? ", reverse" : ""));
+      const Tensor gx = RandomTensor({T, N, H}, -2.f, 2.f, 81);
+      const Tensor h0 = RandomTensor({N, H}, -1.f, 1.f, 82);
+      const Tensor w = RandomTensor({H, H}, -0.3f, 0.3f, 83);
+      const Tensor b = RandomTensor({H}, -0.5f, 0.5f, 84);
+      auto c = RNNForward(gx, h0, w, b, relu, reverse);
+      auto g = RNNForward(OnGpu(gx), OnGpu(h0), OnGpu(w), OnGpu(b), relu, reverse);
+      ExpectSameOnGpu(c[0], g[0], 1e-5f);
+      const Tensor dhs = RandomTensor({T, N, H}, -1.f, 1.f, 85);
+      auto cb = RNNBackward(dhs, Tensor(), c[0], h0, w, true, relu, reverse);
+      auto gb = RNNBackward(OnGpu(dhs), Tensor(), g[0], OnGpu(h0), OnGpu(w), true, relu, reverse);
+      for (int i = 0; i < 4; ++i) ExpectSameOnGpu(cb[i], gb[i], 1e-4f);
     }
 }
 

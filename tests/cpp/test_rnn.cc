@@ -2,6 +2,7 @@
 // references: one step against the cells' equations, reverse against a flipped sequence, the
 // backward's batched dW_hh / db_hh against their per-step definitions; errors and NaN. (Python:
 // tests/python/test_rnn_layer_ops.py, finite differences and the layers.)
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -66,6 +67,29 @@ TEST(Rnn, GruOneStepIsTheCell) {
       EXPECT_NEAR(hs[n * H + k], nn + z * (h0[n * H + k] - nn), 1e-5);
       EXPECT_NEAR(ghn[n * H + k], gh[2], 1e-5);
     }
+}
+
+TEST(Rnn, PlainRnnStepsAreTanhOrReluOfTheSum) {
+  const size_t T = 2, N = 2, H = 3;
+  const auto gx = Values(T * N * H, 1.5f, 31), h0 = Values(N * H, 1.f, 32);
+  const auto w = Values(H * H, 0.5f, 33), b = Values(H, 0.3f, 34);
+  for (bool relu : {false, true}) {
+    auto r = RNNForward(FromVector(gx, {T, N, H}), FromVector(h0, {N, H}), FromVector(w, {H, H}),
+                        FromVector(b, {H}), relu, false);
+    const auto hs = ToVec(r[0]);
+    std::vector<double> h(h0.begin(), h0.end());
+    for (size_t t = 0; t < T; ++t) {
+      std::vector<double> next(N * H);
+      for (size_t n = 0; n < N; ++n)
+        for (size_t k = 0; k < H; ++k) {
+          double a = gx[(t * N + n) * H + k] + b[k];
+          for (size_t m = 0; m < H; ++m) a += h[n * H + m] * w[m * H + k];
+          next[n * H + k] = relu ? std::max(a, 0.0) : std::tanh(a);
+          EXPECT_NEAR(hs[(t * N + n) * H + k], next[n * H + k], 1e-5) << relu << " t " << t;
+        }
+      h = next;
+    }
+  }
 }
 
 TEST(Rnn, ReverseIsTheForwardOfTheFlippedSequence) {

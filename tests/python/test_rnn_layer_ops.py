@@ -1,6 +1,6 @@
-"""The LSTM and GRU layers as one op each way (singa/ops/rnn.h, autograd.rnn._LSTMLayer and
-_GRULayer): the ops against float64 numpy cells and their gradients against finite differences,
-both directions; layer.LSTM / GRU through them against the composed cells (the reference:
+"""The recurrent layers as one op each way (singa/ops/rnn.h, autograd.rnn._LSTMLayer, _GRULayer,
+_RNNLayer): the ops against float64 numpy cells and their gradients against finite differences,
+both directions; layer.LSTM / GRU / RNN through them against the composed cells (the reference:
 enabled = False) for every layout; the reference backend against oneDNN's; graph mode against
 eager mode; ONNX export through onnxruntime; NaN."""
 import numpy as np
@@ -136,18 +136,57 @@ def test_gru_backward_matches_finite_differences(reverse, bias, rng):
         assert got[3] is None
 
 
+def plain_ref(gx, h0, w, b, reverse, relu):
+    """hs (float64) of one plain RNN layer: tanh, or max(x, 0)."""
+    hs = np.zeros((gx.shape[0],) + h0.shape)
+    h = h0.astype(np.float64)
+    for t in (reversed(range(gx.shape[0])) if reverse else range(gx.shape[0])):
+        a = gx[t] + h @ w + (0 if b is None else b)
+        h = np.maximum(a, 0) if relu else np.tanh(a)
+        hs[t] = h
+    return hs
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("reverse,bias", [(False, True), (True, True), (True, False)])
+def test_plain_rnn_op_matches_numpy_and_finite_differences(relu, reverse, bias, rng):
+    gx, h0, _, w, b = operands(rng, bias=bias, gates=1)
+    T, N, H = gx.shape[0], h0.shape[0], h0.shape[1]
+    hs = sw.RNNForward(*map(core, (gx, h0, w, b)), relu, reverse)
+    np.testing.assert_allclose(sw.to_numpy(hs), plain_ref(gx, h0, w, b, reverse, relu),
+                               rtol=1e-5, atol=1e-6)
+    r_hs, r_h = rng.standard_normal((T, N, H)), rng.standard_normal((N, H))
+    last = 0 if reverse else T - 1
+
+    def loss(*args):
+        out = plain_ref(*args, reverse, relu)
+        return (out * r_hs).sum() + (out[last] * r_h).sum()
+
+    got = sw.RNNBackward(core(r_hs), core(r_h), hs, core(h0), core(w), bias, relu, reverse)
+    expect_finite_differences(loss, [gx, h0, w, b], got)
+    assert (got[3] is None) == (not bias)
+
+
+def make_layer(cell, *args, **kw):
+    """layer.LSTM / GRU, or layer.RNN for "tanh" / "relu"."""
+    if cell in ("tanh", "relu"):
+        return layer.RNN(*args, nonlinearity=cell, **kw)
+    return (layer.LSTM if cell == "lstm" else layer.GRU)(*args, **kw)
+
+
 def _layer_run(xs_np, h0_np, c0_np, kind, fused, params=None, cell="lstm", **kw):
     """(outputs, h, c, parameter gradients) of a layer.LSTM (layer.GRU: c is h) on the given
     data; checks that the op ran once per layer and direction (fused) or never."""
     cls, name = {"lstm": (ag_rnn._LSTMLayer, "LSTMForward"),
-                 "gru": (ag_rnn._GRULayer, "GRUForward")}[cell]
+                 "gru": (ag_rnn._GRULayer, "GRUForward"), "tanh": (ag_rnn._RNNLayer, "RNNForward"),
+                 "relu": (ag_rnn._RNNLayer, "RNNForward")}[cell]
     saved, op = cls.enabled, getattr(sw, name)
     calls = []
     cls.enabled = fused
     setattr(sw, name, lambda *a: calls.append(1) or op(*a))
     try:
         autograd.training = True
-        net = (layer.LSTM if cell == "lstm" else layer.GRU)(xs_np.shape[-1], 4, **kw)
+        net = make_layer(cell, xs_np.shape[-1], 4, **kw)
         x = tensor.from_numpy(xs_np)
         x.requires_grad = True
         h0, c0 = tensor.from_numpy(h0_np), tensor.from_numpy(c0_np)
@@ -170,7 +209,7 @@ def _layer_run(xs_np, h0_np, c0_np, kind, fused, params=None, cell="lstm", **kw)
         autograd.training = False
 
 
-@pytest.mark.parametrize("cell", ["lstm", "gru"])
+@pytest.mark.parametrize("cell", ["lstm", "gru", "tanh", "relu"])
 @pytest.mark.parametrize("kind,kw", [
     ("3d", {}), ("list", {}), ("3d", {"num_layers": 2}),
     ("3d", {"num_layers": 2, "bidirectional": True}), ("3d", {"batch_first": True}),
@@ -260,12 +299,31 @@ def test_graph_mode_trains_as_eager_mode(graph, rng):
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
-@pytest.mark.parametrize("bidirectional", [False, True])
-def test_layer_exports_to_onnx_and_onnxruntime_agrees(cell, bidirectional, rng):
+def test_dropout_acts_between_layers_in_training_only(cell, rng):
+    x = tensor.from_numpy(rng.standard_normal((4, 3, 5)).astype(F32))
+    cls = layer.LSTM if cell == "lstm" else layer.GRU
+    net, plain = cls(5, 6, num_layers=2, dropout=0.5), cls(5, 6, num_layers=2)
+    net(x)
+    plain(x)
+    params = {k: 20 * tensor.to_numpy(v) for k, v in net.get_params().items()}  # SINGA's 0.01
+    net.set_params(params)
+    plain.set_params(params)
+    autograd.training = True
+    try:
+        dropped, kept = tensor.to_numpy(net(x)[0]), tensor.to_numpy(plain(x)[0])
+    finally:
+        autograd.training = False
+    assert np.abs(dropped - kept).max() > 1e-3  # the second layer saw dropped inputs
+    np.testing.assert_allclose(tensor.to_numpy(net(x)[0]), kept, rtol=1e-6, atol=1e-7)  # eval
+
+
+@pytest.mark.parametrize("cell,node", [("lstm", "LSTM"), ("gru", "GRU"), ("tanh", "RNN"),
+                                       ("relu", "RNN")])
+@pytest.mark.parametrize("bidirectional,bias", [(False, True), (True, True), (True, False)])
+def test_layer_exports_to_onnx_and_onnxruntime_agrees(cell, node, bidirectional, bias, rng):
     ort = pytest.importorskip("onnxruntime")
     x = rng.standard_normal((5, 2, 3)).astype(F32)
-    net = (layer.LSTM if cell == "lstm" else layer.GRU)(3, 4, num_layers=2,
-                                                        bidirectional=bidirectional)
+    net = make_layer(cell, 3, 4, num_layers=2, bidirectional=bidirectional, bias=bias)
     autograd.training = True
     try:
         tx = tensor.from_numpy(x)
@@ -275,7 +333,7 @@ def test_layer_exports_to_onnx_and_onnxruntime_agrees(cell, bidirectional, rng):
     finally:
         autograd.training = False
     ops = [n.op_type for n in m.graph.node]
-    assert ops.count(cell.upper()) == 2 * (2 if bidirectional else 1), ops
+    assert ops.count(node) == 2 * (2 if bidirectional else 1), ops
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     got = sess.run(None, {sess.get_inputs()[0].name: x})[0]
     np.testing.assert_allclose(got, tensor.to_numpy(y), rtol=1e-5, atol=1e-5)

@@ -1,6 +1,6 @@
-// One LSTM or GRU layer over a sequence (see singa/ops/rnn.h): the device-independent fronts.
-// Kernels: cpu/rnn.cc (reference, OpenBLAS), dnnl/rnn.cc (the same walk with oneDNN's sgemm
-// where the process chose it), cuda/rnn.cu (cuBLAS).
+// One LSTM, GRU or plain RNN layer over a sequence (see singa/ops/rnn.h): the
+// device-independent fronts. Kernels: cpu/rnn.cc (reference, OpenBLAS), dnnl/rnn.cc (the same
+// walk with oneDNN's sgemm where the process chose it), cuda/rnn.cu (cuBLAS).
 #include <string>
 #include <vector>
 
@@ -13,6 +13,8 @@ SINGA_KERNEL_SLOT(LSTMForward, void(const RnnArgs&, Context*));
 SINGA_KERNEL_SLOT(LSTMBackward, void(const RnnArgs&, Context*));
 SINGA_KERNEL_SLOT(GRUForward, void(const RnnArgs&, Context*));
 SINGA_KERNEL_SLOT(GRUBackward, void(const RnnArgs&, Context*));
+SINGA_KERNEL_SLOT(RNNForward, void(const RnnArgs&, Context*));
+SINGA_KERNEL_SLOT(RNNBackward, void(const RnnArgs&, Context*));
 
 namespace {
 
@@ -62,33 +64,103 @@ Shape Steps(const RnnArgs& a, int64_t width) {
 }
 Shape State(const RnnArgs& a) { return {size_t(a.N), size_t(a.H)}; }
 
+// The forward's operands: gx, h0 (and an LSTM's c0), w_hh and b_hh checked against G = gates *
+// H, made contiguous into a; returns the blocks the op reads.
+std::vector<Block*> ForwardOperands(const char* op, int gates, const Tensor& gx, const Tensor& h0,
+                                    const Tensor* c0, const Tensor& w_hh, const Tensor& b_hh,
+                                    bool reverse, RnnArgs* a) {
+  CheckSizes(op, gx, w_hh, gates, a);
+  CheckShape(op, "h0", h0, State(*a));
+  std::vector<const Tensor*> all{&gx, &h0, &w_hh};
+  if (c0) {
+    CheckShape(op, "c0", *c0, State(*a));
+    all.push_back(c0);
+  }
+  CheckBias(op, b_hh, gates * a->H);
+  if (!b_hh.empty()) all.push_back(&b_hh);
+  CheckSameDevice(op, all);
+  a->reverse = reverse;
+  a->gx = gx.Contiguous();
+  a->h0 = h0.Contiguous();
+  a->w = w_hh.Contiguous();
+  std::vector<Block*> reads{a->gx.block(), a->h0.block(), a->w.block()};
+  if (c0) {
+    a->c0 = c0->Contiguous();
+    reads.push_back(a->c0.block());
+  }
+  if (!b_hh.empty()) {
+    a->b = b_hh.Contiguous();
+    reads.push_back(a->b.block());
+  }
+  return reads;
+}
+
+// The backward's saved forward tensors (each of `shapes` checked, made contiguous into the
+// member of a it names) and incoming gradients dhs and dhT (and an LSTM's dcT); returns the
+// blocks the op reads.
+std::vector<Block*> BackwardOperands(const char* op, const std::vector<const Tensor*>& saved,
+                                     const std::vector<const char*>& names,
+                                     const std::vector<Shape>& shapes,
+                                     const std::vector<Tensor RnnArgs::*>& members,
+                                     const Tensor& dhT, const Tensor* dcT, RnnArgs* a) {
+  std::vector<const Tensor*> all(saved);
+  for (size_t i = 0; i < saved.size(); ++i) CheckShape(op, names[i], *saved[i], shapes[i]);
+  CheckOptionalState(op, "dhT", dhT, State(*a), &all);
+  if (dcT) CheckOptionalState(op, "dcT", *dcT, State(*a), &all);
+  CheckSameDevice(op, all);
+  std::vector<Block*> reads;
+  for (size_t i = 0; i < saved.size(); ++i) {
+    a->*members[i] = saved[i]->Contiguous();
+    reads.push_back((a->*members[i]).block());
+  }
+  if (!dhT.empty()) {
+    a->dhT = dhT.Contiguous();
+    reads.push_back(a->dhT.block());
+  }
+  if (dcT && !dcT->empty()) {
+    a->dcT = dcT->Contiguous();
+    reads.push_back(a->dcT.block());
+  }
+  return reads;
+}
+
+// The backward's outputs dgx (T, N, G), dh0 (and an LSTM's dc0), dw_hh (H, G) and db_hh (G,)
+// when has_bias; returns the blocks the op writes and, in `out`, what it returns.
+std::vector<Block*> GradientOutputs(int gates, bool lstm, bool has_bias, RnnArgs* a,
+                                    std::vector<Tensor>* out) {
+  const auto& dev = a->w.device();
+  const size_t G = size_t(gates * a->H);
+  a->dgx = Tensor(Steps(*a, int64_t(G)), dev);
+  a->dh0 = Tensor(State(*a), dev);
+  a->dw = Tensor({size_t(a->H), G}, dev);
+  *out = {a->dgx, a->dh0};
+  std::vector<Block*> writes{a->dgx.block(), a->dh0.block(), a->dw.block()};
+  if (lstm) {
+    a->dc0 = Tensor(State(*a), dev);
+    out->push_back(a->dc0);
+    writes.push_back(a->dc0.block());
+  }
+  out->push_back(a->dw);
+  if (has_bias) {
+    a->db = Tensor({G}, dev);
+    writes.push_back(a->db.block());
+  }
+  out->push_back(has_bias ? a->db : Tensor());
+  return writes;
+}
+
 }  // namespace
 
 std::vector<Tensor> LSTMForward(const Tensor& gx, const Tensor& h0, const Tensor& c0,
                                 const Tensor& w_hh, const Tensor& b_hh, bool reverse) {
   const OpId id = OpId::kLSTMForward;
-  const char* op = OpName(id);
   RnnArgs a;
-  CheckSizes(op, gx, w_hh, 4, &a);
-  CheckShape(op, "h0", h0, State(a));
-  CheckShape(op, "c0", c0, State(a));
-  CheckBias(op, b_hh, 4 * a.H);
-  std::vector<const Tensor*> all{&gx, &h0, &c0, &w_hh};
-  if (!b_hh.empty()) all.push_back(&b_hh);
-  CheckSameDevice(op, all);
-  a.reverse = reverse;
-  a.gx = gx.Contiguous();
-  a.h0 = h0.Contiguous();
-  a.c0 = c0.Contiguous();
-  a.w = w_hh.Contiguous();
-  if (!b_hh.empty()) a.b = b_hh.Contiguous();
+  const auto reads = ForwardOperands(OpName(id), 4, gx, h0, &c0, w_hh, b_hh, reverse, &a);
   const auto& dev = a.gx.device();
   a.hs = Tensor(Steps(a, a.H), dev);
   a.cs = Tensor(Steps(a, a.H), dev);
   a.gates = Tensor(Steps(a, 4 * a.H), dev);
   if (a.N == 0 || a.H == 0) return {a.hs, a.cs, a.gates};
-  std::vector<Block*> reads{a.gx.block(), a.h0.block(), a.c0.block(), a.w.block()};
-  if (!a.b.empty()) reads.push_back(a.b.block());
   auto* k = LSTMForwardKernel().For(*dev);
   dev->Exec({.id = id, .reads = reads, .writes = {a.hs.block(), a.cs.block(), a.gates.block()}},
             [k, a](Context* ctx) { k(a, ctx); });
@@ -103,68 +175,35 @@ std::vector<Tensor> LSTMBackward(const Tensor& dhs, const Tensor& dhT, const Ten
   const char* op = OpName(id);
   RnnArgs a;
   CheckSizes(op, gates, w_hh, 4, &a);
-  CheckShape(op, "dhs", dhs, Steps(a, a.H));
-  CheckShape(op, "hs", hs, Steps(a, a.H));
-  CheckShape(op, "cs", cs, Steps(a, a.H));
-  CheckShape(op, "h0", h0, State(a));
-  CheckShape(op, "c0", c0, State(a));
-  std::vector<const Tensor*> all{&dhs, &gates, &hs, &cs, &h0, &c0, &w_hh};
-  CheckOptionalState(op, "dhT", dhT, State(a), &all);
-  CheckOptionalState(op, "dcT", dcT, State(a), &all);
-  CheckSameDevice(op, all);
   a.reverse = reverse;
-  a.dhs = dhs.Contiguous();
-  a.gates = gates.Contiguous();
-  a.hs = hs.Contiguous();
-  a.cs = cs.Contiguous();
-  a.h0 = h0.Contiguous();
-  a.c0 = c0.Contiguous();
-  a.w = w_hh.Contiguous();
-  if (!dhT.empty()) a.dhT = dhT.Contiguous();
-  if (!dcT.empty()) a.dcT = dcT.Contiguous();
-  const auto& dev = a.gates.device();
-  a.dgx = Tensor(Steps(a, 4 * a.H), dev);
-  a.dh0 = Tensor(State(a), dev);
-  a.dc0 = Tensor(State(a), dev);
-  a.dw = Tensor({size_t(a.H), size_t(4 * a.H)}, dev);
-  if (has_bias) a.db = Tensor({size_t(4 * a.H)}, dev);
-  std::vector<Tensor> out{a.dgx, a.dh0, a.dc0, a.dw, has_bias ? a.db : Tensor()};
+  const Shape steps = Steps(a, a.H), state = State(a);
+  const auto reads = BackwardOperands(
+      op, {&dhs, &gates, &hs, &cs, &h0, &c0, &w_hh},
+      {"dhs", "gates", "hs", "cs", "h0", "c0", "w_hh"},
+      {steps, gates.shape(), steps, steps, state, state, w_hh.shape()},
+      {&RnnArgs::dhs, &RnnArgs::gates, &RnnArgs::hs, &RnnArgs::cs, &RnnArgs::h0, &RnnArgs::c0,
+       &RnnArgs::w},
+      dhT, &dcT, &a);
+  std::vector<Tensor> out;
+  const auto writes = GradientOutputs(4, true, has_bias, &a, &out);
   if (a.H == 0) return out;
-  std::vector<Block*> reads{a.dhs.block(), a.gates.block(), a.hs.block(), a.cs.block(),
-                            a.h0.block(),  a.c0.block(),    a.w.block()};
-  for (const Tensor* t : {&a.dhT, &a.dcT})
-    if (!t->empty()) reads.push_back(t->block());
-  std::vector<Block*> writes{a.dgx.block(), a.dh0.block(), a.dc0.block(), a.dw.block()};
-  if (has_bias) writes.push_back(a.db.block());
-  auto* k = LSTMBackwardKernel().For(*dev);
-  dev->Exec({.id = id, .reads = reads, .writes = writes}, [k, a](Context* ctx) { k(a, ctx); });
+  auto* k = LSTMBackwardKernel().For(*a.w.device());
+  a.w.device()->Exec({.id = id, .reads = reads, .writes = writes},
+                     [k, a](Context* ctx) { k(a, ctx); });
   return out;
 }
 
 std::vector<Tensor> GRUForward(const Tensor& gx, const Tensor& h0, const Tensor& w_hh,
                                const Tensor& b_hh, bool reverse) {
   const OpId id = OpId::kGRUForward;
-  const char* op = OpName(id);
   RnnArgs a;
-  CheckSizes(op, gx, w_hh, 3, &a);
-  CheckShape(op, "h0", h0, State(a));
-  CheckBias(op, b_hh, 3 * a.H);
-  std::vector<const Tensor*> all{&gx, &h0, &w_hh};
-  if (!b_hh.empty()) all.push_back(&b_hh);
-  CheckSameDevice(op, all);
-  a.reverse = reverse;
-  a.gx = gx.Contiguous();
-  a.h0 = h0.Contiguous();
-  a.w = w_hh.Contiguous();
-  if (!b_hh.empty()) a.b = b_hh.Contiguous();
+  const auto reads = ForwardOperands(OpName(id), 3, gx, h0, nullptr, w_hh, b_hh, reverse, &a);
   const auto& dev = a.gx.device();
   a.hs = Tensor(Steps(a, a.H), dev);
   a.gates = Tensor(Steps(a, 3 * a.H), dev);
   a.ghn = Tensor(Steps(a, a.H), dev);
   if (a.N == 0 || a.H == 0) return {a.hs, a.gates, a.ghn};
   a.gh = Tensor({size_t(a.N), size_t(3 * a.H)}, dev);  // one step's h w_hh + b_hh
-  std::vector<Block*> reads{a.gx.block(), a.h0.block(), a.w.block()};
-  if (!a.b.empty()) reads.push_back(a.b.block());
   auto* k = GRUForwardKernel().For(*dev);
   dev->Exec({.id = id,
              .reads = reads,
@@ -180,36 +219,58 @@ std::vector<Tensor> GRUBackward(const Tensor& dhs, const Tensor& dhT, const Tens
   const char* op = OpName(id);
   RnnArgs a;
   CheckSizes(op, gates, w_hh, 3, &a);
-  CheckShape(op, "dhs", dhs, Steps(a, a.H));
-  CheckShape(op, "ghn", ghn, Steps(a, a.H));
-  CheckShape(op, "hs", hs, Steps(a, a.H));
-  CheckShape(op, "h0", h0, State(a));
-  std::vector<const Tensor*> all{&dhs, &gates, &ghn, &hs, &h0, &w_hh};
-  CheckOptionalState(op, "dhT", dhT, State(a), &all);
-  CheckSameDevice(op, all);
   a.reverse = reverse;
-  a.dhs = dhs.Contiguous();
-  a.gates = gates.Contiguous();
-  a.ghn = ghn.Contiguous();
-  a.hs = hs.Contiguous();
-  a.h0 = h0.Contiguous();
-  a.w = w_hh.Contiguous();
-  if (!dhT.empty()) a.dhT = dhT.Contiguous();
-  const auto& dev = a.gates.device();
-  a.dgx = Tensor(Steps(a, 3 * a.H), dev);
-  a.dh0 = Tensor(State(a), dev);
-  a.dw = Tensor({size_t(a.H), size_t(3 * a.H)}, dev);
-  if (has_bias) a.db = Tensor({size_t(3 * a.H)}, dev);
-  std::vector<Tensor> out{a.dgx, a.dh0, a.dw, has_bias ? a.db : Tensor()};
+  const Shape steps = Steps(a, a.H);
+  const auto reads = BackwardOperands(
+      op, {&dhs, &gates, &ghn, &hs, &h0, &w_hh}, {"dhs", "gates", "ghn", "hs", "h0", "w_hh"},
+      {steps, gates.shape(), steps, steps, State(a), w_hh.shape()},
+      {&RnnArgs::dhs, &RnnArgs::gates, &RnnArgs::ghn, &RnnArgs::hs, &RnnArgs::h0, &RnnArgs::w},
+      dhT, nullptr, &a);
+  std::vector<Tensor> out;
+  auto writes = GradientOutputs(3, false, has_bias, &a, &out);
   if (a.H == 0) return out;
-  a.dgh = Tensor(Steps(a, 3 * a.H), dev);  // every step's gradient of h w_hh + b_hh
-  std::vector<Block*> reads{a.dhs.block(), a.gates.block(), a.ghn.block(), a.hs.block(),
-                            a.h0.block(), a.w.block()};
-  if (!a.dhT.empty()) reads.push_back(a.dhT.block());
-  std::vector<Block*> writes{a.dgx.block(), a.dh0.block(), a.dw.block(), a.dgh.block()};
-  if (has_bias) writes.push_back(a.db.block());
-  auto* k = GRUBackwardKernel().For(*dev);
-  dev->Exec({.id = id, .reads = reads, .writes = writes}, [k, a](Context* ctx) { k(a, ctx); });
+  a.dgh = Tensor(Steps(a, 3 * a.H), a.w.device());  // every step's gradient of h w_hh + b_hh
+  writes.push_back(a.dgh.block());
+  auto* k = GRUBackwardKernel().For(*a.w.device());
+  a.w.device()->Exec({.id = id, .reads = reads, .writes = writes},
+                     [k, a](Context* ctx) { k(a, ctx); });
+  return out;
+}
+
+std::vector<Tensor> RNNForward(const Tensor& gx, const Tensor& h0, const Tensor& w_hh,
+                               const Tensor& b_hh, bool relu, bool reverse) {
+  const OpId id = OpId::kRNNForward;
+  RnnArgs a;
+  const auto reads = ForwardOperands(OpName(id), 1, gx, h0, nullptr, w_hh, b_hh, reverse, &a);
+  a.relu = relu;
+  const auto& dev = a.gx.device();
+  a.hs = Tensor(Steps(a, a.H), dev);
+  if (a.N == 0 || a.H == 0) return {a.hs};
+  auto* k = RNNForwardKernel().For(*dev);
+  dev->Exec({.id = id, .reads = reads, .writes = {a.hs.block()}},
+            [k, a](Context* ctx) { k(a, ctx); });
+  return {a.hs};
+}
+
+std::vector<Tensor> RNNBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& hs,
+                                const Tensor& h0, const Tensor& w_hh, bool has_bias, bool relu,
+                                bool reverse) {
+  const OpId id = OpId::kRNNBackward;
+  const char* op = OpName(id);
+  RnnArgs a;
+  CheckSizes(op, hs, w_hh, 1, &a);
+  a.reverse = reverse;
+  a.relu = relu;
+  const auto reads = BackwardOperands(
+      op, {&dhs, &hs, &h0, &w_hh}, {"dhs", "hs", "h0", "w_hh"},
+      {Steps(a, a.H), hs.shape(), State(a), w_hh.shape()},
+      {&RnnArgs::dhs, &RnnArgs::hs, &RnnArgs::h0, &RnnArgs::w}, dhT, nullptr, &a);
+  std::vector<Tensor> out;
+  const auto writes = GradientOutputs(1, false, has_bias, &a, &out);
+  if (a.H == 0) return out;
+  auto* k = RNNBackwardKernel().For(*a.w.device());
+  a.w.device()->Exec({.id = id, .reads = reads, .writes = writes},
+                     [k, a](Context* ctx) { k(a, ctx); });
   return out;
 }
 

@@ -32,6 +32,7 @@ struct RnnArgs {
   Tensor gh, dgh;                 // scratch
   int64_t T = 0, N = 0, H = 0;
   bool reverse = false;
+  bool relu = false;  // the plain RNN's activation: max(x, 0), else tanh
   /// The step processed s-th (s = 0 .. T-1) and the one before it in processing order.
   SINGA_HOST_DEVICE int64_t Step(int64_t s) const { return reverse ? T - 1 - s : s; }
 };
@@ -39,6 +40,8 @@ SINGA_KERNEL_SLOT_DECL(LSTMForward, void(const RnnArgs& a, Context* ctx));
 SINGA_KERNEL_SLOT_DECL(LSTMBackward, void(const RnnArgs& a, Context* ctx));
 SINGA_KERNEL_SLOT_DECL(GRUForward, void(const RnnArgs& a, Context* ctx));
 SINGA_KERNEL_SLOT_DECL(GRUBackward, void(const RnnArgs& a, Context* ctx));
+SINGA_KERNEL_SLOT_DECL(RNNForward, void(const RnnArgs& a, Context* ctx));
+SINGA_KERNEL_SLOT_DECL(RNNBackward, void(const RnnArgs& a, Context* ctx));
 
 namespace cpu {
 /// Row-major C(m, n) = alpha op(A) op(B) + beta C on host pointers (leading dimensions given).
@@ -50,6 +53,8 @@ void LstmForwardWith(const RnnArgs& a, RowSgemm gemm);
 void LstmBackwardWith(const RnnArgs& a, RowSgemm gemm);
 void GruForwardWith(const RnnArgs& a, RowSgemm gemm);
 void GruBackwardWith(const RnnArgs& a, RowSgemm gemm);
+void RnnForwardWith(const RnnArgs& a, RowSgemm gemm);
+void RnnBackwardWith(const RnnArgs& a, RowSgemm gemm);
 }  // namespace cpu
 
 namespace lstm {
@@ -122,6 +127,15 @@ SINGA_HOST_DEVICE SINGA_FN_INLINE GruGrad GruBackward(float r, float z, float n,
   g.dhn = g.dn * r;
   g.dh_prev = dh * z;
   return g;
+}
+
+/// The plain RNN's activation (ReLU as the elementwise table's: NaN passes) and its gradient
+/// from the output h (ReLU's: dh where the input was > 0, which is where h > 0 or h is NaN).
+SINGA_HOST_DEVICE SINGA_FN_INLINE float PlainAct(float a, bool relu) {
+  return relu ? (a <= 0.f ? 0.f : a) : fn::TanhOf(a);
+}
+SINGA_HOST_DEVICE SINGA_FN_INLINE float PlainGrad(float h, float dh, bool relu) {
+  return relu ? (h <= 0.f ? 0.f : dh) : dh * (1.f - h * h);
 }
 
 }  // namespace lstm

@@ -1,5 +1,5 @@
-// singa/ops/rnn.h: one LSTM or GRU layer in one direction over a whole sequence, as one op
-// each way.
+// singa/ops/rnn.h: one LSTM, GRU or plain (tanh / ReLU) RNN layer in one direction over a
+// whole sequence, as one op each way.
 //
 //   // gx: the input projections of every step, x_t W_ih + b_ih, computed beforehand as one
 //   // (T * N, I) x (I, 4H) product; gates in cuDNN's order i, f, g, o
@@ -9,11 +9,13 @@
 //   // the projection, of x and W_ih (two (T * N)-row products, outside this op)
 //   auto r = singa::GRUForward(gx3, h0, w_hh3, b_hh3, false);        // {hs, gates, ghn}
 //   auto d = singa::GRUBackward(dhs, dhT, r[1], r[2], r[0], h0, w_hh3, true, false);
+//   auto p = singa::RNNForward(gx1, h0, w_hh1, b_hh1, /*relu=*/false, false);   // {hs}
+//   auto q = singa::RNNBackward(dhs, dhT, p[0], h0, w_hh1, true, false, false);
 //
 // Why an op: composed from core ops, a step is ~14 ops forward and ~30 backward, and the weight
 // gradient dW_hh is T small products of (H, N) x (N, 4H) added up. Here each step is one
 // product and one pass over the gates, and dW_hh is one (H, T * N) x (T * N, 4H) product
-// (PyTorch's oneDNN LSTM batches it the same way). layer.LSTM / GRU, layer.CudnnRNN and
+// (PyTorch's oneDNN LSTM batches it the same way). layer.LSTM / GRU / RNN, layer.CudnnRNN and
 // autograd's _RNN run through them (singa/autograd/rnn.py); the composed cells stay the
 // reference.
 //
@@ -56,5 +58,16 @@ std::vector<Tensor> GRUForward(const Tensor& gx, const Tensor& h0, const Tensor&
 std::vector<Tensor> GRUBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& gates,
                                 const Tensor& ghn, const Tensor& hs, const Tensor& h0,
                                 const Tensor& w_hh, bool has_bias, bool reverse);
+
+/// The plain RNN: h_t = act(gx_t + h_{t-1} w_hh + b_hh), act tanh or (relu) max(x, 0), with
+/// gx (T, N, H), w_hh (H, H), b_hh (H,) or empty. Returns {hs (T, N, H)}.
+std::vector<Tensor> RNNForward(const Tensor& gx, const Tensor& h0, const Tensor& w_hh,
+                               const Tensor& b_hh, bool relu, bool reverse);
+
+/// The gradients of RNNForward from dhs (T, N, H) and dhT (N, H; empty for zeros), given its
+/// hs. Returns {dgx (T, N, H), dh0, dw_hh (H, H), db_hh (H,), empty without b_hh}.
+std::vector<Tensor> RNNBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& hs,
+                                const Tensor& h0, const Tensor& w_hh, bool has_bias, bool relu,
+                                bool reverse);
 
 }  // namespace singa

@@ -1,5 +1,6 @@
-// The LSTM and GRU layers' host kernels (kCpuRef; front: ../rnn.cc): the walk over the steps,
-// shared with the oneDNN backend (dnnl/rnn.cc), which passes oneDNN's sgemm for the products.
+// The LSTM, GRU and plain RNN layers' host kernels (kCpuRef; front: ../rnn.cc): the walk over
+// the steps, shared with the oneDNN backend (dnnl/rnn.cc), which passes oneDNN's sgemm for the
+// products.
 //
 // LSTM, per step: the gates' rows get gx_t + b_hh, one product adds h_{t-1} w_hh (beta = 1),
 // then one parallel pass applies lstm::CellForward to every (n, h). The backward walks the steps
@@ -10,7 +11,8 @@
 // GRU: the recurrent projections gh = h_{t-1} w_hh + b_hh go to a scratch row block, since the
 // reset gate multiplies gh's n block before it meets gx; the backward writes both dgx and dgh
 // (they differ in the n block by the factor r), adds dgh_t w_hh^T to the direct dh z, and
-// WeightGrads takes dgh.
+// WeightGrads takes dgh. The plain RNN computes its pre-activation in hs itself and its
+// backward reads only hs (tanh' = 1 - h^2; ReLU's mask is h > 0).
 #include <cblas.h>
 #include <omp.h>
 
@@ -114,6 +116,18 @@ __attribute__((noinline)) void GruRowBackward(const float* __restrict gates,
   }
 }
 
+// The plain RNN's rows: h = act(h) in place (h holds the pre-activation); dg = act'(h) (dh_out +
+// dh).
+__attribute__((noinline)) void PlainRowForward(float* __restrict h, int64_t H, bool relu) {
+  for (int64_t k = 0; k < H; ++k) h[k] = lstm::PlainAct(h[k], relu);
+}
+__attribute__((noinline)) void PlainRowBackward(const float* __restrict h,
+                                                const float* __restrict dh_out,
+                                                const float* __restrict dh,
+                                                float* __restrict dg, int64_t H, bool relu) {
+  for (int64_t k = 0; k < H; ++k) dg[k] = lstm::PlainGrad(h[k], dh_out[k] + dh[k], relu);
+}
+
 // w (H, G) transposed: (G, H), so that every step's dh product reads its right operand
 // untransposed (with the transpose flag instead, oneDNN's sgemm took 5x as long for N = 32,
 // H = 256).
@@ -158,6 +172,8 @@ void LstmForward(const RnnArgs& a, Context*) { LstmForwardWith(a, &Cblas); }
 void LstmBackward(const RnnArgs& a, Context*) { LstmBackwardWith(a, &Cblas); }
 void GruForward(const RnnArgs& a, Context*) { GruForwardWith(a, &Cblas); }
 void GruBackward(const RnnArgs& a, Context*) { GruBackwardWith(a, &Cblas); }
+void RnnForward(const RnnArgs& a, Context*) { RnnForwardWith(a, &Cblas); }
+void RnnBackward(const RnnArgs& a, Context*) { RnnBackwardWith(a, &Cblas); }
 
 }  // namespace
 
@@ -265,11 +281,54 @@ void GruBackwardWith(const RnnArgs& a, RowSgemm gemm) {
   WeightGrads(a, G, dgh, gemm);
 }
 
+void RnnForwardWith(const RnnArgs& a, RowSgemm gemm) {
+  const int64_t N = a.N, H = a.H, T = a.T;
+  const float *gx = In(a.gx), *w = In(a.w), *h0 = In(a.h0);
+  const float* b = a.b.empty() ? nullptr : In(a.b);
+  float* hs = Out(a.hs);
+  const bool par = N * H >= kParallelElems;
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = a.Step(s);
+    const float* hp = s == 0 ? h0 : hs + a.Step(s - 1) * N * H;
+    float* ht = hs + t * N * H;
+    const float* x = gx + t * N * H;
+    for (int64_t i = 0; i < N * H; ++i) ht[i] = b ? x[i] + b[i % H] : x[i];
+    if (N > 0)
+      gemm(false, false, int(N), int(H), int(H), 1.f, hp, int(H), w, int(H), 1.f, ht, int(H));
+#pragma omp parallel for if (par)
+    for (int64_t n = 0; n < N; ++n) PlainRowForward(ht + n * H, H, a.relu);
+  }
+}
+
+void RnnBackwardWith(const RnnArgs& a, RowSgemm gemm) {
+  const int64_t N = a.N, H = a.H, T = a.T;
+  const float *dhs = In(a.dhs), *hs = In(a.hs), *w = In(a.w);
+  float *dgx = Out(a.dgx), *dh = Out(a.dh0);
+  const size_t state = sizeof(float) * size_t(N * H);
+  if (a.dhT.empty()) std::memset(dh, 0, state); else std::memcpy(dh, In(a.dhT), state);
+  const bool par = N * H >= kParallelElems;
+  const std::vector<float> wt = Transposed(w, H, H, par);
+  for (int64_t p = T - 1; p >= 0; --p) {
+    const int64_t t = a.Step(p);
+    float* dg = dgx + t * N * H;
+#pragma omp parallel for if (par)
+    for (int64_t n = 0; n < N; ++n)
+      PlainRowBackward(hs + (t * N + n) * H, dhs + (t * N + n) * H, dh + n * H, dg + n * H, H,
+                       a.relu);
+    if (N > 0)
+      gemm(false, false, int(N), int(H), int(H), 1.f, dg, int(H), wt.data(), int(H), 0.f, dh,
+           int(H));
+  }
+  WeightGrads(a, H, dgx, gemm);
+}
+
 }  // namespace cpu
 
 SINGA_REGISTER_KERNEL(LSTMForward, kCpuRef, &cpu::LstmForward);
 SINGA_REGISTER_KERNEL(LSTMBackward, kCpuRef, &cpu::LstmBackward);
 SINGA_REGISTER_KERNEL(GRUForward, kCpuRef, &cpu::GruForward);
 SINGA_REGISTER_KERNEL(GRUBackward, kCpuRef, &cpu::GruBackward);
+SINGA_REGISTER_KERNEL(RNNForward, kCpuRef, &cpu::RnnForward);
+SINGA_REGISTER_KERNEL(RNNBackward, kCpuRef, &cpu::RnnBackward);
 
 }  // namespace singa

@@ -1,4 +1,4 @@
-// The LSTM and GRU layers on the GPU (kCuda; front: ../rnn.cc; host kernels: ../cpu/rnn.cc,
+// The recurrent layers on the GPU (kCuda; front: ../rnn.cc; host kernels: ../cpu/rnn.cc,
 // the same walk): per step one cuBLAS product and one pointwise kernel (rnn_kernels.h's cell
 // functions, the host's, compiled for the device), all on the device's stream; dW_hh as two
 // products over all steps and db_hh as column sums at the end (WeightGrads).
@@ -87,6 +87,19 @@ __global__ void GruCellsBackward(const float* gates, const float* hn, const floa
     dgh[row + 2 * H + k] = g.dhn;
     dh[i] = g.dh_prev;
   }
+}
+
+__global__ void PlainForward(const float* x, const float* b, float* h, int64_t N, int64_t H) {
+  SINGA_GRID_STRIDE(i, N * H) { h[i] = b ? x[i] + b[i % H] : x[i]; }
+}
+
+__global__ void PlainActivate(float* h, int64_t n, bool relu) {
+  SINGA_GRID_STRIDE(i, n) { h[i] = lstm::PlainAct(h[i], relu); }
+}
+
+__global__ void PlainBackward(const float* h, const float* dhs, const float* dh, float* dg,
+                              int64_t n, bool relu) {
+  SINGA_GRID_STRIDE(i, n) { dg[i] = lstm::PlainGrad(h[i], dhs[i] + dh[i], relu); }
 }
 
 __global__ void ColumnSums(const float* x, float* out, int64_t rows, int64_t cols) {
@@ -220,6 +233,45 @@ void GruBackward(const RnnArgs& a, Context* ctx) {
   WeightGrads(a, G, dgh, ctx, "GRUBackward");
 }
 
+void RnnForward(const RnnArgs& a, Context* ctx) {
+  const int64_t N = a.N, H = a.H, T = a.T;
+  const cudaStream_t st = Stream(ctx);
+  const float *gx = DevPtr<const float>(a.gx), *w = DevPtr<const float>(a.w);
+  const float* b = a.b.empty() ? nullptr : DevPtr<const float>(a.b);
+  float* hs = MutDevPtr<float>(a.hs);
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = a.Step(s);
+    const float* hp = s == 0 ? DevPtr<const float>(a.h0) : hs + a.Step(s - 1) * N * H;
+    float* ht = hs + t * N * H;
+    PlainForward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(gx + t * N * H, b, ht, N, H);
+    SINGA_CUDA_CHECK_LAUNCH("RNNForward");
+    RowGemm(Cublas(ctx), false, false, int(N), int(H), int(H), 1.f, hp, int(H), w, int(H), 1.f,
+            ht, int(H), "RNNForward");
+    PlainActivate<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(ht, N * H, a.relu);
+    SINGA_CUDA_CHECK_LAUNCH("RNNForward");
+  }
+}
+
+void RnnBackward(const RnnArgs& a, Context* ctx) {
+  const int64_t N = a.N, H = a.H, T = a.T;
+  const cudaStream_t st = Stream(ctx);
+  const float *hs = DevPtr<const float>(a.hs), *dhs = DevPtr<const float>(a.dhs);
+  const float* w = DevPtr<const float>(a.w);
+  float *dgx = MutDevPtr<float>(a.dgx), *dh = MutDevPtr<float>(a.dh0);
+  StartState(dh, a.dhT, N * H, st, "RNNBackward");
+  for (int64_t p = T - 1; p >= 0; --p) {
+    const int64_t t = a.Step(p);
+    if (N > 0) {
+      PlainBackward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(
+          hs + t * N * H, dhs + t * N * H, dh, dgx + t * N * H, N * H, a.relu);
+      SINGA_CUDA_CHECK_LAUNCH("RNNBackward");
+    }
+    RowGemm(Cublas(ctx), false, true, int(N), int(H), int(H), 1.f, dgx + t * N * H, int(H), w,
+            int(H), 0.f, dh, int(H), "RNNBackward");
+  }
+  WeightGrads(a, H, dgx, ctx, "RNNBackward");
+}
+
 }  // namespace
 }  // namespace cuda
 
@@ -227,5 +279,7 @@ SINGA_REGISTER_KERNEL(LSTMForward, kCuda, &cuda::LstmForward);
 SINGA_REGISTER_KERNEL(LSTMBackward, kCuda, &cuda::LstmBackward);
 SINGA_REGISTER_KERNEL(GRUForward, kCuda, &cuda::GruForward);
 SINGA_REGISTER_KERNEL(GRUBackward, kCuda, &cuda::GruBackward);
+SINGA_REGISTER_KERNEL(RNNForward, kCuda, &cuda::RnnForward);
+SINGA_REGISTER_KERNEL(RNNBackward, kCuda, &cuda::RnnBackward);
 
 }  // namespace singa

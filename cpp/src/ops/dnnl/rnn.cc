@@ -1,4 +1,4 @@
-// The LSTM and GRU layers on the oneDNN backend: the host kernels' walk (cpu/rnn.cc) with its
+// The recurrent layers on the oneDNN backend: the host kernels' walk (cpu/rnn.cc) with its
 // products through oneDNN's sgemm when the process chose oneDNN for products
 // (singa/ops/gemm_backend.h), else the reference kernels as they are (OpenBLAS). Not oneDNN's
 // own RNN primitives: they want the whole layer's input (their own x W_ih), while ours arrives
@@ -40,6 +40,12 @@ void GruForward(const RnnArgs& a, Context* ctx) {
 void GruBackward(const RnnArgs& a, Context* ctx) {
   Run<&cpu::GruBackwardWith>(a, ctx, GRUBackwardKernel());
 }
+void RnnForward(const RnnArgs& a, Context* ctx) {
+  Run<&cpu::RnnForwardWith>(a, ctx, RNNForwardKernel());
+}
+void RnnBackward(const RnnArgs& a, Context* ctx) {
+  Run<&cpu::RnnBackwardWith>(a, ctx, RNNBackwardKernel());
+}
 
 }  // namespace
 
@@ -47,6 +53,8 @@ SINGA_REGISTER_KERNEL(LSTMForward, kCpuDnnl, &LstmForward);
 SINGA_REGISTER_KERNEL(LSTMBackward, kCpuDnnl, &LstmBackward);
 SINGA_REGISTER_KERNEL(GRUForward, kCpuDnnl, &GruForward);
 SINGA_REGISTER_KERNEL(GRUBackward, kCpuDnnl, &GruBackward);
+SINGA_REGISTER_KERNEL(RNNForward, kCpuDnnl, &RnnForward);
+SINGA_REGISTER_KERNEL(RNNBackward, kCpuDnnl, &RnnBackward);
 
 }  // namespace dnnl_kernel
 }  // namespace singa
