@@ -23,7 +23,8 @@ Note: cuDNN's conventions, which RNNHandle, _RNN and layer.CudnnRNN follow
     h' = (1 - z) * n + z * h (the recurrent bias of n sits inside r's product).
   * seq_lengths: sequence b has seq_lengths[b] valid steps; outputs after them are zero, the
     forward direction's final state is the one at its last valid step, and the backward direction
-    starts there. The masks are computed with core ops, so this also holds inside a graph.
+    starts there. The masks are computed with core ops, so this also holds inside a graph; the
+    layer ops take them as one (T, N) mask (singa/ops/rnn.h).
 """
 from collections import namedtuple
 
@@ -78,115 +79,114 @@ def cell_step(mode, x, h, c, weights, gx=None):
 
 
 # ---- one LSTM layer as one op ---------------------------------------------------------------
-class _LSTMLayer(base.Operator):
-    """One LSTM layer in one direction over a whole sequence, as one op each way
-    (singa/ops/rnn.h): inputs gx (T, N, 4H), every step's input projection x_t w_ih + b_ih,
-    h0 and c0 (N, H), w_hh (H, 4H) and optionally b_hh (4H,) (gates in cuDNN's order); outputs
-    hs (T, N, H), the final h and c (N, H). ``reverse``: the steps run T-1 .. 0.
-
-    run_sequence uses it for LSTMs (``_LSTMLayer.enabled``; False: the composed cells, which
-    stay the reference): a step is one product and one pass over the gates instead of ~14 ops
-    (~30 backward), and dW_hh is one product over all steps."""
+class _LayerOp(base.Operator):
+    """The shared form of the layer ops below: one layer in one direction over a whole sequence,
+    as one op each way (singa/ops/rnn.h). Inputs: gx (T, N, G * H), every step's x_t w_ih + b_ih;
+    the initial states (N, H); w_hh (H, G * H); then b_hh (G * H,) when ``bias`` and the (T, N)
+    float mask of seq_lengths (0 past a sequence's end: the states carried unchanged; no
+    gradient) when ``masked``. Outputs: hs (T, N, H), the carried states after every step, and
+    the final states. ``reverse``: the steps run T-1 .. 0. run_sequence uses them unless the
+    class's ``enabled`` is False (the composed cells, the reference)."""
 
     enabled = True
+    n_states = 1
 
-    def __init__(self, reverse=False):
-        super(_LSTMLayer, self).__init__()
-        self.reverse = bool(reverse)
+    def __init__(self, reverse=False, bias=True, masked=False):
+        super(_LayerOp, self).__init__()
+        self.reverse, self.bias, self.masked = bool(reverse), bool(bias), bool(masked)
 
-    def forward(self, gx, h0, c0, w_hh, b_hh=None):
-        hs, cs, gates = singa.LSTMForward(gx, h0, c0, w_hh, b_hh, self.reverse)
-        last = 0 if self.reverse else gx.shape()[0] - 1
-        state = list(h0.shape())
-        h_t = singa.Reshape(singa.SliceOn(hs, last, last + 1, 0), state)
-        c_t = singa.Reshape(singa.SliceOn(cs, last, last + 1, 0), state)
-        self.saved = (gates, hs, cs, h0, c0, w_hh)
-        self.has_bias = b_hh is not None
-        return hs, h_t, c_t
+    def _split(self, rest):
+        """(b_hh or None, mask or None) from the inputs after w_hh."""
+        rest = list(rest)
+        b = rest.pop(0) if self.bias else None
+        return b, (rest.pop(0) if self.masked else None)
+
+    def _final(self, t, like):
+        """Step ``last``'s (N, H) slice of core tensor t (T, N, H)."""
+        last = 0 if self.reverse else t.shape()[0] - 1
+        return singa.Reshape(singa.SliceOn(t, last, last + 1, 0), list(like.shape()))
+
+    def _grads(self, dgx, d_states, dw, db):
+        return (dgx,) + tuple(d_states) + (dw,) + ((db,) if self.bias else ()) + \
+            ((None,) if self.masked else ())
+
+
+class _LSTMLayer(_LayerOp):
+    """One LSTM layer (gates i, f, g, o): inputs gx, h0, c0, w_hh[, b_hh][, mask]; outputs hs,
+    the final h and c."""
+
+    n_states = 2
+
+    def forward(self, gx, h0, c0, w_hh, *rest):
+        b_hh, mask = self._split(rest)
+        hs, cs, gates = singa.LSTMForward(gx, h0, c0, w_hh, b_hh, self.reverse, mask)
+        self.saved = (gates, hs, cs, h0, c0, w_hh, mask)
+        return hs, self._final(hs, h0), self._final(cs, c0)
 
     def backward(self, dhs, dh_t, dc_t):
-        gates, hs, cs, h0, c0, w_hh = self.saved
+        gates, hs, cs, h0, c0, w_hh, mask = self.saved
         dgx, dh0, dc0, dw, db = singa.LSTMBackward(dhs, dh_t, dc_t, gates, hs, cs, h0, c0, w_hh,
-                                                   self.has_bias, self.reverse)
-        return (dgx, dh0, dc0, dw) + ((db,) if self.has_bias else ())
+                                                   self.bias, self.reverse, mask)
+        return self._grads(dgx, (dh0, dc0), dw, db)
 
 
-class _GRULayer(base.Operator):
-    """One GRU layer in one direction over a whole sequence, as one op each way
-    (singa/ops/rnn.h): inputs gx (T, N, 3H), every step's x_t w_ih + b_ih, h0 (N, H), w_hh
-    (H, 3H) and optionally b_hh (3H,) (gates r, z, n); outputs hs (T, N, H) and the final h.
-    ``reverse``: the steps run T-1 .. 0. run_sequence uses it for GRUs
-    (``_GRULayer.enabled``)."""
+class _GRULayer(_LayerOp):
+    """One GRU layer (gates r, z, n; the recurrent bias inside r's product): inputs gx, h0,
+    w_hh[, b_hh][, mask]; outputs hs and the final h."""
 
-    enabled = True
-
-    def __init__(self, reverse=False):
-        super(_GRULayer, self).__init__()
-        self.reverse = bool(reverse)
-
-    def forward(self, gx, h0, w_hh, b_hh=None):
-        hs, gates, ghn = singa.GRUForward(gx, h0, w_hh, b_hh, self.reverse)
-        last = 0 if self.reverse else gx.shape()[0] - 1
-        h_t = singa.Reshape(singa.SliceOn(hs, last, last + 1, 0), list(h0.shape()))
-        self.saved = (gates, ghn, hs, h0, w_hh)
-        self.has_bias = b_hh is not None
-        return hs, h_t
+    def forward(self, gx, h0, w_hh, *rest):
+        b_hh, mask = self._split(rest)
+        hs, gates, ghn = singa.GRUForward(gx, h0, w_hh, b_hh, self.reverse, mask)
+        self.saved = (gates, ghn, hs, h0, w_hh, mask)
+        return hs, self._final(hs, h0)
 
     def backward(self, dhs, dh_t):
-        gates, ghn, hs, h0, w_hh = self.saved
-        dgx, dh0, dw, db = singa.GRUBackward(dhs, dh_t, gates, ghn, hs, h0, w_hh, self.has_bias,
-                                             self.reverse)
-        return (dgx, dh0, dw) + ((db,) if self.has_bias else ())
+        gates, ghn, hs, h0, w_hh, mask = self.saved
+        dgx, dh0, dw, db = singa.GRUBackward(dhs, dh_t, gates, ghn, hs, h0, w_hh, self.bias,
+                                             self.reverse, mask)
+        return self._grads(dgx, (dh0,), dw, db)
 
 
-class _RNNLayer(base.Operator):
-    """One plain RNN layer (tanh, or ``relu``) in one direction over a whole sequence, as one op
-    each way (singa/ops/rnn.h): inputs gx (T, N, H), h0 (N, H), w_hh (H, H) and optionally
-    b_hh (H,); outputs hs (T, N, H) and the final h. run_sequence uses it for modes 0 and 1
-    (``_RNNLayer.enabled``)."""
+class _RNNLayer(_LayerOp):
+    """One plain RNN layer (tanh, or ``relu``): inputs gx, h0, w_hh[, b_hh][, mask]; outputs hs
+    and the final h."""
 
-    enabled = True
-
-    def __init__(self, relu=False, reverse=False):
-        super(_RNNLayer, self).__init__()
+    def __init__(self, relu=False, reverse=False, bias=True, masked=False):
+        super(_RNNLayer, self).__init__(reverse, bias, masked)
         self.relu = bool(relu)
-        self.reverse = bool(reverse)
 
-    def forward(self, gx, h0, w_hh, b_hh=None):
-        hs = singa.RNNForward(gx, h0, w_hh, b_hh, self.relu, self.reverse)
-        last = 0 if self.reverse else gx.shape()[0] - 1
-        h_t = singa.Reshape(singa.SliceOn(hs, last, last + 1, 0), list(h0.shape()))
-        self.saved = (hs, h0, w_hh)
-        self.has_bias = b_hh is not None
-        return hs, h_t
+    def forward(self, gx, h0, w_hh, *rest):
+        b_hh, mask = self._split(rest)
+        hs = singa.RNNForward(gx, h0, w_hh, b_hh, self.relu, self.reverse, mask)
+        self.saved = (hs, h0, w_hh, mask)
+        return hs, self._final(hs, h0)
 
     def backward(self, dhs, dh_t):
-        hs, h0, w_hh = self.saved
-        dgx, dh0, dw, db = singa.RNNBackward(dhs, dh_t, hs, h0, w_hh, self.has_bias, self.relu,
-                                             self.reverse)
-        return (dgx, dh0, dw) + ((db,) if self.has_bias else ())
+        hs, h0, w_hh, mask = self.saved
+        dgx, dh0, dw, db = singa.RNNBackward(dhs, dh_t, hs, h0, w_hh, self.bias, self.relu,
+                                             self.reverse, mask)
+        return self._grads(dgx, (dh0,), dw, db)
 
 
 _LAYER_OPS = {0: _RNNLayer, 1: _RNNLayer, 2: _LSTMLayer, 3: _GRULayer}
 
 
-def _fused(mode, masks, x):
-    """Whether run_sequence runs a layer of ``mode`` as one op (_RNNLayer, _LSTMLayer,
-    _GRULayer): float32 and no seq_lengths."""
-    op = _LAYER_OPS.get(mode)
-    return (op is not None and op.enabled and masks is None
-            and x.data.data_type() == singa.kFloat32)
+def _fused(mode, x):
+    """Whether run_sequence runs a layer of ``mode`` as one op: the class enabled, float32."""
+    op = _LAYER_OPS.get(mode)  # (another mode: cell_step raises)
+    return op is not None and op.enabled and x.data.data_type() == singa.kFloat32
 
 
-def _fused_layer(mode, joined, steps, batch, h, c, w, reverse):
-    """(hs (T, N, H), h_T, c_T or None) of one direction, from the (T * N, input) layer
-    input."""
+def _fused_layer(mode, joined, steps, batch, h, c, w, reverse, mask):
+    """(hs (T, N, H), h_T, c_T or None) of one direction, from the (T * N, input) layer input;
+    ``mask`` (T, N) or None (seq_lengths)."""
     gx = reshape(_project(joined, w.w_ih, w.b_ih), [steps, batch, -1])
-    bias = (w.b_hh,) if w.b_hh is not None else ()
+    extra = ((w.b_hh,) if w.b_hh is not None else ()) + ((mask,) if mask is not None else ())
+    flags = dict(reverse=reverse, bias=w.b_hh is not None, masked=mask is not None)
     if mode == 2:
-        return _LSTMLayer(reverse)(gx, h, c, w.w_hh, *bias)
-    op = _GRULayer(reverse) if mode == 3 else _RNNLayer(mode == 0, reverse)
-    hs, h_t = op(gx, h, w.w_hh, *bias)
+        return _LSTMLayer(**flags)(gx, h, c, w.w_hh, *extra)
+    op = _GRULayer(**flags) if mode == 3 else _RNNLayer(relu=mode == 0, **flags)
+    hs, h_t = op(gx, h, w.w_hh, *extra)
     return hs, h_t, None
 
 
@@ -220,12 +220,17 @@ def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropou
         (ys, hs, cs): ys a list of (batch, directions * hidden) Tensors per step (or one Tensor,
         as_tensor); hs and cs the final states per pseudo-layer (cs None unless LSTM).
 
-    Without masks a layer runs as one op per direction (_RNNLayer, _LSTMLayer, _GRULayer);
-    with them the steps are cell_step's operators.
+    A float32 layer runs as one op per direction (_RNNLayer, _LSTMLayer, _GRULayer; masks
+    become their (T, N) mask); else, or with the op's class disabled, or a batch-1 input meeting
+    wider states, the steps are cell_step's operators.
     """
     steps = len(xs) if not isinstance(xs, Tensor) else xs.shape[0]
     hs, cs = [], [] if mode == 2 else None
     inputs = xs
+    mask = None  # (T, N) for the layer ops, (T, N, 1) to zero their outputs past the ends
+    if masks is not None:
+        mask = cat([reshape(m, [1, -1]) for m in masks], 0) if steps > 1 else \
+            reshape(masks[0], [1, -1])
     for layer in range(num_layers):
         # the input projections of all steps at once: one (steps * batch, input) product
         joined = _joined(inputs)
@@ -236,8 +241,11 @@ def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropou
         for d in range(num_directions):
             p = layer * num_directions + d
             h, c = h0s[p], (c0s[p] if mode == 2 else None)
-            if _fused(mode, masks, joined) and h.shape[0] == batch:  # (not broadcasting)
-                ys, h, c = _fused_layer(mode, joined, steps, batch, h, c, weights[p], d == 1)
+            if _fused(mode, joined) and h.shape[0] == batch:  # (not broadcasting)
+                ys, h, c = _fused_layer(mode, joined, steps, batch, h, c, weights[p], d == 1,
+                                        mask)
+                if mask is not None:  # outputs past the ends are 0 (hs carries the states)
+                    ys = mul(ys, reshape(mask, [steps, batch, 1]))
                 hs.append(h)
                 if cs is not None:
                     cs.append(c)

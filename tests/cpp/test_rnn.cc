@@ -146,6 +146,35 @@ TEST(Rnn, BackwardWeightGradientsSumOverTheStepsInEitherDirection) {
   }
 }
 
+// Past a sequence's end (mask 0) the states are carried: a sequence of length 1 keeps step 0's
+// h and c; its backward passes the gradients of the carried steps to step 0 unchanged.
+TEST(Rnn, MaskedStepsCarryTheStates) {
+  const size_t T = 3, N = 2, H = 2, G = 4 * H;
+  const Tensor gx = FromVector(Values(T * N * G, 1.f, 41), {T, N, G});
+  const Tensor h0 = FromVector(Values(N * H, 1.f, 42), {N, H}), c0 = h0;
+  const Tensor w = FromVector(Values(H * G, 0.4f, 43), {H, G});
+  const Tensor mask = FromVector({1, 1, 1, 0, 1, 0}, {T, N});  // lengths 3 and 1
+  auto f = LSTMForward(gx, h0, c0, w, Tensor(), false, mask);
+  const auto hs = ToVec(f[0]), cs = ToVec(f[1]);
+  for (size_t t = 1; t < T; ++t)
+    for (size_t k = 0; k < H; ++k) {
+      EXPECT_EQ(hs[(t * N + 1) * H + k], hs[(0 * N + 1) * H + k]) << t;
+      EXPECT_EQ(cs[(t * N + 1) * H + k], cs[(0 * N + 1) * H + k]) << t;
+    }
+  auto unmasked = LSTMForward(gx, h0, c0, w, Tensor(), false);
+  EXPECT_EQ(ToVec(unmasked[0])[(2 * N + 0) * H], hs[(2 * N + 0) * H]);  // sequence 0: all valid
+  const Tensor dhT = FromVector({0, 0, 1, -1}, {N, H});  // only sequence 1's final h
+  Tensor dhs({T, N, H});
+  dhs.SetValue(0.f);
+  auto g = LSTMBackward(dhs, dhT, Tensor(), f[2], f[0], f[1], h0, c0, w, false, false, mask);
+  const auto dgx = ToVec(g[0]);
+  for (size_t t = 1; t < T; ++t)
+    for (size_t j = 0; j < G; ++j) EXPECT_EQ(dgx[(t * N + 1) * G + j], 0.f) << t;
+  bool reached = false;  // step 0 of sequence 1 receives the gradient
+  for (size_t j = 0; j < G; ++j) reached |= dgx[(0 * N + 1) * G + j] != 0.f;
+  EXPECT_TRUE(reached);
+}
+
 TEST(Rnn, BadOperandsRaiseNamingTheOpAndShapes) {
   const Tensor gx({3, 2, 8}), h({2, 2}), w({2, 8});
   EXPECT_THROW(LSTMForward(Tensor({3, 2, 7}), h, h, w, Tensor(), false), ShapeError);

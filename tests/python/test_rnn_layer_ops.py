@@ -174,6 +174,107 @@ def make_layer(cell, *args, **kw):
     return (layer.LSTM if cell == "lstm" else layer.GRU)(*args, **kw)
 
 
+def masked_ref(cell, gx, h0, c0, w, b, reverse, mask):
+    """(hs, h_T, c_T) of one layer with a (T, N) mask: past a sequence's end the states are
+    carried (hs holds them) -- the float64 rule the ops implement."""
+    T, H = gx.shape[0], h0.shape[1]
+    hs, h = np.zeros((T,) + h0.shape), h0.astype(np.float64)
+    c = np.zeros_like(h) if c0 is None else c0.astype(np.float64)
+    for t in (reversed(range(T)) if reverse else range(T)):
+        one = gx[t:t + 1]
+        if cell == "lstm":
+            hn, cn = lstm_ref(one, h, c, w, b, False)
+            hn, cn = hn[0], cn[0]
+        elif cell == "gru":
+            hn, cn = gru_ref(one, h, w, b, False)[0], c
+        else:
+            hn, cn = plain_ref(one, h, w, b, False, cell == "relu")[0], c
+        m = mask[t][:, None]
+        h, c = m * hn + (1 - m) * h, m * cn + (1 - m) * c
+        hs[t] = h
+    return hs, h, c
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "tanh", "relu"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_masked_ops_carry_states_past_the_ends(cell, reverse, rng):
+    G = {"lstm": 4, "gru": 3}.get(cell, 1)
+    gx, h0, c0, w, b = operands(rng, T=5, N=3, H=3, gates=G)
+    lengths = np.array([5, 2, 1])
+    mask = (np.arange(5)[:, None] < lengths[None, :]).astype(np.float64)  # (T, N)
+    T, N, H = 5, 3, 3
+    r_hs, r_h, r_c = (rng.standard_normal(sh) for sh in ((T, N, H), (N, H), (N, H)))
+
+    def run(gx_, h0_, c0_, w_, b_):
+        return masked_ref(cell, gx_, h0_, c0_, w_, b_, reverse, mask)
+
+    def loss(*args):
+        hs, h, c = run(*args)
+        return (hs * r_hs).sum() + (h * r_h).sum() + ((c * r_c).sum() if cell == "lstm" else 0)
+
+    want_hs, _, _ = run(gx, h0, c0, w, b)
+    m = core(mask)
+    if cell == "lstm":
+        hs, cs, gates = sw.LSTMForward(*map(core, (gx, h0, c0, w, b)), reverse, m)
+        got = sw.LSTMBackward(core(r_hs), core(r_h), core(r_c), gates, hs, cs, core(h0),
+                              core(c0), core(w), True, reverse, m)
+        args = [gx, h0, c0, w, b]
+    elif cell == "gru":
+        hs, gates, ghn = sw.GRUForward(*map(core, (gx, h0, w, b)), reverse, m)
+        got = sw.GRUBackward(core(r_hs), core(r_h), gates, ghn, hs, core(h0), core(w), True,
+                             reverse, m)
+        args = [gx, h0, None, w, b]
+        got = (got[0], got[1], None) + tuple(got[2:])
+    else:
+        relu = cell == "relu"
+        hs = sw.RNNForward(*map(core, (gx, h0, w, b)), relu, reverse, m)
+        got = sw.RNNBackward(core(r_hs), core(r_h), hs, core(h0), core(w), True, relu, reverse,
+                             m)
+        args = [gx, h0, None, w, b]
+        got = (got[0], got[1], None) + tuple(got[2:])
+    np.testing.assert_allclose(sw.to_numpy(hs), want_hs, rtol=1e-5, atol=1e-6)
+    # sequence 2 has one step: forward, its state stays step 0's; reverse, h0 until step 0
+    carried = h0[2] if reverse else want_hs[0, 2]
+    np.testing.assert_allclose(sw.to_numpy(hs)[T - 1, 2], carried, rtol=1e-5, atol=1e-6)
+    expect_finite_differences(loss, args, got)
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_rnn_op_with_seq_lengths_matches_the_composed_cells(mode, rng):
+    x = tensor.from_numpy(rng.standard_normal((6, 3, 4)).astype(F32))
+    x.requires_grad = True
+    lengths = tensor.from_numpy(np.array([6, 3, 1], np.int32))
+    handle = autograd.RNNHandle(x, 5, mode=mode, num_layers=2, bidirectional=1)
+    states = (4, 3, 5)
+    w0 = (0.3 * rng.standard_normal(handle.weights_size)).astype(F32)
+    hx0 = (0.2 * rng.standard_normal(states)).astype(F32)
+    results = []
+    for fused in (True, False):
+        saved = [c.enabled for c in (ag_rnn._LSTMLayer, ag_rnn._GRULayer, ag_rnn._RNNLayer)]
+        for c in (ag_rnn._LSTMLayer, ag_rnn._GRULayer, ag_rnn._RNNLayer):
+            c.enabled = fused
+        autograd.training = True
+        try:
+            w = tensor.from_numpy(w0)
+            hx, cx = tensor.from_numpy(hx0), tensor.from_numpy(hx0)
+            for t in (w, hx, cx):
+                t.requires_grad = t.stores_grad = True
+            y = autograd._RNN(handle, return_sequences=True, use_mask=True,
+                              seq_lengths=lengths)(x, hx, cx, w)[0]
+            loss = autograd.reduce_sum(autograd.mul(y, y))
+            grads = {id(p): tensor.to_numpy(g) for p, g in autograd.backward(loss)}
+            results.append((tensor.to_numpy(y), [grads[id(t)] for t in (w, hx)]))
+        finally:
+            for c, e in zip((ag_rnn._LSTMLayer, ag_rnn._GRULayer, ag_rnn._RNNLayer), saved):
+                c.enabled = e
+            autograd.training = False
+    (y1, g1), (y2, g2) = results
+    np.testing.assert_allclose(y1, y2, rtol=1e-5, atol=1e-6)
+    assert np.all(y1[3:, 1] == 0) and np.all(y1[1:, 2] == 0)  # past the ends
+    for a, b in zip(g1, g2):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
 def _layer_run(xs_np, h0_np, c0_np, kind, fused, params=None, cell="lstm", **kw):
     """(outputs, h, c, parameter gradients) of a layer.LSTM (layer.GRU: c is h) on the given
     data; checks that the op ran once per layer and direction (fused) or never."""
@@ -336,6 +437,31 @@ def test_layer_exports_to_onnx_and_onnxruntime_agrees(cell, node, bidirectional,
     assert ops.count(node) == 2 * (2 if bidirectional else 1), ops
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     got = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    np.testing.assert_allclose(got, tensor.to_numpy(y), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_masked_layer_exports_with_sequence_lens(mode, rng):
+    ort = pytest.importorskip("onnxruntime")
+    xn = rng.standard_normal((6, 3, 4)).astype(F32)
+    x = tensor.from_numpy(xn)
+    x.requires_grad = True
+    lengths = tensor.from_numpy(np.array([6, 3, 1], np.int32))
+    handle = autograd.RNNHandle(x, 5, mode=mode, num_layers=1, bidirectional=1)
+    w = tensor.from_numpy((0.3 * rng.standard_normal(handle.weights_size)).astype(F32))
+    w.requires_grad = w.stores_grad = True
+    hx = tensor.from_numpy((0.2 * rng.standard_normal((2, 3, 5))).astype(F32))
+    autograd.training = True
+    try:
+        y = autograd._RNN(handle, return_sequences=True, use_mask=True,
+                          seq_lengths=lengths)(x, hx, hx, w)[0]
+        m = sonnx.to_onnx([x], [y])
+    finally:
+        autograd.training = False
+    rnn_nodes = [n for n in m.graph.node if n.op_type in ("RNN", "LSTM", "GRU")]
+    assert len(rnn_nodes) == 2 and all(n.input[4] for n in rnn_nodes)  # sequence_lens given
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = sess.run(None, {sess.get_inputs()[0].name: xn})[0]
     np.testing.assert_allclose(got, tensor.to_numpy(y), rtol=1e-5, atol=1e-5)
 
 

@@ -64,11 +64,24 @@ Shape Steps(const RnnArgs& a, int64_t width) {
 }
 Shape State(const RnnArgs& a) { return {size_t(a.N), size_t(a.H)}; }
 
+// mask: empty, or (T, N) float32.
+void CheckOptionalMask(const char* op, const Tensor& mask, const RnnArgs& a,
+                       std::vector<const Tensor*>* all) {
+  if (mask.empty()) return;
+  CheckShape(op, "mask", mask, {size_t(a.T), size_t(a.N)});
+  all->push_back(&mask);
+}
+void TakeMask(const Tensor& mask, RnnArgs* a, std::vector<Block*>* reads) {
+  if (mask.empty()) return;
+  a->mask = mask.Contiguous();
+  reads->push_back(a->mask.block());
+}
+
 // The forward's operands: gx, h0 (and an LSTM's c0), w_hh and b_hh checked against G = gates *
 // H, made contiguous into a; returns the blocks the op reads.
 std::vector<Block*> ForwardOperands(const char* op, int gates, const Tensor& gx, const Tensor& h0,
                                     const Tensor* c0, const Tensor& w_hh, const Tensor& b_hh,
-                                    bool reverse, RnnArgs* a) {
+                                    bool reverse, const Tensor& mask, RnnArgs* a) {
   CheckSizes(op, gx, w_hh, gates, a);
   CheckShape(op, "h0", h0, State(*a));
   std::vector<const Tensor*> all{&gx, &h0, &w_hh};
@@ -78,6 +91,7 @@ std::vector<Block*> ForwardOperands(const char* op, int gates, const Tensor& gx,
   }
   CheckBias(op, b_hh, gates * a->H);
   if (!b_hh.empty()) all.push_back(&b_hh);
+  CheckOptionalMask(op, mask, *a, &all);
   CheckSameDevice(op, all);
   a->reverse = reverse;
   a->gx = gx.Contiguous();
@@ -92,6 +106,7 @@ std::vector<Block*> ForwardOperands(const char* op, int gates, const Tensor& gx,
     a->b = b_hh.Contiguous();
     reads.push_back(a->b.block());
   }
+  TakeMask(mask, a, &reads);
   return reads;
 }
 
@@ -102,11 +117,13 @@ std::vector<Block*> BackwardOperands(const char* op, const std::vector<const Ten
                                      const std::vector<const char*>& names,
                                      const std::vector<Shape>& shapes,
                                      const std::vector<Tensor RnnArgs::*>& members,
-                                     const Tensor& dhT, const Tensor* dcT, RnnArgs* a) {
+                                     const Tensor& dhT, const Tensor* dcT, const Tensor& mask,
+                                     RnnArgs* a) {
   std::vector<const Tensor*> all(saved);
   for (size_t i = 0; i < saved.size(); ++i) CheckShape(op, names[i], *saved[i], shapes[i]);
   CheckOptionalState(op, "dhT", dhT, State(*a), &all);
   if (dcT) CheckOptionalState(op, "dcT", *dcT, State(*a), &all);
+  CheckOptionalMask(op, mask, *a, &all);
   CheckSameDevice(op, all);
   std::vector<Block*> reads;
   for (size_t i = 0; i < saved.size(); ++i) {
@@ -121,6 +138,7 @@ std::vector<Block*> BackwardOperands(const char* op, const std::vector<const Ten
     a->dcT = dcT->Contiguous();
     reads.push_back(a->dcT.block());
   }
+  TakeMask(mask, a, &reads);
   return reads;
 }
 
@@ -152,10 +170,12 @@ std::vector<Block*> GradientOutputs(int gates, bool lstm, bool has_bias, RnnArgs
 }  // namespace
 
 std::vector<Tensor> LSTMForward(const Tensor& gx, const Tensor& h0, const Tensor& c0,
-                                const Tensor& w_hh, const Tensor& b_hh, bool reverse) {
+                                const Tensor& w_hh, const Tensor& b_hh, bool reverse,
+                                const Tensor& mask) {
   const OpId id = OpId::kLSTMForward;
   RnnArgs a;
-  const auto reads = ForwardOperands(OpName(id), 4, gx, h0, &c0, w_hh, b_hh, reverse, &a);
+  const auto reads = ForwardOperands(OpName(id), 4, gx, h0, &c0, w_hh, b_hh, reverse, mask,
+                                     &a);
   const auto& dev = a.gx.device();
   a.hs = Tensor(Steps(a, a.H), dev);
   a.cs = Tensor(Steps(a, a.H), dev);
@@ -170,7 +190,7 @@ std::vector<Tensor> LSTMForward(const Tensor& gx, const Tensor& h0, const Tensor
 std::vector<Tensor> LSTMBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& dcT,
                                  const Tensor& gates, const Tensor& hs, const Tensor& cs,
                                  const Tensor& h0, const Tensor& c0, const Tensor& w_hh,
-                                 bool has_bias, bool reverse) {
+                                 bool has_bias, bool reverse, const Tensor& mask) {
   const OpId id = OpId::kLSTMBackward;
   const char* op = OpName(id);
   RnnArgs a;
@@ -183,7 +203,7 @@ std::vector<Tensor> LSTMBackward(const Tensor& dhs, const Tensor& dhT, const Ten
       {steps, gates.shape(), steps, steps, state, state, w_hh.shape()},
       {&RnnArgs::dhs, &RnnArgs::gates, &RnnArgs::hs, &RnnArgs::cs, &RnnArgs::h0, &RnnArgs::c0,
        &RnnArgs::w},
-      dhT, &dcT, &a);
+      dhT, &dcT, mask, &a);
   std::vector<Tensor> out;
   const auto writes = GradientOutputs(4, true, has_bias, &a, &out);
   if (a.H == 0) return out;
@@ -194,10 +214,11 @@ std::vector<Tensor> LSTMBackward(const Tensor& dhs, const Tensor& dhT, const Ten
 }
 
 std::vector<Tensor> GRUForward(const Tensor& gx, const Tensor& h0, const Tensor& w_hh,
-                               const Tensor& b_hh, bool reverse) {
+                               const Tensor& b_hh, bool reverse, const Tensor& mask) {
   const OpId id = OpId::kGRUForward;
   RnnArgs a;
-  const auto reads = ForwardOperands(OpName(id), 3, gx, h0, nullptr, w_hh, b_hh, reverse, &a);
+  const auto reads = ForwardOperands(OpName(id), 3, gx, h0, nullptr, w_hh, b_hh, reverse, mask,
+                                     &a);
   const auto& dev = a.gx.device();
   a.hs = Tensor(Steps(a, a.H), dev);
   a.gates = Tensor(Steps(a, 3 * a.H), dev);
@@ -214,7 +235,8 @@ std::vector<Tensor> GRUForward(const Tensor& gx, const Tensor& h0, const Tensor&
 
 std::vector<Tensor> GRUBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& gates,
                                 const Tensor& ghn, const Tensor& hs, const Tensor& h0,
-                                const Tensor& w_hh, bool has_bias, bool reverse) {
+                                const Tensor& w_hh, bool has_bias, bool reverse,
+                                const Tensor& mask) {
   const OpId id = OpId::kGRUBackward;
   const char* op = OpName(id);
   RnnArgs a;
@@ -225,7 +247,7 @@ std::vector<Tensor> GRUBackward(const Tensor& dhs, const Tensor& dhT, const Tens
       op, {&dhs, &gates, &ghn, &hs, &h0, &w_hh}, {"dhs", "gates", "ghn", "hs", "h0", "w_hh"},
       {steps, gates.shape(), steps, steps, State(a), w_hh.shape()},
       {&RnnArgs::dhs, &RnnArgs::gates, &RnnArgs::ghn, &RnnArgs::hs, &RnnArgs::h0, &RnnArgs::w},
-      dhT, nullptr, &a);
+      dhT, nullptr, mask, &a);
   std::vector<Tensor> out;
   auto writes = GradientOutputs(3, false, has_bias, &a, &out);
   if (a.H == 0) return out;
@@ -238,10 +260,11 @@ std::vector<Tensor> GRUBackward(const Tensor& dhs, const Tensor& dhT, const Tens
 }
 
 std::vector<Tensor> RNNForward(const Tensor& gx, const Tensor& h0, const Tensor& w_hh,
-                               const Tensor& b_hh, bool relu, bool reverse) {
+                               const Tensor& b_hh, bool relu, bool reverse, const Tensor& mask) {
   const OpId id = OpId::kRNNForward;
   RnnArgs a;
-  const auto reads = ForwardOperands(OpName(id), 1, gx, h0, nullptr, w_hh, b_hh, reverse, &a);
+  const auto reads = ForwardOperands(OpName(id), 1, gx, h0, nullptr, w_hh, b_hh, reverse, mask,
+                                     &a);
   a.relu = relu;
   const auto& dev = a.gx.device();
   a.hs = Tensor(Steps(a, a.H), dev);
@@ -254,7 +277,7 @@ std::vector<Tensor> RNNForward(const Tensor& gx, const Tensor& h0, const Tensor&
 
 std::vector<Tensor> RNNBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& hs,
                                 const Tensor& h0, const Tensor& w_hh, bool has_bias, bool relu,
-                                bool reverse) {
+                                bool reverse, const Tensor& mask) {
   const OpId id = OpId::kRNNBackward;
   const char* op = OpName(id);
   RnnArgs a;
@@ -264,7 +287,7 @@ std::vector<Tensor> RNNBackward(const Tensor& dhs, const Tensor& dhT, const Tens
   const auto reads = BackwardOperands(
       op, {&dhs, &hs, &h0, &w_hh}, {"dhs", "hs", "h0", "w_hh"},
       {Steps(a, a.H), hs.shape(), State(a), w_hh.shape()},
-      {&RnnArgs::dhs, &RnnArgs::hs, &RnnArgs::h0, &RnnArgs::w}, dhT, nullptr, &a);
+      {&RnnArgs::dhs, &RnnArgs::hs, &RnnArgs::h0, &RnnArgs::w}, dhT, nullptr, mask, &a);
   std::vector<Tensor> out;
   const auto writes = GradientOutputs(1, false, has_bias, &a, &out);
   if (a.H == 0) return out;

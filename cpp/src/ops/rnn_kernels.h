@@ -30,6 +30,7 @@ struct RnnArgs {
   Tensor dhs, dhT, dcT;           // incoming gradients
   Tensor dgx, dh0, dc0, dw, db;   // outputs of the backward
   Tensor gh, dgh;                 // scratch
+  Tensor mask;                    // (T, N), 0 past a sequence's end, or empty
   int64_t T = 0, N = 0, H = 0;
   bool reverse = false;
   bool relu = false;  // the plain RNN's activation: max(x, 0), else tanh

@@ -21,7 +21,10 @@
 //
 // Shapes: gx (T, N, 4H), h0 and c0 (N, H), w_hh (H, 4H), b_hh (4H,) or an empty Tensor(); all
 // float32 on one device, T >= 1. reverse: the steps run T-1 .. 0 (a bidirectional layer's
-// backward direction); hs[t] is always the state after step t.
+// backward direction); hs[t] is always the state after step t. mask (optional, every op): a
+// float32 (T, N) of 1 and 0 (sequences of different lengths, seq_lengths): where it is 0 the
+// step is past that sequence's end, and its states are carried unchanged (hs[t] = hs[t-1]) and
+// its gradients passed through; the caller zeroes those outputs (hs * mask).
 #pragma once
 
 #include <vector>
@@ -34,7 +37,8 @@ namespace singa {
 /// sigmoid) of gx_t + h_{t-1} w_hh + b_hh. Returns {hs, cs, gates}: hs and cs (T, N, H), the
 /// states after every step; gates (T, N, 4H), the activated i, f, g, o (kept for the backward).
 std::vector<Tensor> LSTMForward(const Tensor& gx, const Tensor& h0, const Tensor& c0,
-                                const Tensor& w_hh, const Tensor& b_hh, bool reverse);
+                                const Tensor& w_hh, const Tensor& b_hh, bool reverse,
+                                const Tensor& mask = Tensor());
 
 /// The gradients of LSTMForward from dhs (T, N, H) (every step's output h) and the final
 /// states' dhT, dcT (N, H; empty Tensor()s for zeros), given the forward's gates, hs and cs.
@@ -42,7 +46,7 @@ std::vector<Tensor> LSTMForward(const Tensor& gx, const Tensor& h0, const Tensor
 std::vector<Tensor> LSTMBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& dcT,
                                  const Tensor& gates, const Tensor& hs, const Tensor& cs,
                                  const Tensor& h0, const Tensor& c0, const Tensor& w_hh,
-                                 bool has_bias, bool reverse);
+                                 bool has_bias, bool reverse, const Tensor& mask = Tensor());
 
 /// GRU (cuDNN's and PyTorch's equations, gates r, z, n): r = sigmoid(xr + hr), z = sigmoid(xz +
 /// hz), n = tanh(xn + r * hn), h_t = n + z (h_{t-1} - n), with x* the blocks of gx_t (T, N, 3H)
@@ -50,24 +54,26 @@ std::vector<Tensor> LSTMBackward(const Tensor& dhs, const Tensor& dhT, const Ten
 /// H), gates (T, N, 3H): the activated r, z, n, ghn (T, N, H): each step's hn, kept for the
 /// backward}.
 std::vector<Tensor> GRUForward(const Tensor& gx, const Tensor& h0, const Tensor& w_hh,
-                               const Tensor& b_hh, bool reverse);
+                               const Tensor& b_hh, bool reverse, const Tensor& mask = Tensor());
 
 /// The gradients of GRUForward from dhs (T, N, H) and the final state's dhT (N, H; empty for
 /// zeros), given the forward's gates, ghn and hs. Returns {dgx (T, N, 3H), dh0, dw_hh (H, 3H),
 /// db_hh (3H,), empty without b_hh}.
 std::vector<Tensor> GRUBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& gates,
                                 const Tensor& ghn, const Tensor& hs, const Tensor& h0,
-                                const Tensor& w_hh, bool has_bias, bool reverse);
+                                const Tensor& w_hh, bool has_bias, bool reverse,
+                                const Tensor& mask = Tensor());
 
 /// The plain RNN: h_t = act(gx_t + h_{t-1} w_hh + b_hh), act tanh or (relu) max(x, 0), with
 /// gx (T, N, H), w_hh (H, H), b_hh (H,) or empty. Returns {hs (T, N, H)}.
 std::vector<Tensor> RNNForward(const Tensor& gx, const Tensor& h0, const Tensor& w_hh,
-                               const Tensor& b_hh, bool relu, bool reverse);
+                               const Tensor& b_hh, bool relu, bool reverse,
+                               const Tensor& mask = Tensor());
 
 /// The gradients of RNNForward from dhs (T, N, H) and dhT (N, H; empty for zeros), given its
 /// hs. Returns {dgx (T, N, H), dh0, dw_hh (H, H), db_hh (H,), empty without b_hh}.
 std::vector<Tensor> RNNBackward(const Tensor& dhs, const Tensor& dhT, const Tensor& hs,
                                 const Tensor& h0, const Tensor& w_hh, bool has_bias, bool relu,
-                                bool reverse);
+                                bool reverse, const Tensor& mask = Tensor());
 
 }  // namespace singa

@@ -13,6 +13,8 @@
 // (they differ in the n block by the factor r), adds dgh_t w_hh^T to the direct dh z, and
 // WeightGrads takes dgh. The plain RNN computes its pre-activation in hs itself and its
 // backward reads only hs (tanh' = 1 - h^2; ReLU's mask is h > 0).
+// With a mask (seq_lengths), a row past its sequence's end carries its states unchanged and its
+// gradients through (Past, PassRow).
 #include <cblas.h>
 #include <omp.h>
 
@@ -128,6 +130,20 @@ __attribute__((noinline)) void PlainRowBackward(const float* __restrict h,
   for (int64_t k = 0; k < H; ++k) dg[k] = lstm::PlainGrad(h[k], dh_out[k] + dh[k], relu);
 }
 
+// With a mask (T, N) (seq_lengths), row n of step t is past its sequence's end where the mask is
+// 0: its state is carried unchanged and its gradients pass straight through.
+inline bool Past(const float* mask, int64_t t, int64_t N, int64_t n) {
+  return mask != nullptr && mask[t * N + n] == 0.f;
+}
+void CopyRow(const float* from, float* to, int64_t H) {
+  std::memcpy(to, from, sizeof(float) * size_t(H));
+}
+// A backward row past the end: no gate gradients; dh (the carried gradient) gains the output's.
+void PassRow(const float* dh_out, float* dh, float* dg, int64_t H, int64_t G) {
+  for (int64_t k = 0; k < H; ++k) dh[k] += dh_out[k];
+  std::fill(dg, dg + G, 0.f);
+}
+
 // w (H, G) transposed: (G, H), so that every step's dh product reads its right operand
 // untransposed (with the transpose flag instead, oneDNN's sgemm took 5x as long for N = 32,
 // H = 256).
@@ -182,6 +198,7 @@ void LstmForwardWith(const RnnArgs& a, RowSgemm gemm) {
   const float *gx = In(a.gx), *w = In(a.w), *h0 = In(a.h0), *c0 = In(a.c0);
   const float* b = a.b.empty() ? nullptr : In(a.b);
   float *hs = Out(a.hs), *cs = Out(a.cs), *gates = Out(a.gates);
+  const float* mask = a.mask.empty() ? nullptr : In(a.mask);
   const bool par = N * G >= kParallelElems;
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = a.Step(s);
@@ -202,8 +219,13 @@ void LstmForwardWith(const RnnArgs& a, RowSgemm gemm) {
     if (N > 0)
       gemm(false, false, int(N), int(G), int(H), 1.f, hp, int(H), w, int(G), 1.f, g, int(G));
 #pragma omp parallel for if (par)
-    for (int64_t n = 0; n < N; ++n)
+    for (int64_t n = 0; n < N; ++n) {
       RowForward(g + n * G, cp + n * H, ct + n * H, ht + n * H, H);
+      if (Past(mask, t, N, n)) {
+        CopyRow(cp + n * H, ct + n * H, H);
+        CopyRow(hp + n * H, ht + n * H, H);
+      }
+    }
   }
 }
 
@@ -212,6 +234,7 @@ void LstmBackwardWith(const RnnArgs& a, RowSgemm gemm) {
   const float *dhs = In(a.dhs), *gates = In(a.gates), *cs = In(a.cs);
   const float *c0 = In(a.c0), *w = In(a.w);
   float *dgx = Out(a.dgx), *dh = Out(a.dh0), *dc = Out(a.dc0);
+  const float* mask = a.mask.empty() ? nullptr : In(a.mask);
   // dh and dc carry the gradients between steps (they end as dh0, dc0)
   const size_t state = sizeof(float) * size_t(N * H);
   if (a.dhT.empty()) std::memset(dh, 0, state); else std::memcpy(dh, In(a.dhT), state);
@@ -224,11 +247,17 @@ void LstmBackwardWith(const RnnArgs& a, RowSgemm gemm) {
     const float *act = gates + t * N * G, *ct = cs + t * N * H, *dht = dhs + t * N * H;
     float* dg = dgx + t * N * G;
 #pragma omp parallel for if (par)
-    for (int64_t n = 0; n < N; ++n)
+    for (int64_t n = 0; n < N; ++n) {
+      if (Past(mask, t, N, n)) {
+        PassRow(dht + n * H, dh + n * H, dg + n * G, H, G);  // dc passes unchanged
+        continue;
+      }
       RowBackward(act + n * G, ct + n * H, cp + n * H, dht + n * H, dh + n * H, dg + n * G,
                   dc + n * H, H);
+      std::fill(dh + n * H, dh + (n + 1) * H, 0.f);  // the product below adds dG_t w_hh^T
+    }
     if (N > 0)
-      gemm(false, false, int(N), int(H), int(G), 1.f, dg, int(G), wt.data(), int(H), 0.f, dh,
+      gemm(false, false, int(N), int(H), int(G), 1.f, dg, int(G), wt.data(), int(H), 1.f, dh,
            int(H));
   }
   WeightGrads(a, G, dgx, gemm);
@@ -239,6 +268,7 @@ void GruForwardWith(const RnnArgs& a, RowSgemm gemm) {
   const float *gx = In(a.gx), *w = In(a.w), *h0 = In(a.h0);
   const float* b = a.b.empty() ? nullptr : In(a.b);
   float *hs = Out(a.hs), *gates = Out(a.gates), *ghn = Out(a.ghn), *gh = Out(a.gh);
+  const float* mask = a.mask.empty() ? nullptr : In(a.mask);
   const bool par = N * G >= kParallelElems;
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = a.Step(s);
@@ -251,9 +281,11 @@ void GruForwardWith(const RnnArgs& a, RowSgemm gemm) {
     if (N > 0)
       gemm(false, false, int(N), int(G), int(H), 1.f, hp, int(H), w, int(G), 1.f, gh, int(G));
 #pragma omp parallel for if (par)
-    for (int64_t n = 0; n < N; ++n)
+    for (int64_t n = 0; n < N; ++n) {
       GruRowForward(gx + (t * N + n) * G, gh + n * G, hp + n * H, gates + (t * N + n) * G,
                     ghn + (t * N + n) * H, hs + (t * N + n) * H, H);
+      if (Past(mask, t, N, n)) CopyRow(hp + n * H, hs + (t * N + n) * H, H);
+    }
   }
 }
 
@@ -262,6 +294,7 @@ void GruBackwardWith(const RnnArgs& a, RowSgemm gemm) {
   const float *dhs = In(a.dhs), *gates = In(a.gates), *ghn = In(a.ghn), *hs = In(a.hs);
   const float *h0 = In(a.h0), *w = In(a.w);
   float *dgx = Out(a.dgx), *dgh = Out(a.dgh), *dh = Out(a.dh0);
+  const float* mask = a.mask.empty() ? nullptr : In(a.mask);
   const size_t state = sizeof(float) * size_t(N * H);
   if (a.dhT.empty()) std::memset(dh, 0, state); else std::memcpy(dh, In(a.dhT), state);
   const bool par = N * G >= kParallelElems;
@@ -270,10 +303,16 @@ void GruBackwardWith(const RnnArgs& a, RowSgemm gemm) {
     const int64_t t = a.Step(p);
     const float* hp = p == 0 ? h0 : hs + a.Step(p - 1) * N * H;
 #pragma omp parallel for if (par)
-    for (int64_t n = 0; n < N; ++n)
+    for (int64_t n = 0; n < N; ++n) {
+      if (Past(mask, t, N, n)) {
+        PassRow(dhs + (t * N + n) * H, dh + n * H, dgx + (t * N + n) * G, H, G);
+        std::fill(dgh + (t * N + n) * G, dgh + (t * N + n + 1) * G, 0.f);
+        continue;
+      }
       GruRowBackward(gates + (t * N + n) * G, ghn + (t * N + n) * H, hp + n * H,
                      dhs + (t * N + n) * H, dh + n * H, dgx + (t * N + n) * G,
                      dgh + (t * N + n) * G, H);
+    }
     if (N > 0)
       gemm(false, false, int(N), int(H), int(G), 1.f, dgh + t * N * G, int(G), wt.data(), int(H),
            1.f, dh, int(H));
@@ -286,6 +325,7 @@ void RnnForwardWith(const RnnArgs& a, RowSgemm gemm) {
   const float *gx = In(a.gx), *w = In(a.w), *h0 = In(a.h0);
   const float* b = a.b.empty() ? nullptr : In(a.b);
   float* hs = Out(a.hs);
+  const float* mask = a.mask.empty() ? nullptr : In(a.mask);
   const bool par = N * H >= kParallelElems;
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = a.Step(s);
@@ -296,7 +336,10 @@ void RnnForwardWith(const RnnArgs& a, RowSgemm gemm) {
     if (N > 0)
       gemm(false, false, int(N), int(H), int(H), 1.f, hp, int(H), w, int(H), 1.f, ht, int(H));
 #pragma omp parallel for if (par)
-    for (int64_t n = 0; n < N; ++n) PlainRowForward(ht + n * H, H, a.relu);
+    for (int64_t n = 0; n < N; ++n) {
+      PlainRowForward(ht + n * H, H, a.relu);
+      if (Past(mask, t, N, n)) CopyRow(hp + n * H, ht + n * H, H);
+    }
   }
 }
 
@@ -304,6 +347,7 @@ void RnnBackwardWith(const RnnArgs& a, RowSgemm gemm) {
   const int64_t N = a.N, H = a.H, T = a.T;
   const float *dhs = In(a.dhs), *hs = In(a.hs), *w = In(a.w);
   float *dgx = Out(a.dgx), *dh = Out(a.dh0);
+  const float* mask = a.mask.empty() ? nullptr : In(a.mask);
   const size_t state = sizeof(float) * size_t(N * H);
   if (a.dhT.empty()) std::memset(dh, 0, state); else std::memcpy(dh, In(a.dhT), state);
   const bool par = N * H >= kParallelElems;
@@ -312,11 +356,17 @@ void RnnBackwardWith(const RnnArgs& a, RowSgemm gemm) {
     const int64_t t = a.Step(p);
     float* dg = dgx + t * N * H;
 #pragma omp parallel for if (par)
-    for (int64_t n = 0; n < N; ++n)
+    for (int64_t n = 0; n < N; ++n) {
+      if (Past(mask, t, N, n)) {
+        PassRow(dhs + (t * N + n) * H, dh + n * H, dg + n * H, H, H);
+        continue;
+      }
       PlainRowBackward(hs + (t * N + n) * H, dhs + (t * N + n) * H, dh + n * H, dg + n * H, H,
                        a.relu);
+      std::fill(dh + n * H, dh + (n + 1) * H, 0.f);  // the product below adds dG_t w_hh^T
+    }
     if (N > 0)
-      gemm(false, false, int(N), int(H), int(H), 1.f, dg, int(H), wt.data(), int(H), 0.f, dh,
+      gemm(false, false, int(N), int(H), int(H), 1.f, dg, int(H), wt.data(), int(H), 1.f, dh,
            int(H));
   }
   WeightGrads(a, H, dgx, gemm);

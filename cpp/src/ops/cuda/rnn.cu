@@ -23,8 +23,11 @@ __global__ void AddBias(const float* x, const float* b, float* g, int64_t N, int
   SINGA_GRID_STRIDE(i, N * G) { g[i] = b ? x[i] + b[i % G] : x[i]; }
 }
 
-__global__ void CellsForward(float* g, const float* c_prev, float* c, float* h, int64_t N,
-                             int64_t H) {
+// mask: this step's (N,) of the (T, N) mask, or null; 0: past the sequence's end (cpu/rnn.cc).
+__device__ inline bool Past(const float* mask, int64_t n) { return mask && mask[n] == 0.f; }
+
+__global__ void CellsForward(float* g, const float* c_prev, const float* h_prev, float* c,
+                             float* h, const float* mask, int64_t N, int64_t H) {
   SINGA_GRID_STRIDE(i, N * H) {
     float* gi = g + (i / H) * 4 * H + i % H;
     const lstm::Cell r = lstm::CellForward(gi[0], gi[H], gi[2 * H], gi[3 * H], c_prev[i]);
@@ -32,25 +35,34 @@ __global__ void CellsForward(float* g, const float* c_prev, float* c, float* h, 
     gi[H] = r.f;
     gi[2 * H] = r.g;
     gi[3 * H] = r.o;
-    c[i] = r.c;
-    h[i] = r.h;
+    const bool past = Past(mask, i / H);
+    c[i] = past ? c_prev[i] : r.c;
+    h[i] = past ? h_prev[i] : r.h;
   }
 }
 
+// dh holds the gradient reaching h_t from the next step; it leaves as the part of h_{t-1}'s that
+// the product after this kernel does not add (all of it past the end, else 0).
 __global__ void CellsBackward(const float* act, float* dg, const float* c, const float* c_prev,
-                              const float* dhs, const float* dh, float* dc, int64_t N,
-                              int64_t H) {
+                              const float* dhs, float* dh, float* dc, const float* mask,
+                              int64_t N, int64_t H) {
   SINGA_GRID_STRIDE(i, N * H) {
     const int64_t at = (i / H) * 4 * H + i % H;
+    float* d = dg + at;
+    if (Past(mask, i / H)) {
+      d[0] = d[H] = d[2 * H] = d[3 * H] = 0.f;
+      dh[i] += dhs[i];
+      continue;
+    }
     const float* a = act + at;
     const lstm::CellGrad r =
         lstm::CellBackward(a[0], a[H], a[2 * H], a[3 * H], c[i], c_prev[i], dhs[i] + dh[i], dc[i]);
-    float* d = dg + at;
     d[0] = r.di;
     d[H] = r.df;
     d[2 * H] = r.dg;
     d[3 * H] = r.d_o;
     dc[i] = r.dc_prev;
+    dh[i] = 0.f;
   }
 }
 
@@ -59,7 +71,8 @@ __global__ void BiasRows(const float* b, float* g, int64_t N, int64_t G) {
 }
 
 __global__ void GruCellsForward(const float* x, const float* gh, const float* h_prev,
-                                float* gates, float* hn, float* h, int64_t N, int64_t H) {
+                                float* gates, float* hn, float* h, const float* mask, int64_t N,
+                                int64_t H) {
   SINGA_GRID_STRIDE(i, N * H) {
     const int64_t row = (i / H) * 3 * H, k = i % H;
     const float *xr = x + row, *g = gh + row;
@@ -69,15 +82,21 @@ __global__ void GruCellsForward(const float* x, const float* gh, const float* h_
     gates[row + H + k] = c.z;
     gates[row + 2 * H + k] = c.n;
     hn[i] = g[2 * H + k];
-    h[i] = c.h;
+    h[i] = Past(mask, i / H) ? h_prev[i] : c.h;
   }
 }
 
 __global__ void GruCellsBackward(const float* gates, const float* hn, const float* h_prev,
-                                 const float* dhs, float* dh, float* dgx, float* dgh, int64_t N,
-                                 int64_t H) {
+                                 const float* dhs, float* dh, float* dgx, float* dgh,
+                                 const float* mask, int64_t N, int64_t H) {
   SINGA_GRID_STRIDE(i, N * H) {
     const int64_t row = (i / H) * 3 * H, k = i % H;
+    if (Past(mask, i / H)) {
+      dgx[row + k] = dgx[row + H + k] = dgx[row + 2 * H + k] = 0.f;
+      dgh[row + k] = dgh[row + H + k] = dgh[row + 2 * H + k] = 0.f;
+      dh[i] += dhs[i];
+      continue;
+    }
     const float* a = gates + row;
     const lstm::GruGrad g =
         lstm::GruBackward(a[k], a[H + k], a[2 * H + k], hn[i], h_prev[i], dhs[i] + dh[i]);
@@ -93,13 +112,24 @@ __global__ void PlainForward(const float* x, const float* b, float* h, int64_t N
   SINGA_GRID_STRIDE(i, N * H) { h[i] = b ? x[i] + b[i % H] : x[i]; }
 }
 
-__global__ void PlainActivate(float* h, int64_t n, bool relu) {
-  SINGA_GRID_STRIDE(i, n) { h[i] = lstm::PlainAct(h[i], relu); }
+__global__ void PlainActivate(float* h, const float* h_prev, const float* mask, int64_t N,
+                              int64_t H, bool relu) {
+  SINGA_GRID_STRIDE(i, N * H) {
+    h[i] = Past(mask, i / H) ? h_prev[i] : lstm::PlainAct(h[i], relu);
+  }
 }
 
-__global__ void PlainBackward(const float* h, const float* dhs, const float* dh, float* dg,
-                              int64_t n, bool relu) {
-  SINGA_GRID_STRIDE(i, n) { dg[i] = lstm::PlainGrad(h[i], dhs[i] + dh[i], relu); }
+__global__ void PlainBackward(const float* h, const float* dhs, float* dh, float* dg,
+                              const float* mask, int64_t N, int64_t H, bool relu) {
+  SINGA_GRID_STRIDE(i, N * H) {
+    if (Past(mask, i / H)) {
+      dg[i] = 0.f;
+      dh[i] += dhs[i];
+    } else {
+      dg[i] = lstm::PlainGrad(h[i], dhs[i] + dh[i], relu);
+      dh[i] = 0.f;
+    }
+  }
 }
 
 __global__ void ColumnSums(const float* x, float* out, int64_t rows, int64_t cols) {
@@ -108,6 +138,11 @@ __global__ void ColumnSums(const float* x, float* out, int64_t rows, int64_t col
     for (int64_t r = 0; r < rows; ++r) s += x[r * cols + j];
     out[j] = s;
   }
+}
+
+// Step t's row of the (T, N) mask, or null without one.
+const float* StepMask(const RnnArgs& a, int64_t t) {
+  return a.mask.empty() ? nullptr : DevPtr<const float>(a.mask) + t * a.N;
 }
 
 // A carried gradient's start: the incoming final-state gradient, or zeros without one.
@@ -158,8 +193,8 @@ void LstmForward(const RnnArgs& a, Context* ctx) {
     SINGA_CUDA_CHECK_LAUNCH("LSTMForward");
     RowGemm(Cublas(ctx), false, false, int(N), int(G), int(H), 1.f, hp, int(H), w, int(G), 1.f, g,
             int(G), "LSTMForward");
-    CellsForward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(g, cp, cs + t * N * H,
-                                                             hs + t * N * H, N, H);
+    CellsForward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(
+        g, cp, hp, cs + t * N * H, hs + t * N * H, StepMask(a, t), N, H);
     SINGA_CUDA_CHECK_LAUNCH("LSTMForward");
   }
 }
@@ -180,10 +215,11 @@ void LstmBackward(const RnnArgs& a, Context* ctx) {
     float* dg = dgx + t * N * G;
     if (N > 0) {
       CellsBackward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(
-          gates + t * N * G, dg, cs + t * N * H, cp, dhs + t * N * H, dh, dc, N, H);
+          gates + t * N * G, dg, cs + t * N * H, cp, dhs + t * N * H, dh, dc, StepMask(a, t), N,
+          H);
       SINGA_CUDA_CHECK_LAUNCH("LSTMBackward");
     }
-    RowGemm(Cublas(ctx), false, true, int(N), int(H), int(G), 1.f, dg, int(G), w, int(G), 0.f, dh,
+    RowGemm(Cublas(ctx), false, true, int(N), int(H), int(G), 1.f, dg, int(G), w, int(G), 1.f, dh,
             int(H), "LSTMBackward");
   }
   WeightGrads(a, G, dgx, ctx, "LSTMBackward");
@@ -204,7 +240,8 @@ void GruForward(const RnnArgs& a, Context* ctx) {
     RowGemm(Cublas(ctx), false, false, int(N), int(G), int(H), 1.f, hp, int(H), w, int(G), 1.f,
             gh, int(G), "GRUForward");
     GruCellsForward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(
-        gx + t * N * G, gh, hp, gates + t * N * G, ghn + t * N * H, hs + t * N * H, N, H);
+        gx + t * N * G, gh, hp, gates + t * N * G, ghn + t * N * H, hs + t * N * H,
+        StepMask(a, t), N, H);
     SINGA_CUDA_CHECK_LAUNCH("GRUForward");
   }
 }
@@ -224,7 +261,7 @@ void GruBackward(const RnnArgs& a, Context* ctx) {
     if (N > 0) {
       GruCellsBackward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(
           gates + t * N * G, ghn + t * N * H, hp, dhs + t * N * H, dh, dgx + t * N * G,
-          dgh + t * N * G, N, H);
+          dgh + t * N * G, StepMask(a, t), N, H);
       SINGA_CUDA_CHECK_LAUNCH("GRUBackward");
     }
     RowGemm(Cublas(ctx), false, true, int(N), int(H), int(G), 1.f, dgh + t * N * G, int(G), w,
@@ -247,7 +284,8 @@ void RnnForward(const RnnArgs& a, Context* ctx) {
     SINGA_CUDA_CHECK_LAUNCH("RNNForward");
     RowGemm(Cublas(ctx), false, false, int(N), int(H), int(H), 1.f, hp, int(H), w, int(H), 1.f,
             ht, int(H), "RNNForward");
-    PlainActivate<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(ht, N * H, a.relu);
+    PlainActivate<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(ht, hp, StepMask(a, t), N, H,
+                                                              a.relu);
     SINGA_CUDA_CHECK_LAUNCH("RNNForward");
   }
 }
@@ -263,11 +301,11 @@ void RnnBackward(const RnnArgs& a, Context* ctx) {
     const int64_t t = a.Step(p);
     if (N > 0) {
       PlainBackward<<<Blocks(size_t(N * H)), kThreads, 0, st>>>(
-          hs + t * N * H, dhs + t * N * H, dh, dgx + t * N * H, N * H, a.relu);
+          hs + t * N * H, dhs + t * N * H, dh, dgx + t * N * H, StepMask(a, t), N, H, a.relu);
       SINGA_CUDA_CHECK_LAUNCH("RNNBackward");
     }
     RowGemm(Cublas(ctx), false, true, int(N), int(H), int(H), 1.f, dgx + t * N * H, int(H), w,
-            int(H), 0.f, dh, int(H), "RNNBackward");
+            int(H), 1.f, dh, int(H), "RNNBackward");
   }
   WeightGrads(a, H, dgx, ctx, "RNNBackward");
 }
