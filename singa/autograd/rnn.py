@@ -78,7 +78,7 @@ def cell_step(mode, x, h, c, weights, gx=None):
     raise ValueError("rnn: mode must be 0 (relu), 1 (tanh), 2 (lstm) or 3 (gru), got %r" % mode)
 
 
-# ---- one LSTM layer as one op ---------------------------------------------------------------
+# ---- one layer as one op each way -----------------------------------------------------------
 class _LayerOp(base.Operator):
     """The shared form of the layer ops below: one layer in one direction over a whole sequence,
     as one op each way (singa/ops/rnn.h). Inputs: gx (T, N, G * H), every step's x_t w_ih + b_ih;
@@ -89,7 +89,6 @@ class _LayerOp(base.Operator):
     class's ``enabled`` is False (the composed cells, the reference)."""
 
     enabled = True
-    n_states = 1
 
     def __init__(self, reverse=False, bias=True, masked=False):
         super(_LayerOp, self).__init__()
@@ -114,8 +113,6 @@ class _LayerOp(base.Operator):
 class _LSTMLayer(_LayerOp):
     """One LSTM layer (gates i, f, g, o): inputs gx, h0, c0, w_hh[, b_hh][, mask]; outputs hs,
     the final h and c."""
-
-    n_states = 2
 
     def forward(self, gx, h0, c0, w_hh, *rest):
         b_hh, mask = self._split(rest)
@@ -227,10 +224,7 @@ def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropou
     steps = len(xs) if not isinstance(xs, Tensor) else xs.shape[0]
     hs, cs = [], [] if mode == 2 else None
     inputs = xs
-    mask = None  # (T, N) for the layer ops, (T, N, 1) to zero their outputs past the ends
-    if masks is not None:
-        mask = cat([reshape(m, [1, -1]) for m in masks], 0) if steps > 1 else \
-            reshape(masks[0], [1, -1])
+    mask = None  # masks as one (T, N) Tensor, made when a layer op first needs it
     for layer in range(num_layers):
         # the input projections of all steps at once: one (steps * batch, input) product
         joined = _joined(inputs)
@@ -242,6 +236,9 @@ def run_sequence(mode, xs, h0s, c0s, weights, num_layers, num_directions, dropou
             p = layer * num_directions + d
             h, c = h0s[p], (c0s[p] if mode == 2 else None)
             if _fused(mode, joined) and h.shape[0] == batch:  # (not broadcasting)
+                if masks is not None and mask is None:
+                    mask = cat([reshape(m, [1, -1]) for m in masks], 0) if steps > 1 else \
+                        reshape(masks[0], [1, -1])
                 ys, h, c = _fused_layer(mode, joined, steps, batch, h, c, weights[p], d == 1,
                                         mask)
                 if mask is not None:  # outputs past the ends are 0 (hs carries the states)
