@@ -4,6 +4,7 @@ beside PyTorch's nn.LSTM / GRU / RNN, eager and torch.compile.
     .venv/bin/python benchmarks/bench_rnn.py                        # LSTM, hidden 256, seq 64
     .venv/bin/python benchmarks/bench_rnn.py --cell gru --hidden 512 --rounds 3
     .venv/bin/python benchmarks/bench_rnn.py --modes graph --profile  # where the step goes
+    .venv/bin/python benchmarks/bench_rnn.py --padded    # lengths differ: CudnnRNN + seq_lengths
 
 The model: token embedding (--vocab x --input), a --layers LSTM (GRU, tanh RNN) of --hidden units
 over --seq steps of --batch sequences (singa: layer.LSTM / GRU / RNN on a (seq, batch, input)
@@ -33,21 +34,38 @@ MODES = [("graph", "singa graph, bfs"), ("eager", "singa eager"),
          ("torch", "pytorch eager"), ("torch-compile", "pytorch torch.compile")]
 
 
-def singa_model(cfg):
-    from singa import autograd, layer, model
+def lengths(cfg):
+    """--padded's sequence lengths: uniform in [seq / 2, seq], fixed seed."""
+    import numpy as np
+    rng = np.random.default_rng(1)
+    return rng.integers(cfg["seq"] // 2, cfg["seq"] + 1, cfg["batch"]).astype(np.int32)
+
+
+def singa_model(cfg, dev):
+    from singa import autograd, layer, model, tensor
 
     rnn_cls = {"lstm": layer.LSTM, "gru": layer.GRU, "rnn": layer.RNN}[cfg["cell"]]
+    mode = {"lstm": "lstm", "gru": "gru", "rnn": "tanh"}[cfg["cell"]]
 
     class CharRNN(model.Model):
         def __init__(self):
             super().__init__()
             self.embed = layer.Embedding(cfg["vocab"], cfg["input"])
-            self.rnn = rnn_cls(cfg["input"], cfg["hidden"], num_layers=cfg["layers"])
+            if cfg["padded"]:  # SINGA's padded-batch layer: seq_lengths as a mask
+                self.rnn = layer.CudnnRNN(cfg["hidden"], num_layers=cfg["layers"],
+                                          rnn_mode=mode, use_mask=True, batch_first=False)
+                self.lengths = tensor.from_numpy(lengths(cfg), dev)
+            else:
+                self.rnn = rnn_cls(cfg["input"], cfg["hidden"], num_layers=cfg["layers"])
             self.head = layer.Linear(cfg["vocab"])
             self.loss = layer.SoftMaxCrossEntropy()
 
         def forward(self, idx):  # idx (seq, batch)
-            out = self.rnn(self.embed(idx))[0]  # (seq, batch, hidden)
+            emb = self.embed(idx)
+            if cfg["padded"]:
+                out = self.rnn(emb, seq_lengths=self.lengths)
+            else:
+                out = self.rnn(emb)[0]  # (seq, batch, hidden)
             return self.head(autograd.reshape(out, (-1, cfg["hidden"])))
 
         def train_one_batch(self, idx, target):
@@ -60,6 +78,7 @@ def singa_model(cfg):
 
 
 def torch_model(cfg):
+    import torch
     from torch import nn
 
     rnn_cls = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[cfg["cell"]]
@@ -70,9 +89,17 @@ def torch_model(cfg):
             self.embed = nn.Embedding(cfg["vocab"], cfg["input"])
             self.rnn = rnn_cls(cfg["input"], cfg["hidden"], num_layers=cfg["layers"])
             self.head = nn.Linear(cfg["hidden"], cfg["vocab"])
+            self.lengths = torch.from_numpy(lengths(cfg)).long()
 
         def forward(self, idx):
-            return self.head(self.rnn(self.embed(idx))[0].reshape(-1, cfg["hidden"]))
+            emb = self.embed(idx)
+            if cfg["padded"]:  # PyTorch's packed sequences
+                pack = nn.utils.rnn.pack_padded_sequence(emb, self.lengths, enforce_sorted=False)
+                out = nn.utils.rnn.pad_packed_sequence(self.rnn(pack)[0],
+                                                       total_length=cfg["seq"])[0]
+            else:
+                out = self.rnn(emb)[0]
+            return self.head(out.reshape(-1, cfg["hidden"]))
 
     return CharRNN()
 
@@ -95,7 +122,7 @@ def worker(cfg):
     dev.SetRandSeed(0)
     reset_peak()
     base = rss_kb("VmRSS")
-    net = singa_model(cfg)
+    net = singa_model(cfg, dev)
     net.set_optimizer(opt.Adam(lr=1e-3))
     tx, ty = tensor.from_numpy(x, dev), tensor.from_numpy(y, dev)
     net.compile([tx], is_train=True, use_graph=mode.startswith("graph"))
@@ -116,6 +143,9 @@ def main():
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--vocab", type=int, default=96)
+    ap.add_argument("--padded", action="store_true",
+                    help="sequences of random lengths in [seq / 2, seq]: singa's CudnnRNN with "
+                         "use_mask and seq_lengths beside PyTorch's packed sequences")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1,
@@ -131,11 +161,12 @@ def main():
     print("machine: %s, %d cores; %s; torch %s; OPENBLAS_CORETYPE=%s"
           % (cpu_model(), os.cpu_count(), time.strftime("%Y-%m-%d"), torch.__version__,
              os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
-    print("\n%s: %d layers, input %d, hidden %d, seq %d, batch %d, vocab %d; Adam; %d steps after "
-          "%d warm-up\n" % (args.cell.upper(), args.layers, args.input, args.hidden, args.seq,
-                            args.batch, args.vocab, args.iters, args.warmup))
+    print("\n%s: %d layers, input %d, hidden %d, seq %d%s, batch %d, vocab %d; Adam; %d steps "
+          "after %d warm-up\n" % (args.cell.upper(), args.layers, args.input, args.hidden,
+                                  args.seq, " (padded: lengths from seq / 2)" if args.padded
+                                  else "", args.batch, args.vocab, args.iters, args.warmup))
     keys = ("cell", "layers", "input", "hidden", "seq", "batch", "vocab", "iters", "warmup",
-            "timeout")
+            "timeout", "padded")
     rows = {mode: None for mode in args.modes}
     for _ in range(args.rounds):  # interleaved, so that a slow spell hits every mode
         for mode in args.modes:
