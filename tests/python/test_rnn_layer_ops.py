@@ -10,6 +10,8 @@ from singa import autograd, device, layer, model, opt, sonnx, tensor
 from singa import singa_wrap as sw
 from singa.autograd import rnn as ag_rnn
 
+from isa_copies import digest
+
 F32 = np.float32
 
 
@@ -463,6 +465,52 @@ def test_masked_layer_exports_with_sequence_lens(mode, rng):
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     got = sess.run(None, {sess.get_inputs()[0].name: xn})[0]
     np.testing.assert_allclose(got, tensor.to_numpy(y), rtol=1e-5, atol=1e-5)
+
+
+ISA_SCRIPT = r"""
+import hashlib
+import numpy as np
+from singa import singa_wrap as sw
+h = hashlib.sha256()
+rng = np.random.default_rng(0)
+T, N, H = 7, 5, 37  # H not a multiple of any vector width: every loop's tail runs
+f = lambda a: sw.from_numpy(np.ascontiguousarray(a, np.float32))
+mask = f(np.arange(T)[:, None] < np.array([7, 3, 1, 7, 5])[None, :])
+count = 0
+for G, kind in ((4, "lstm"), (3, "gru"), (1, "tanh"), (1, "relu")):
+    gx = rng.standard_normal((T, N, G * H)) * 3
+    gx[0, 0, :4] = [np.nan, np.inf, -np.inf, 1e30]
+    gx, h0, c0 = f(gx), f(rng.standard_normal((N, H))), f(rng.standard_normal((N, H)))
+    w, b = f(rng.standard_normal((H, G * H)) * 0.3), f(rng.standard_normal(G * H))
+    dhs = f(rng.standard_normal((T, N, H)))
+    for reverse in (False, True):
+        for m in (None, mask):
+            if kind == "lstm":
+                fw = sw.LSTMForward(gx, h0, c0, w, b, reverse, m)
+                bw = sw.LSTMBackward(dhs, h0, c0, fw[2], fw[0], fw[1], h0, c0, w, True, reverse,
+                                     m)
+            elif kind == "gru":
+                fw = sw.GRUForward(gx, h0, w, b, reverse, m)
+                bw = sw.GRUBackward(dhs, h0, fw[1], fw[2], fw[0], h0, w, True, reverse, m)
+            else:
+                fw = (sw.RNNForward(gx, h0, w, b, kind == "relu", reverse, m),)
+                bw = sw.RNNBackward(dhs, h0, fw[0], h0, w, True, kind == "relu", reverse, m)
+            for t in tuple(fw) + tuple(bw):
+                v = sw.to_numpy(t)
+                v[np.isnan(v)] = np.nan
+                h.update(v.tobytes())
+                count += 1
+print("DIGEST", count, h.hexdigest())
+"""
+
+
+@pytest.mark.skipif(not {"avx512f", "avx512bw", "avx512dq", "avx512vl"}
+                    <= set(device.cpu_features()), reason="needs a CPU with AVX-512")
+def test_the_avx512_copy_gives_the_baseline_bits():
+    # cpu/rnn_avx512.cc runs the walks' row loops 16 floats wide; the baseline 4 wide
+    wide = digest(ISA_SCRIPT)
+    assert int(wide.split()[1]) == 100  # every op, direction and mask ran
+    assert wide == digest(ISA_SCRIPT, "avx512f")
 
 
 def test_nan_in_one_step_reaches_the_later_steps_only(rng):

@@ -23,9 +23,27 @@
 #include <vector>
 
 #include "../rnn_kernels.h"
+#include "singa/core/cpu_features.h"
+
+// rnn_avx512.cc compiles this file again with SINGA_RNN_AVX512 (GCC on x86-64): the walks and
+// their row loops below then become AVX-512 code (namespace rnn_avx512), run only on a CPU that
+// has it; the library's baseline copy is namespace rnn_base. Both are built with
+// -ffp-contract=off: the same bits (tests/python/test_rnn_layer_ops.py).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SINGA_RNN_HAS_AVX512 1
+#else
+#define SINGA_RNN_HAS_AVX512 0
+#endif
+#ifdef SINGA_RNN_AVX512
+#pragma GCC target("arch=x86-64-v4")
+#define SINGA_RNN_COPY rnn_avx512
+#else
+#define SINGA_RNN_COPY rnn_base
+#endif
 
 namespace singa {
 namespace cpu {
+namespace SINGA_RNN_COPY {
 namespace {
 
 const float* In(const Tensor& t) { return static_cast<const float*>(t.block()->data()); }
@@ -34,11 +52,6 @@ float* Out(const Tensor& t) { return static_cast<float*>(t.block()->mutable_data
 // Pointwise passes below this many elements stay on one thread (a fork costs more).
 constexpr int64_t kParallelElems = 1 << 14;
 
-void Cblas(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
-           const float* b, int ldb, float beta, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-              n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
 
 // One row n of a step's cells: g (4H: i, f, g, o) activated in place, c and h written. Out of
 // line, with unaliased pointers, so that the loop over h vectorises (inside an OpenMP region's
@@ -184,12 +197,6 @@ void WeightGrads(const RnnArgs& a, int64_t G, const float* dG, RowSgemm gemm) {
   }
 }
 
-void LstmForward(const RnnArgs& a, Context*) { LstmForwardWith(a, &Cblas); }
-void LstmBackward(const RnnArgs& a, Context*) { LstmBackwardWith(a, &Cblas); }
-void GruForward(const RnnArgs& a, Context*) { GruForwardWith(a, &Cblas); }
-void GruBackward(const RnnArgs& a, Context*) { GruBackwardWith(a, &Cblas); }
-void RnnForward(const RnnArgs& a, Context*) { RnnForwardWith(a, &Cblas); }
-void RnnBackward(const RnnArgs& a, Context*) { RnnBackwardWith(a, &Cblas); }
 
 }  // namespace
 
@@ -372,13 +379,71 @@ void RnnBackwardWith(const RnnArgs& a, RowSgemm gemm) {
   WeightGrads(a, H, dgx, gemm);
 }
 
+}  // namespace SINGA_RNN_COPY
+
+#ifndef SINGA_RNN_AVX512
+// The walks of the AVX-512 copy (rnn_avx512.cc), and the choice between the two: the cells'
+// sigmoid / tanh loops run four times as wide (on the LSTM of BENCHMARKS.md, the cell passes
+// were ~15% of the two ops' time in the baseline).
+namespace rnn_avx512 {
+void LstmForwardWith(const RnnArgs& a, RowSgemm gemm);
+void LstmBackwardWith(const RnnArgs& a, RowSgemm gemm);
+void GruForwardWith(const RnnArgs& a, RowSgemm gemm);
+void GruBackwardWith(const RnnArgs& a, RowSgemm gemm);
+void RnnForwardWith(const RnnArgs& a, RowSgemm gemm);
+void RnnBackwardWith(const RnnArgs& a, RowSgemm gemm);
+}  // namespace rnn_avx512
+
+namespace {
+bool Avx512() {
+  static const bool has = CpuHas("avx512f") && CpuHas("avx512bw") && CpuHas("avx512dq") &&
+                          CpuHas("avx512vl");
+  return has;
+}
+}  // namespace
+
+#if SINGA_RNN_HAS_AVX512
+#define SINGA_RNN_DISPATCH(Name)                                  \
+  void Name(const RnnArgs& a, RowSgemm gemm) {                    \
+    if (Avx512()) return rnn_avx512::Name(a, gemm);               \
+    rnn_base::Name(a, gemm);                                      \
+  }
+#else
+#define SINGA_RNN_DISPATCH(Name) \
+  void Name(const RnnArgs& a, RowSgemm gemm) { rnn_base::Name(a, gemm); }
+#endif
+SINGA_RNN_DISPATCH(LstmForwardWith)
+SINGA_RNN_DISPATCH(LstmBackwardWith)
+SINGA_RNN_DISPATCH(GruForwardWith)
+SINGA_RNN_DISPATCH(GruBackwardWith)
+SINGA_RNN_DISPATCH(RnnForwardWith)
+SINGA_RNN_DISPATCH(RnnBackwardWith)
+#undef SINGA_RNN_DISPATCH
+
+namespace {
+void Cblas(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
+           const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+              n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void LstmForward(const RnnArgs& a, Context*) { LstmForwardWith(a, &Cblas); }
+void LstmBackward(const RnnArgs& a, Context*) { LstmBackwardWith(a, &Cblas); }
+void GruForward(const RnnArgs& a, Context*) { GruForwardWith(a, &Cblas); }
+void GruBackward(const RnnArgs& a, Context*) { GruBackwardWith(a, &Cblas); }
+void RnnForward(const RnnArgs& a, Context*) { RnnForwardWith(a, &Cblas); }
+void RnnBackward(const RnnArgs& a, Context*) { RnnBackwardWith(a, &Cblas); }
+}  // namespace
+#endif  // SINGA_RNN_AVX512
 }  // namespace cpu
 
+#ifndef SINGA_RNN_AVX512
 SINGA_REGISTER_KERNEL(LSTMForward, kCpuRef, &cpu::LstmForward);
 SINGA_REGISTER_KERNEL(LSTMBackward, kCpuRef, &cpu::LstmBackward);
 SINGA_REGISTER_KERNEL(GRUForward, kCpuRef, &cpu::GruForward);
 SINGA_REGISTER_KERNEL(GRUBackward, kCpuRef, &cpu::GruBackward);
 SINGA_REGISTER_KERNEL(RNNForward, kCpuRef, &cpu::RnnForward);
 SINGA_REGISTER_KERNEL(RNNBackward, kCpuRef, &cpu::RnnBackward);
+#endif
 
 }  // namespace singa
