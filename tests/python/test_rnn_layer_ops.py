@@ -242,39 +242,63 @@ def test_masked_ops_carry_states_past_the_ends(cell, reverse, rng):
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2, 3])
-def test_rnn_op_with_seq_lengths_matches_the_composed_cells(mode, rng):
-    x = tensor.from_numpy(rng.standard_normal((6, 3, 4)).astype(F32))
+@pytest.mark.parametrize("steps,lengths,sequences", [
+    (6, [6, 3, 1], True), (6, [6, 3, 1], False), (1, [1, 0, 1], True)])
+def test_rnn_op_with_seq_lengths_matches_the_composed_cells(mode, steps, lengths, sequences,
+                                                            rng):
+    x = tensor.from_numpy(rng.standard_normal((steps, 3, 4)).astype(F32))
     x.requires_grad = True
-    lengths = tensor.from_numpy(np.array([6, 3, 1], np.int32))
+    lens = tensor.from_numpy(np.array(lengths, np.int32))
     handle = autograd.RNNHandle(x, 5, mode=mode, num_layers=2, bidirectional=1)
     states = (4, 3, 5)
     w0 = (0.3 * rng.standard_normal(handle.weights_size)).astype(F32)
     hx0 = (0.2 * rng.standard_normal(states)).astype(F32)
+    ops = (ag_rnn._LSTMLayer, ag_rnn._GRULayer, ag_rnn._RNNLayer)
     results = []
     for fused in (True, False):
-        saved = [c.enabled for c in (ag_rnn._LSTMLayer, ag_rnn._GRULayer, ag_rnn._RNNLayer)]
-        for c in (ag_rnn._LSTMLayer, ag_rnn._GRULayer, ag_rnn._RNNLayer):
+        saved = [c.enabled for c in ops]
+        for c in ops:
             c.enabled = fused
         autograd.training = True
         try:
             w = tensor.from_numpy(w0)
             hx, cx = tensor.from_numpy(hx0), tensor.from_numpy(hx0)
-            for t in (w, hx, cx):
+            for t in (w, hx):
                 t.requires_grad = t.stores_grad = True
-            y = autograd._RNN(handle, return_sequences=True, use_mask=True,
-                              seq_lengths=lengths)(x, hx, cx, w)[0]
+            y = autograd._RNN(handle, return_sequences=sequences, use_mask=True,
+                              seq_lengths=lens)(x, hx, cx, w)[0]
             loss = autograd.reduce_sum(autograd.mul(y, y))
             grads = {id(p): tensor.to_numpy(g) for p, g in autograd.backward(loss)}
             results.append((tensor.to_numpy(y), [grads[id(t)] for t in (w, hx)]))
         finally:
-            for c, e in zip((ag_rnn._LSTMLayer, ag_rnn._GRULayer, ag_rnn._RNNLayer), saved):
+            for c, e in zip(ops, saved):
                 c.enabled = e
             autograd.training = False
     (y1, g1), (y2, g2) = results
     np.testing.assert_allclose(y1, y2, rtol=1e-5, atol=1e-6)
-    assert np.all(y1[3:, 1] == 0) and np.all(y1[1:, 2] == 0)  # past the ends
+    if sequences and steps == 6:
+        assert np.all(y1[3:, 1] == 0) and np.all(y1[1:, 2] == 0)  # past the ends
+    if not sequences:  # each sequence's last valid step: the forward half is not zero
+        assert y1.shape == (3, 10) and np.all(np.abs(y1[:, :5]).sum(axis=1) > 0)
     for a, b in zip(g1, g2):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_the_fused_rnn_operators_refuse_bad_shapes_naming_themselves():
+    x = tensor.from_numpy(np.zeros((4, 2, 3), F32))
+    with pytest.raises(sw.ShapeError, match=r"RNNHandle: x must be 3-d .* got shape \(4, 2\)"):
+        autograd.RNNHandle(tensor.from_numpy(np.zeros((4, 2), F32)), 5)
+    handle = autograd.RNNHandle(x, 5, mode=2)
+    hx = tensor.from_numpy(np.zeros((1, 2, 5), F32))
+    w = tensor.from_numpy(np.zeros(handle.weights_size + 1, F32))
+    with pytest.raises(sw.ShapeError, match=r"_RNN: w must have shape \(%d,\), got \(%d,\)"
+                       % (handle.weights_size, handle.weights_size + 1)):
+        autograd._RNN(handle)(x, hx, hx, w)
+    wider = tensor.from_numpy(np.zeros((4, 2, 7), F32))
+    with pytest.raises(sw.ShapeError, match=r"_RNN: x must be \(seq, batch, 3\), got shape "
+                       r"\(4, 2, 7\)"):
+        autograd._RNN(handle)(wider, hx, hx, tensor.from_numpy(np.zeros(handle.weights_size,
+                                                                        F32)))
 
 
 def _layer_run(xs_np, h0_np, c0_np, kind, fused, params=None, cell="lstm", **kw):
