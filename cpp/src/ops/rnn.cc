@@ -51,95 +51,56 @@ void CheckBias(const char* op, const Tensor& b, int64_t G) {
                     op << ": b_hh has shape " << b.shape() << ", expected (" << G << ",)");
 }
 
-// dhT (or dcT): empty, or a state.
-void CheckOptionalState(const char* op, const char* what, const Tensor& t, const Shape& state,
-                        std::vector<const Tensor*>* all) {
-  if (t.empty()) return;
-  CheckShape(op, what, t, state);
-  all->push_back(&t);
-}
-
 Shape Steps(const RnnArgs& a, int64_t width) {
   return {size_t(a.T), size_t(a.N), size_t(width)};
 }
 Shape State(const RnnArgs& a) { return {size_t(a.N), size_t(a.H)}; }
+Shape MaskShape(const RnnArgs& a) { return {size_t(a.T), size_t(a.N)}; }
 
-// mask: empty, or (T, N) float32.
-void CheckOptionalMask(const char* op, const Tensor& mask, const RnnArgs& a,
-                       std::vector<const Tensor*>* all) {
-  if (mask.empty()) return;
-  CheckShape(op, "mask", mask, {size_t(a.T), size_t(a.N)});
-  all->push_back(&mask);
-}
-void TakeMask(const Tensor& mask, RnnArgs* a, std::vector<Block*>* reads) {
-  if (mask.empty()) return;
-  a->mask = mask.Contiguous();
-  reads->push_back(a->mask.block());
+// One tensor operand: checked against `shape` (float32; an optional one may be empty: absent),
+// stored contiguous in the member of RnnArgs it names.
+struct Operand {
+  const char* name;
+  const Tensor& t;
+  Shape shape;
+  Tensor RnnArgs::*member;
+  bool optional;
+};
+
+// Checks the operands and their device and stores them in a; returns the blocks the op reads.
+std::vector<Block*> TakeOperands(const char* op, const std::vector<Operand>& operands,
+                                 RnnArgs* a) {
+  std::vector<const Tensor*> given;
+  for (const Operand& o : operands) {
+    if (o.optional && o.t.empty()) continue;
+    CheckShape(op, o.name, o.t, o.shape);
+    given.push_back(&o.t);
+  }
+  CheckSameDevice(op, given);
+  std::vector<Block*> reads;
+  for (const Operand& o : operands) {
+    if (o.optional && o.t.empty()) continue;
+    a->*o.member = o.t.Contiguous();
+    reads.push_back((a->*o.member).block());
+  }
+  return reads;
 }
 
-// The forward's operands: gx, h0 (and an LSTM's c0), w_hh and b_hh checked against G = gates *
-// H, made contiguous into a; returns the blocks the op reads.
+// The forward's operands: gx, h0 (and an LSTM's c0), w_hh, b_hh and the mask, checked against
+// G = gates * H; returns the blocks the op reads.
 std::vector<Block*> ForwardOperands(const char* op, int gates, const Tensor& gx, const Tensor& h0,
                                     const Tensor* c0, const Tensor& w_hh, const Tensor& b_hh,
                                     bool reverse, const Tensor& mask, RnnArgs* a) {
   CheckSizes(op, gx, w_hh, gates, a);
-  CheckShape(op, "h0", h0, State(*a));
-  std::vector<const Tensor*> all{&gx, &h0, &w_hh};
-  if (c0) {
-    CheckShape(op, "c0", *c0, State(*a));
-    all.push_back(c0);
-  }
-  CheckBias(op, b_hh, gates * a->H);
-  if (!b_hh.empty()) all.push_back(&b_hh);
-  CheckOptionalMask(op, mask, *a, &all);
-  CheckSameDevice(op, all);
+  CheckBias(op, b_hh, gates * a->H);  // any shape of G values
   a->reverse = reverse;
-  a->gx = gx.Contiguous();
-  a->h0 = h0.Contiguous();
-  a->w = w_hh.Contiguous();
-  std::vector<Block*> reads{a->gx.block(), a->h0.block(), a->w.block()};
-  if (c0) {
-    a->c0 = c0->Contiguous();
-    reads.push_back(a->c0.block());
-  }
-  if (!b_hh.empty()) {
-    a->b = b_hh.Contiguous();
-    reads.push_back(a->b.block());
-  }
-  TakeMask(mask, a, &reads);
-  return reads;
-}
-
-// The backward's saved forward tensors (each of `shapes` checked, made contiguous into the
-// member of a it names) and incoming gradients dhs and dhT (and an LSTM's dcT); returns the
-// blocks the op reads.
-std::vector<Block*> BackwardOperands(const char* op, const std::vector<const Tensor*>& saved,
-                                     const std::vector<const char*>& names,
-                                     const std::vector<Shape>& shapes,
-                                     const std::vector<Tensor RnnArgs::*>& members,
-                                     const Tensor& dhT, const Tensor* dcT, const Tensor& mask,
-                                     RnnArgs* a) {
-  std::vector<const Tensor*> all(saved);
-  for (size_t i = 0; i < saved.size(); ++i) CheckShape(op, names[i], *saved[i], shapes[i]);
-  CheckOptionalState(op, "dhT", dhT, State(*a), &all);
-  if (dcT) CheckOptionalState(op, "dcT", *dcT, State(*a), &all);
-  CheckOptionalMask(op, mask, *a, &all);
-  CheckSameDevice(op, all);
-  std::vector<Block*> reads;
-  for (size_t i = 0; i < saved.size(); ++i) {
-    a->*members[i] = saved[i]->Contiguous();
-    reads.push_back((a->*members[i]).block());
-  }
-  if (!dhT.empty()) {
-    a->dhT = dhT.Contiguous();
-    reads.push_back(a->dhT.block());
-  }
-  if (dcT && !dcT->empty()) {
-    a->dcT = dcT->Contiguous();
-    reads.push_back(a->dcT.block());
-  }
-  TakeMask(mask, a, &reads);
-  return reads;
+  std::vector<Operand> operands{{"gx", gx, gx.shape(), &RnnArgs::gx, false},
+                                {"h0", h0, State(*a), &RnnArgs::h0, false},
+                                {"w_hh", w_hh, w_hh.shape(), &RnnArgs::w, false},
+                                {"b_hh", b_hh, b_hh.shape(), &RnnArgs::b, true},
+                                {"mask", mask, MaskShape(*a), &RnnArgs::mask, true}};
+  if (c0) operands.push_back({"c0", *c0, State(*a), &RnnArgs::c0, false});
+  return TakeOperands(op, operands, a);
 }
 
 // The backward's outputs dgx (T, N, G), dh0 (and an LSTM's dc0), dw_hh (H, G) and db_hh (G,)
@@ -197,13 +158,18 @@ std::vector<Tensor> LSTMBackward(const Tensor& dhs, const Tensor& dhT, const Ten
   CheckSizes(op, gates, w_hh, 4, &a);
   a.reverse = reverse;
   const Shape steps = Steps(a, a.H), state = State(a);
-  const auto reads = BackwardOperands(
-      op, {&dhs, &gates, &hs, &cs, &h0, &c0, &w_hh},
-      {"dhs", "gates", "hs", "cs", "h0", "c0", "w_hh"},
-      {steps, gates.shape(), steps, steps, state, state, w_hh.shape()},
-      {&RnnArgs::dhs, &RnnArgs::gates, &RnnArgs::hs, &RnnArgs::cs, &RnnArgs::h0, &RnnArgs::c0,
-       &RnnArgs::w},
-      dhT, &dcT, mask, &a);
+  const auto reads = TakeOperands(op,
+                                  {{"dhs", dhs, steps, &RnnArgs::dhs, false},
+                                   {"gates", gates, gates.shape(), &RnnArgs::gates, false},
+                                   {"hs", hs, steps, &RnnArgs::hs, false},
+                                   {"cs", cs, steps, &RnnArgs::cs, false},
+                                   {"h0", h0, state, &RnnArgs::h0, false},
+                                   {"c0", c0, state, &RnnArgs::c0, false},
+                                   {"w_hh", w_hh, w_hh.shape(), &RnnArgs::w, false},
+                                   {"dhT", dhT, state, &RnnArgs::dhT, true},
+                                   {"dcT", dcT, state, &RnnArgs::dcT, true},
+                                   {"mask", mask, MaskShape(a), &RnnArgs::mask, true}},
+                                  &a);
   std::vector<Tensor> out;
   const auto writes = GradientOutputs(4, true, has_bias, &a, &out);
   if (a.H == 0) return out;
@@ -242,12 +208,17 @@ std::vector<Tensor> GRUBackward(const Tensor& dhs, const Tensor& dhT, const Tens
   RnnArgs a;
   CheckSizes(op, gates, w_hh, 3, &a);
   a.reverse = reverse;
-  const Shape steps = Steps(a, a.H);
-  const auto reads = BackwardOperands(
-      op, {&dhs, &gates, &ghn, &hs, &h0, &w_hh}, {"dhs", "gates", "ghn", "hs", "h0", "w_hh"},
-      {steps, gates.shape(), steps, steps, State(a), w_hh.shape()},
-      {&RnnArgs::dhs, &RnnArgs::gates, &RnnArgs::ghn, &RnnArgs::hs, &RnnArgs::h0, &RnnArgs::w},
-      dhT, nullptr, mask, &a);
+  const Shape steps = Steps(a, a.H), state = State(a);
+  const auto reads = TakeOperands(op,
+                                  {{"dhs", dhs, steps, &RnnArgs::dhs, false},
+                                   {"gates", gates, gates.shape(), &RnnArgs::gates, false},
+                                   {"ghn", ghn, steps, &RnnArgs::ghn, false},
+                                   {"hs", hs, steps, &RnnArgs::hs, false},
+                                   {"h0", h0, state, &RnnArgs::h0, false},
+                                   {"w_hh", w_hh, w_hh.shape(), &RnnArgs::w, false},
+                                   {"dhT", dhT, state, &RnnArgs::dhT, true},
+                                   {"mask", mask, MaskShape(a), &RnnArgs::mask, true}},
+                                  &a);
   std::vector<Tensor> out;
   auto writes = GradientOutputs(3, false, has_bias, &a, &out);
   if (a.H == 0) return out;
@@ -284,10 +255,15 @@ std::vector<Tensor> RNNBackward(const Tensor& dhs, const Tensor& dhT, const Tens
   CheckSizes(op, hs, w_hh, 1, &a);
   a.reverse = reverse;
   a.relu = relu;
-  const auto reads = BackwardOperands(
-      op, {&dhs, &hs, &h0, &w_hh}, {"dhs", "hs", "h0", "w_hh"},
-      {Steps(a, a.H), hs.shape(), State(a), w_hh.shape()},
-      {&RnnArgs::dhs, &RnnArgs::hs, &RnnArgs::h0, &RnnArgs::w}, dhT, nullptr, mask, &a);
+  const Shape steps = Steps(a, a.H), state = State(a);
+  const auto reads = TakeOperands(op,
+                                  {{"dhs", dhs, steps, &RnnArgs::dhs, false},
+                                   {"hs", hs, steps, &RnnArgs::hs, false},
+                                   {"h0", h0, state, &RnnArgs::h0, false},
+                                   {"w_hh", w_hh, w_hh.shape(), &RnnArgs::w, false},
+                                   {"dhT", dhT, state, &RnnArgs::dhT, true},
+                                   {"mask", mask, MaskShape(a), &RnnArgs::mask, true}},
+                                  &a);
   std::vector<Tensor> out;
   const auto writes = GradientOutputs(1, false, has_bias, &a, &out);
   if (a.H == 0) return out;

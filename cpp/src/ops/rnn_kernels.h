@@ -1,4 +1,4 @@
-// rnn_kernels.h (private): the kernel slots of singa/ops/rnn.h and the LSTM and GRU cells'
+// rnn_kernels.h (private): the kernel slots of singa/ops/rnn.h and the LSTM, GRU and plain cells'
 // pointwise math, shared by the front (rnn.cc) and the kernels (cpu/rnn.cc, dnnl/rnn.cc,
 // cuda/rnn.cu).
 //
@@ -6,9 +6,9 @@
 //   auto* k = LSTMForwardKernel().For(*dev);  k(args, ctx);      // the front, inside Exec
 //
 // A kernel walks the steps itself: per step one product h_{t-1} w_hh, (N, H) x (H, G), then
-// lstm::CellForward (GruForward) on every (n, h); the backward's per step pass is
-// lstm::CellBackward (GruBackward), then one product for dh_{t-1}; dW_hh and db_hh come at the
-// end, from all steps at once.
+// rnn_cell::LstmStep (GruStep, PlainAct) on every (n, h); the backward's per step pass is
+// rnn_cell::LstmStepGrad (GruStepGrad, PlainGrad), then one product for dh_{t-1}; dW_hh and
+// db_hh come at the end, from all steps at once.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@
 
 namespace singa {
 
-/// The operands of one LSTM or GRU layer's forward or backward (singa/ops/rnn.h names them).
+/// The operands of one recurrent layer's forward or backward (singa/ops/rnn.h names them).
 /// Every tensor is contiguous float32; b / db and dhT / dcT may be empty (absent, zeros); the
 /// c's are the LSTM's; ghn (the GRU's saved h_{t-1} W_hn + b_hn) and the scratch tensors
 /// (gh: one step's recurrent projections, forward; dgh: every step's gradient of them,
@@ -34,7 +34,7 @@ struct RnnArgs {
   int64_t T = 0, N = 0, H = 0;
   bool reverse = false;
   bool relu = false;  // the plain RNN's activation: max(x, 0), else tanh
-  /// The step processed s-th (s = 0 .. T-1) and the one before it in processing order.
+  /// The step processed s-th (s = 0 .. T-1): T-1-s in reverse.
   SINGA_HOST_DEVICE int64_t Step(int64_t s) const { return reverse ? T - 1 - s : s; }
 };
 SINGA_KERNEL_SLOT_DECL(LSTMForward, void(const RnnArgs& a, Context* ctx));
@@ -58,17 +58,17 @@ void RnnForwardWith(const RnnArgs& a, RowSgemm gemm);
 void RnnBackwardWith(const RnnArgs& a, RowSgemm gemm);
 }  // namespace cpu
 
-namespace lstm {
+namespace rnn_cell {
 
 /// One cell (one n, one h) of a step: the activated gates, c_t and h_t.
-struct Cell {
+struct LstmCell {
   float i, f, g, o, c, h;
 };
 /// From the pre-activations of gates i, f, g, o and c_{t-1}. Inlined into the host's loops over
 /// h, which vectorise (cpu/rnn.cc); the CUDA kernels call it per thread.
-SINGA_HOST_DEVICE SINGA_FN_INLINE Cell CellForward(float ai, float af, float ag, float ao,
+SINGA_HOST_DEVICE SINGA_FN_INLINE LstmCell LstmStep(float ai, float af, float ag, float ao,
                                                    float c_prev) {
-  Cell r;
+  LstmCell r;
   r.i = fn::SigmoidOf(ai);
   r.f = fn::SigmoidOf(af);
   r.g = fn::TanhOf(ag);
@@ -79,17 +79,17 @@ SINGA_HOST_DEVICE SINGA_FN_INLINE Cell CellForward(float ai, float af, float ag,
 }
 
 /// The gradients of one cell: of the pre-activations of i, f, g, o and of c_{t-1}.
-struct CellGrad {
+struct LstmGrad {
   float di, df, dg, d_o, dc_prev;
 };
 /// From the activated gates, c_t and c_{t-1}, the gradient dh reaching h_t (the output's and
 /// the next step's) and dc reaching c_t from the next step.
-SINGA_HOST_DEVICE SINGA_FN_INLINE CellGrad CellBackward(float i, float f, float g, float o,
+SINGA_HOST_DEVICE SINGA_FN_INLINE LstmGrad LstmStepGrad(float i, float f, float g, float o,
                                                         float c, float c_prev, float dh,
                                                         float dc) {
   const float tc = fn::TanhOf(c);
   const float dct = dc + dh * o * (1.f - tc * tc);
-  CellGrad r;
+  LstmGrad r;
   r.di = dct * g * i * (1.f - i);
   r.df = dct * c_prev * f * (1.f - f);
   r.dg = dct * i * (1.f - g * g);
@@ -104,7 +104,7 @@ SINGA_HOST_DEVICE SINGA_FN_INLINE CellGrad CellBackward(float i, float f, float 
 struct GruCell {
   float r, z, n, h;
 };
-SINGA_HOST_DEVICE SINGA_FN_INLINE GruCell GruForward(float xr, float xz, float xn, float hr,
+SINGA_HOST_DEVICE SINGA_FN_INLINE GruCell GruStep(float xr, float xz, float xn, float hr,
                                                      float hz, float hn, float h_prev) {
   GruCell c;
   c.r = fn::SigmoidOf(xr + hr);
@@ -119,7 +119,7 @@ SINGA_HOST_DEVICE SINGA_FN_INLINE GruCell GruForward(float xr, float xz, float x
 struct GruGrad {
   float dr, dz, dn, dhn, dh_prev;
 };
-SINGA_HOST_DEVICE SINGA_FN_INLINE GruGrad GruBackward(float r, float z, float n, float hn,
+SINGA_HOST_DEVICE SINGA_FN_INLINE GruGrad GruStepGrad(float r, float z, float n, float hn,
                                                       float h_prev, float dh) {
   GruGrad g;
   g.dn = dh * (1.f - z) * (1.f - n * n);
@@ -139,5 +139,5 @@ SINGA_HOST_DEVICE SINGA_FN_INLINE float PlainGrad(float h, float dh, bool relu) 
   return relu ? (h <= 0.f ? 0.f : dh) : dh * (1.f - h * h);
 }
 
-}  // namespace lstm
+}  // namespace rnn_cell
 }  // namespace singa

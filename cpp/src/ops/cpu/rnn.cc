@@ -3,8 +3,8 @@
 // products.
 //
 // LSTM, per step: the gates' rows get gx_t + b_hh, one product adds h_{t-1} w_hh (beta = 1),
-// then one parallel pass applies lstm::CellForward to every (n, h). The backward walks the steps
-// in the opposite order: a pass of lstm::CellBackward writes dG_t into dgx and the carried dc,
+// then one parallel pass applies rnn_cell::LstmStep to every (n, h). The backward walks the steps
+// in the opposite order: a pass of rnn_cell::LstmStepGrad writes dG_t into dgx and the carried dc,
 // one product gives dh_{t-1} = dG_t w_hh^T (w_hh transposed once, up front); then dW_hh =
 // sum_t h_{t-1}^T dG_t as two products over all steps (h0's row block and the rest, contiguous
 // in hs), and db_hh = the column sums of dG (WeightGrads).
@@ -61,7 +61,7 @@ __attribute__((noinline)) void RowForward(float* __restrict g, const float* __re
   float *__restrict gi = g, *__restrict gf = g + H, *__restrict gg = g + 2 * H,
                     *__restrict go = g + 3 * H;
   for (int64_t k = 0; k < H; ++k) {
-    const lstm::Cell r = lstm::CellForward(gi[k], gf[k], gg[k], go[k], c_prev[k]);
+    const rnn_cell::LstmCell r = rnn_cell::LstmStep(gi[k], gf[k], gg[k], go[k], c_prev[k]);
     gi[k] = r.i;
     gf[k] = r.f;
     gg[k] = r.g;
@@ -84,8 +84,8 @@ __attribute__((noinline)) void RowBackward(const float* __restrict act,
   float *__restrict di = dg, *__restrict df = dg + H, *__restrict dgg = dg + 2 * H,
                     *__restrict d_o = dg + 3 * H;
   for (int64_t k = 0; k < H; ++k) {
-    const lstm::CellGrad r = lstm::CellBackward(ai[k], af[k], ag[k], ao[k], c[k], c_prev[k],
-                                                dh_out[k] + dh_next[k], dc[k]);
+    const rnn_cell::LstmGrad r = rnn_cell::LstmStepGrad(ai[k], af[k], ag[k], ao[k], c[k],
+                                                        c_prev[k], dh_out[k] + dh_next[k], dc[k]);
     di[k] = r.di;
     df[k] = r.df;
     dgg[k] = r.dg;
@@ -102,8 +102,8 @@ __attribute__((noinline)) void GruRowForward(const float* __restrict x,
                                              float* __restrict gates, float* __restrict hn,
                                              float* __restrict h, int64_t H) {
   for (int64_t k = 0; k < H; ++k) {
-    const lstm::GruCell c = lstm::GruForward(x[k], x[H + k], x[2 * H + k], gh[k], gh[H + k],
-                                             gh[2 * H + k], h_prev[k]);
+    const rnn_cell::GruCell c = rnn_cell::GruStep(x[k], x[H + k], x[2 * H + k], gh[k],
+                                                  gh[H + k], gh[2 * H + k], h_prev[k]);
     gates[k] = c.r;
     gates[H + k] = c.z;
     gates[2 * H + k] = c.n;
@@ -121,8 +121,8 @@ __attribute__((noinline)) void GruRowBackward(const float* __restrict gates,
                                               float* __restrict dh, float* __restrict dgx,
                                               float* __restrict dgh, int64_t H) {
   for (int64_t k = 0; k < H; ++k) {
-    const lstm::GruGrad g = lstm::GruBackward(gates[k], gates[H + k], gates[2 * H + k], hn[k],
-                                              h_prev[k], dh_out[k] + dh[k]);
+    const rnn_cell::GruGrad g = rnn_cell::GruStepGrad(gates[k], gates[H + k], gates[2 * H + k],
+                                                      hn[k], h_prev[k], dh_out[k] + dh[k]);
     dgx[k] = dgh[k] = g.dr;
     dgx[H + k] = dgh[H + k] = g.dz;
     dgx[2 * H + k] = g.dn;
@@ -134,13 +134,13 @@ __attribute__((noinline)) void GruRowBackward(const float* __restrict gates,
 // The plain RNN's rows: h = act(h) in place (h holds the pre-activation); dg = act'(h) (dh_out +
 // dh).
 __attribute__((noinline)) void PlainRowForward(float* __restrict h, int64_t H, bool relu) {
-  for (int64_t k = 0; k < H; ++k) h[k] = lstm::PlainAct(h[k], relu);
+  for (int64_t k = 0; k < H; ++k) h[k] = rnn_cell::PlainAct(h[k], relu);
 }
 __attribute__((noinline)) void PlainRowBackward(const float* __restrict h,
                                                 const float* __restrict dh_out,
                                                 const float* __restrict dh,
                                                 float* __restrict dg, int64_t H, bool relu) {
-  for (int64_t k = 0; k < H; ++k) dg[k] = lstm::PlainGrad(h[k], dh_out[k] + dh[k], relu);
+  for (int64_t k = 0; k < H; ++k) dg[k] = rnn_cell::PlainGrad(h[k], dh_out[k] + dh[k], relu);
 }
 
 // With a mask (T, N) (seq_lengths), row n of step t is past its sequence's end where the mask is
@@ -151,6 +151,14 @@ inline bool Past(const float* mask, int64_t t, int64_t N, int64_t n) {
 void CopyRow(const float* from, float* to, int64_t H) {
   std::memcpy(to, from, sizeof(float) * size_t(H));
 }
+// A carried gradient's start: the incoming final-state gradient, or zeros without one.
+void StartState(float* dst, const Tensor& from, int64_t n) {
+  if (from.empty())
+    std::fill(dst, dst + n, 0.f);
+  else
+    std::memcpy(dst, In(from), sizeof(float) * size_t(n));
+}
+
 // A backward row past the end: no gate gradients; dh (the carried gradient) gains the output's.
 void PassRow(const float* dh_out, float* dh, float* dg, int64_t H, int64_t G) {
   for (int64_t k = 0; k < H; ++k) dh[k] += dh_out[k];
@@ -243,9 +251,8 @@ void LstmBackwardWith(const RnnArgs& a, RowSgemm gemm) {
   float *dgx = Out(a.dgx), *dh = Out(a.dh0), *dc = Out(a.dc0);
   const float* mask = a.mask.empty() ? nullptr : In(a.mask);
   // dh and dc carry the gradients between steps (they end as dh0, dc0)
-  const size_t state = sizeof(float) * size_t(N * H);
-  if (a.dhT.empty()) std::memset(dh, 0, state); else std::memcpy(dh, In(a.dhT), state);
-  if (a.dcT.empty()) std::memset(dc, 0, state); else std::memcpy(dc, In(a.dcT), state);
+  StartState(dh, a.dhT, N * H);
+  StartState(dc, a.dcT, N * H);
   const bool par = N * G >= kParallelElems;
   const std::vector<float> wt = Transposed(w, H, G, par);
   for (int64_t p = T - 1; p >= 0; --p) {  // p: the forward's processing position
@@ -302,8 +309,7 @@ void GruBackwardWith(const RnnArgs& a, RowSgemm gemm) {
   const float *h0 = In(a.h0), *w = In(a.w);
   float *dgx = Out(a.dgx), *dgh = Out(a.dgh), *dh = Out(a.dh0);
   const float* mask = a.mask.empty() ? nullptr : In(a.mask);
-  const size_t state = sizeof(float) * size_t(N * H);
-  if (a.dhT.empty()) std::memset(dh, 0, state); else std::memcpy(dh, In(a.dhT), state);
+  StartState(dh, a.dhT, N * H);
   const bool par = N * G >= kParallelElems;
   const std::vector<float> wt = Transposed(w, H, G, par);
   for (int64_t p = T - 1; p >= 0; --p) {
@@ -355,8 +361,7 @@ void RnnBackwardWith(const RnnArgs& a, RowSgemm gemm) {
   const float *dhs = In(a.dhs), *hs = In(a.hs), *w = In(a.w);
   float *dgx = Out(a.dgx), *dh = Out(a.dh0);
   const float* mask = a.mask.empty() ? nullptr : In(a.mask);
-  const size_t state = sizeof(float) * size_t(N * H);
-  if (a.dhT.empty()) std::memset(dh, 0, state); else std::memcpy(dh, In(a.dhT), state);
+  StartState(dh, a.dhT, N * H);
   const bool par = N * H >= kParallelElems;
   const std::vector<float> wt = Transposed(w, H, H, par);
   for (int64_t p = T - 1; p >= 0; --p) {

@@ -30,7 +30,7 @@ __global__ void CellsForward(float* g, const float* c_prev, const float* h_prev,
                              float* h, const float* mask, int64_t N, int64_t H) {
   SINGA_GRID_STRIDE(i, N * H) {
     float* gi = g + (i / H) * 4 * H + i % H;
-    const lstm::Cell r = lstm::CellForward(gi[0], gi[H], gi[2 * H], gi[3 * H], c_prev[i]);
+    const rnn_cell::LstmCell r = rnn_cell::LstmStep(gi[0], gi[H], gi[2 * H], gi[3 * H], c_prev[i]);
     gi[0] = r.i;
     gi[H] = r.f;
     gi[2 * H] = r.g;
@@ -55,8 +55,8 @@ __global__ void CellsBackward(const float* act, float* dg, const float* c, const
       continue;
     }
     const float* a = act + at;
-    const lstm::CellGrad r =
-        lstm::CellBackward(a[0], a[H], a[2 * H], a[3 * H], c[i], c_prev[i], dhs[i] + dh[i], dc[i]);
+    const rnn_cell::LstmGrad r = rnn_cell::LstmStepGrad(a[0], a[H], a[2 * H], a[3 * H], c[i],
+                                                        c_prev[i], dhs[i] + dh[i], dc[i]);
     d[0] = r.di;
     d[H] = r.df;
     d[2 * H] = r.dg;
@@ -76,8 +76,9 @@ __global__ void GruCellsForward(const float* x, const float* gh, const float* h_
   SINGA_GRID_STRIDE(i, N * H) {
     const int64_t row = (i / H) * 3 * H, k = i % H;
     const float *xr = x + row, *g = gh + row;
-    const lstm::GruCell c =
-        lstm::GruForward(xr[k], xr[H + k], xr[2 * H + k], g[k], g[H + k], g[2 * H + k], h_prev[i]);
+    const rnn_cell::GruCell c =
+        rnn_cell::GruStep(xr[k], xr[H + k], xr[2 * H + k], g[k], g[H + k], g[2 * H + k],
+                          h_prev[i]);
     gates[row + k] = c.r;
     gates[row + H + k] = c.z;
     gates[row + 2 * H + k] = c.n;
@@ -98,8 +99,8 @@ __global__ void GruCellsBackward(const float* gates, const float* hn, const floa
       continue;
     }
     const float* a = gates + row;
-    const lstm::GruGrad g =
-        lstm::GruBackward(a[k], a[H + k], a[2 * H + k], hn[i], h_prev[i], dhs[i] + dh[i]);
+    const rnn_cell::GruGrad g =
+        rnn_cell::GruStepGrad(a[k], a[H + k], a[2 * H + k], hn[i], h_prev[i], dhs[i] + dh[i]);
     dgx[row + k] = dgh[row + k] = g.dr;
     dgx[row + H + k] = dgh[row + H + k] = g.dz;
     dgx[row + 2 * H + k] = g.dn;
@@ -115,7 +116,7 @@ __global__ void PlainForward(const float* x, const float* b, float* h, int64_t N
 __global__ void PlainActivate(float* h, const float* h_prev, const float* mask, int64_t N,
                               int64_t H, bool relu) {
   SINGA_GRID_STRIDE(i, N * H) {
-    h[i] = Past(mask, i / H) ? h_prev[i] : lstm::PlainAct(h[i], relu);
+    h[i] = Past(mask, i / H) ? h_prev[i] : rnn_cell::PlainAct(h[i], relu);
   }
 }
 
@@ -126,7 +127,7 @@ __global__ void PlainBackward(const float* h, const float* dhs, float* dh, float
       dg[i] = 0.f;
       dh[i] += dhs[i];
     } else {
-      dg[i] = lstm::PlainGrad(h[i], dhs[i] + dh[i], relu);
+      dg[i] = rnn_cell::PlainGrad(h[i], dhs[i] + dh[i], relu);
       dh[i] = 0.f;
     }
   }

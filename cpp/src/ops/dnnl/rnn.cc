@@ -14,7 +14,8 @@ namespace {
 
 void Products(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
               const float* b, int ldb, float beta, float* c, int ldc) {
-  CheckStatus(Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc), "LSTM", m, n, k);
+  CheckStatus(Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc), "recurrent layer", m,
+              n, k);
 }
 
 // The walk `with` (cpu/rnn.cc) with oneDNN's products, or the reference kernel of `slot`.
