@@ -70,25 +70,28 @@ def torch_gpt(cfg):
     return GPT()
 
 
-def torch_trainer(mode, make_net, x, y):
+def torch_trainer(mode, make_net, x, y, on_gpu=False):
     """(step, resident KB at the start) of PyTorch training make_net() with Adam (lr 1e-3) on
     int32 tokens x -> labels y: eager, torch.compile ("torch-compile") or autocast bf16 ("-bf16"
-    modes). make_net runs after the peak-memory reset, as singa's model is built."""
+    modes), on CUDA GPU 0 if on_gpu. make_net runs after the peak-memory reset, as singa's model
+    is built."""
     import torch
     torch.set_num_threads(os.cpu_count())
     torch.manual_seed(0)
     reset_peak()
     base = rss_kb("VmRSS")
     net = make_net()
+    tx, ty = torch.from_numpy(x).long(), torch.from_numpy(y).long().reshape(-1)
+    if on_gpu:
+        net, tx, ty = net.cuda(), tx.cuda(), ty.cuda()
     adam = torch.optim.Adam(net.parameters(), lr=1e-3)
     lossf = torch.nn.CrossEntropyLoss()
-    tx, ty = torch.from_numpy(x).long(), torch.from_numpy(y).long().reshape(-1)
     fwd = torch.compile(net) if mode == "torch-compile" else net
     amp = mode.endswith("-bf16")
 
     def step():
         adam.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+        with torch.autocast("cuda" if on_gpu else "cpu", dtype=torch.bfloat16, enabled=amp):
             loss = lossf(fwd(tx), ty)
         loss.backward()
         adam.step()
@@ -99,19 +102,33 @@ def torch_trainer(mode, make_net, x, y):
 
 def time_and_report(cfg, step, base, dev=None):
     """Runs cfg's warm-up and timed steps and prints the worker's RESULT line: time, peak memory
-    above `base` and, for a singa graph (dev given), its plan and (cfg["profile"]) one step's
+    (above `base` on the CPU; on a GPU the peak of the GPU memory: singa's pool, PyTorch's
+    allocator) and, for a singa graph (dev given), its plan and (cfg["profile"]) one step's
     per-operation profile."""
+    def finish(loss):  # waits for the step that produced loss (and so for all before it)
+        if dev is None:
+            loss.item()
+        else:
+            from singa import tensor
+            tensor.to_numpy(loss)
+
+    loss = None
     for _ in range(cfg["warmup"]):
-        step()
+        loss = step()
+    if loss is not None:
+        finish(loss)
     t0 = time.perf_counter()
     for _ in range(cfg["iters"]):
         loss = step()
-    if dev is None:
-        loss.item()  # the last step has finished
-    else:
-        from singa import tensor
-        tensor.to_numpy(loss)
+    finish(loss)
     out = {"time": time.perf_counter() - t0, "mem_mb": (rss_kb("VmHWM") - base) / 1024.0}
+    if cfg.get("device") == "gpu":
+        if dev is None:
+            import torch
+            out["mem_mb"] = torch.cuda.max_memory_allocated() / 2**20
+        else:
+            from singa import device
+            out["mem_mb"] = device.get_memory_stats(dev)["peak_in_use"] / 2**20
     if dev is not None and cfg["mode"].startswith("graph"):
         plan = dev.graph_memory_plan()
         out.update(lb_mb=(plan["persistent_bytes"] + plan["lower_bound_bytes"]) / 2**20,
@@ -132,11 +149,11 @@ def worker(cfg):
     x = rng.integers(0, cfg["vocab"], shape).astype(np.int32)
     y = rng.integers(0, cfg["vocab"], shape).astype(np.int32)
     if mode.startswith("torch"):
-        step, base = torch_trainer(mode, lambda: torch_gpt(cfg), x, y)
+        step, base = torch_trainer(mode, lambda: torch_gpt(cfg), x, y, on_gpu(cfg))
         return time_and_report(cfg, step, base)
     import gpt
     from singa import device, opt, tensor
-    dev = device.get_default_device()
+    dev = singa_device(cfg)
     dev.SetRandSeed(0)
     if mode.endswith(("-openblas", "-before")):  # the products' library before oneDNN's
         device.set_gemm_backend("openblas")
@@ -151,6 +168,35 @@ def worker(cfg):
                 sequential=mode == "graph-serial",
                 precision="bfloat16" if mode.endswith("-bf16") else "float32")
     time_and_report(cfg, lambda: net(tx, ty)[1], base, dev)
+
+
+def on_gpu(cfg):
+    return cfg.get("device") == "gpu"
+
+
+def singa_device(cfg):
+    """singa's device for cfg: CUDA GPU 0 (--device gpu) or the default (CPU) device."""
+    from singa import device
+    return device.create_cuda_gpu() if on_gpu(cfg) else device.get_default_device()
+
+
+def add_device_arg(ap):
+    ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
+                    help="gpu: train on CUDA GPU 0 (a CUDA build); Mem(MB) is then the peak of "
+                         "the GPU memory (singa's pool, torch.cuda.max_memory_allocated)")
+
+
+def machine_line(device_arg):
+    """The table's first line: the CPU (or the GPU), cores, date, library versions."""
+    import torch
+    from singa import singa_wrap
+    where = cpu_model()
+    if device_arg == "gpu":
+        where = "%s; CPU %s" % (torch.cuda.get_device_name(0), where)
+    return ("machine: %s, %d cores; %s; torch %s; singa oneDNN %s; OPENBLAS_CORETYPE=%s"
+            % (where, os.cpu_count(), time.strftime("%Y-%m-%d"), torch.__version__,
+               "on" if getattr(singa_wrap, "USE_DNNL", False) else "off",
+               os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
 
 
 def cpu_model():
@@ -195,17 +241,13 @@ def main():
                     help="run every configuration this many times, interleaved; keep the fastest")
     ap.add_argument("--profile", action="store_true", help="print the graph's per-op profile")
     ap.add_argument("--top", type=int, default=15, help="profile rows to print")
+    add_device_arg(ap)
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(json.loads(args.worker))
-    import torch
-    from singa import singa_wrap
-    print("machine: %s, %d cores; %s; torch %s; singa oneDNN %s; OPENBLAS_CORETYPE=%s"
-          % (cpu_model(), os.cpu_count(), time.strftime("%Y-%m-%d"), torch.__version__,
-             "on" if getattr(singa_wrap, "USE_DNNL", False) else "off",
-             os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
+    print(machine_line(args.device))
     print("\nGPT: %d layers, d_model %d, %d heads, seq %d, batch %d, vocab %d; Adam; %d steps "
           "after %d warm-up\n" % (args.layers, args.d_model, args.heads, args.seq, args.batch,
                                   args.vocab, args.iters, args.warmup))
@@ -215,7 +257,7 @@ def main():
             cfg = {"mode": mode, "layers": args.layers, "d_model": args.d_model,
                    "heads": args.heads, "seq": args.seq, "batch": args.batch,
                    "vocab": args.vocab, "iters": args.iters, "warmup": args.warmup,
-                   "timeout": args.timeout,
+                   "timeout": args.timeout, "device": args.device,
                    "profile": args.profile and mode in ("graph", "graph-bf16")}
             r = run_one(cfg, dict(os.environ), __file__)
             if r is not None and (rows[mode] is None or r["time"] < rows[mode]["time"]):

@@ -25,7 +25,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_gpt import cpu_model, print_profile, time_and_report, torch_trainer  # noqa: E402
+from bench_gpt import (add_device_arg, machine_line, on_gpu, print_profile,  # noqa: E402
+                       singa_device, time_and_report, torch_trainer)
 from bench_train import reset_peak, rss_kb, run_one  # noqa: E402
 
 MODES = [("graph", "singa graph, bfs"), ("eager", "singa eager"),
@@ -112,13 +113,13 @@ def worker(cfg):
     x = rng.integers(0, cfg["vocab"], shape).astype(np.int32)
     y = rng.integers(0, cfg["vocab"], shape).astype(np.int32)
     if mode.startswith("torch"):
-        step, base = torch_trainer(mode, lambda: torch_model(cfg), x, y)
+        step, base = torch_trainer(mode, lambda: torch_model(cfg), x, y, on_gpu(cfg))
         return time_and_report(cfg, step, base)
     from singa import device, opt, tensor
     from singa.autograd import rnn as ag_rnn
     fused = not mode.endswith("-composed")
     ag_rnn._LSTMLayer.enabled = ag_rnn._GRULayer.enabled = ag_rnn._RNNLayer.enabled = fused
-    dev = device.get_default_device()
+    dev = singa_device(cfg)
     dev.SetRandSeed(0)
     reset_peak()
     base = rss_kb("VmRSS")
@@ -152,21 +153,19 @@ def main():
                     help="run every configuration this many times, interleaved; keep the fastest")
     ap.add_argument("--profile", action="store_true", help="print the graph's per-op profile")
     ap.add_argument("--top", type=int, default=15, help="profile rows to print")
+    add_device_arg(ap)
     ap.add_argument("--timeout", type=float, default=1200)
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(json.loads(args.worker))
-    import torch
-    print("machine: %s, %d cores; %s; torch %s; OPENBLAS_CORETYPE=%s"
-          % (cpu_model(), os.cpu_count(), time.strftime("%Y-%m-%d"), torch.__version__,
-             os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
+    print(machine_line(args.device))
     print("\n%s: %d layers, input %d, hidden %d, seq %d%s, batch %d, vocab %d; Adam; %d steps "
           "after %d warm-up\n" % (args.cell.upper(), args.layers, args.input, args.hidden,
                                   args.seq, " (padded: lengths from seq / 2)" if args.padded
                                   else "", args.batch, args.vocab, args.iters, args.warmup))
     keys = ("cell", "layers", "input", "hidden", "seq", "batch", "vocab", "iters", "warmup",
-            "timeout", "padded")
+            "timeout", "padded", "device")
     rows = {mode: None for mode in args.modes}
     for _ in range(args.rounds):  # interleaved, so that a slow spell hits every mode
         for mode in args.modes:

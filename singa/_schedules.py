@@ -68,6 +68,14 @@ class _Step(Tensor):
     def __array__(self, dtype=None, copy=None):
         self._refuse("numpy conversion of the step")
 
+    # Python 3.12 honours a class's __buffer__ (PEP 688), and numpy asks for the buffer before
+    # __array__: a Tensor's would hand np.asarray(step) the counter's memory
+    def __buffer__(self, flags):
+        self._refuse("the buffer protocol (memoryview, np.asarray) on the step")
+
+    def __dlpack__(self, *args, **kwargs):
+        self._refuse("DLPack export of the step")
+
     def to_numpy(self):
         self._refuse("to_numpy(step)")
 

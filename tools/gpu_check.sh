@@ -2,14 +2,14 @@
 # tools/gpu_check.sh: verify and measure the CUDA backend on a lent GPU machine, in one call.
 #
 #   make gpu-deps                       # here (CPU machine): .debs the GPU image lacks -> .gpu-deps/
-#   run(command="tools/gpu_check.sh", carry=[".gpu-deps"], timeout_s=600)   # device call 1
-#   run(command="GPU_CHECK_STEPS=suite tools/gpu_check.sh", carry=[".gpu-deps"], timeout_s=600)
-#                                       # device call 2, on the still-warm machine: the whole suite
+#   run(command="tools/gpu_check.sh", carry=[".gpu-deps"], timeout_s=600)   # the device call
+#   run(command="GPU_CHECK_STEPS=unpack,configure,build,diag,probe tools/gpu_check.sh", ...)
+#                                       # a second, shorter call if device time is left
 #   GPU_CHECK_DRY=1 tools/gpu_check.sh  # rehearsal here: unpack, configure against the prefix,
 #                                       # build, the CPU half of the checks, the 64 MiB budget
 #   GPU_CHECK_DRY=1 GPU_CHECK_STEPS=unpack,configure tools/gpu_check.sh   # what make test runs
-#   make gpu-check-suite-dry            # the second call's suite here, the system's OpenBLAS,
-#                                       # oneDNN, GoogleTest, Open MPI hidden (386 s, 2 cores)
+#   make gpu-check-suite-dry            # the suite step here, the system's OpenBLAS, oneDNN,
+#                                       # GoogleTest, Open MPI hidden (386 s, 2 cores)
 #
 # The GPU image (the device tool's KINDS.md) has nvcc 13, CMake, Cython, numpy, pytest, PyTorch
 # CUDA and the nvidia-cublas/cudnn/nccl/curand wheels in python3's environment, but no OpenBLAS,
@@ -17,24 +17,26 @@
 # prefix of our own (never into /), which CMake is pointed at explicitly. Open MPI stays behind
 # (USE_DIST=OFF there: one GPU, no collectives to test).
 #
-# Steps (GPU_CHECK_STEPS, comma-separated): unpack, configure, build, cpp, diag, pygpu, bench,
-# compile (torch.compile rows), pyall (the whole Python suite). One call's 600 s do not hold them
-# all (2026-11-27, H200: build 41 s, cpp 5, pygpu 17, bench 109, compile 96, and the suite more
-# than 220 s on 14 workers), so the default is every step but pyall, and GPU_CHECK_STEPS=suite
-# (unpack,configure,build,diag,pyall: the build is reused on a warm machine) is the second call.
-# Each step has its own time limit, and all share GPU_CHECK_DEADLINE (560 s), so a slow step
-# cannot eat the report. The
-# outputs go to $OUT (the device tool's folder; default build/gpu-check/out): summary.txt,
-# gpu-report.md (the benchmark tables), diag.txt, cpp.log, python-gpu.log, python-all.log,
-# build.log (8 files: the device tool brings back no more).
+# Steps (GPU_CHECK_STEPS, comma-separated, run in this order): unpack, configure, build, cpp,
+# diag, pygpu, pyall (the whole Python suite), bench, compile (torch.compile rows), probe (the
+# measurements that decide the next defaults: cuDNN's settings one by one, the GPU tests under
+# PyTorch's cuDNN settings, the GPT's per-operation profile). The default is unpack..bench, one
+# call (2026-11-28, H200: build 62 s, cpp 14, pygpu 25, the suite 94-109 s on 14 workers of one
+# OpenMP thread each, bench 215; 438 s in all); GPU_CHECK_STEPS=suite is
+# unpack,configure,build,diag,pyall. The session's device time is 15 minutes, starts included.
+# Each step has its own time limit, and all share GPU_CHECK_DEADLINE (585 s), so a slow step
+# cannot eat the report. The outputs go to $OUT (the device tool's folder; default
+# build/gpu-check/out): summary.txt, gpu-report.md (the benchmark tables), diag.txt, cpp.log,
+# python-gpu.log, python-all.log, build.log, python-gpu-cudnn.log (probe) (8 files: the device
+# tool brings back no more).
 # Exit status: 0 only when every step that ran passed and no GPU test skipped.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 DRY=${GPU_CHECK_DRY:-0}
-ALL_STEPS=unpack,configure,build,cpp,diag,pygpu,bench,compile
-# dry: the whole suite is make test's job here, and torch.compile has no GPU to compare on
+ALL_STEPS=unpack,configure,build,cpp,diag,pygpu,pyall,bench
+# dry: the whole suite is make test's job here
 [ "$DRY" = 1 ] && ALL_STEPS=unpack,configure,build,cpp,diag,pygpu,bench
 STEPS=${GPU_CHECK_STEPS:-$ALL_STEPS}
 [ "$STEPS" = suite ] && STEPS=unpack,configure,build,diag,pyall
@@ -58,7 +60,7 @@ SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
 STATUS=0
 T0=$(date +%s)
-DEADLINE=${GPU_CHECK_DEADLINE:-560}   # the whole run, within one device call's 600 s
+DEADLINE=${GPU_CHECK_DEADLINE:-585}   # the whole run, within one device call's 600 s
 
 say() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
 want() { case "$STEPS" in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -144,6 +146,10 @@ diag_env() { [ -s "$B/.diag-env" ] && export "$(cat "$B/.diag-env")"; true; }
 
 cpp() {  # every C++ test (one process: ctest would start one per test); no GPU test may skip
   "$B/tests/cpp/singa_tests" --gtest_brief=1 2>&1 | tee "$OUT/cpp.log"; local rc=${PIPESTATUS[0]}
+  # the convolutions again with FMA math (the default takes TF32 algorithms; the tolerance follows)
+  echo "== SINGA_CUDNN_TF32=0: the convolution tests with FMA math" | tee -a "$OUT/cpp.log"
+  SINGA_CUDNN_TF32=0 "$B/tests/cpp/singa_tests" --gtest_brief=1 --gtest_filter='CudaConv*' 2>&1 \
+    | tee -a "$OUT/cpp.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/cpp.log" | tail -n 3
   if [ "$DRY" != 1 ] && grep -Eq '^\[  SKIPPED \] [^ ]*(Cuda|Gpu|GPU)' "$OUT/cpp.log"; then
     echo "GPU tests skipped on the GPU machine"; return 1; fi
@@ -216,27 +222,36 @@ bench() {  # the seed's table on the GPU (ResNet-50 224), then the small models 
     echo; echo '`tools/gpu_check.sh` (benchmarks/bench_train.py --device gpu); Mem(MB): peak of the'
     echo "GPU pool for singa, torch.cuda.max_memory_allocated for PyTorch."
   } >"$OUT/gpu-report.md"
-  local quick=""; [ "$DRY" = 1 ] && quick="--iters 1 --warmup 1"
   if [ "$dev" = gpu ]; then
-    local b
-    for b in 16 32; do
-      PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models resnet50 --batch $b \
-        --iters 10 --timeout 60 --modes layer eager bfs bfs-nocap serial torch torch-notf32 ${quick} | tee -a "$OUT/gpu-report.md"
-    done
-    { echo; echo "The same at batch 16 with SINGA_CUDNN_TF32=1 SINGA_CUDNN_DETERMINISTIC=0 (cuDNN as PyTorch's defaults):"
-      SINGA_CUDNN_TF32=1 SINGA_CUDNN_DETERMINISTIC=0 PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py \
-        --device gpu --models resnet50 --batch 16 --iters 10 --timeout 60 --modes bfs torch; } \
+    # most wanted first: a step's time limit cuts the tail. Each row is a process of its own.
+    bt() { PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --timeout 60 "$@"; }
+    bt --models resnet50 --batch 16 --iters 10 \
+      --modes layer eager bfs serial bfs-nocap torch torch-notf32 | tee -a "$OUT/gpu-report.md"
+    { echo; echo "The graph at batch 16 with SINGA_CUDNN_TF32=0 (FMA math; like for like with PyTorch's TF32-off row):"
+      SINGA_CUDNN_TF32=0 bt --models resnet50 --batch 16 --iters 10 --modes bfs \
+        | grep -E '^\|( model| Cases|---)'; } | tee -a "$OUT/gpu-report.md"
+    { echo; echo "GPT (benchmarks/bench_gpt.py --device gpu; float32 and bf16 AMP):"
+      PYTHONPATH="$B/py" "$PY" benchmarks/bench_gpt.py --device gpu --iters 20 --timeout 60 \
+        --modes graph graph-bf16 eager torch torch-bf16; } | tee -a "$OUT/gpu-report.md"
+    { echo; echo "LSTM (benchmarks/bench_rnn.py --device gpu; cuda/rnn.cu beside PyTorch's cuDNN):"
+      PYTHONPATH="$B/py" "$PY" benchmarks/bench_rnn.py --device gpu --iters 20 --timeout 60 \
+        --modes graph eager torch; } | tee -a "$OUT/gpu-report.md"
+    bt --models mlp cnn --batch 16 --iters 50 --modes eager bfs bfs-nocap torch \
+      | tee -a "$OUT/gpu-report.md"
+    bt --models mlp cnn --batch 16 --iters 50 --modes eager bfs --dtype float16 \
+      | tee -a "$OUT/gpu-report.md"
+    bt --models resnet50 --batch 32 --iters 10 --modes eager bfs torch torch-notf32 \
       | tee -a "$OUT/gpu-report.md"
     { echo; echo "Where ResNet-50's step goes (benchmarks/profile_ops.py, each operation synced):"
       PYTHONPATH="$B/py" timeout 60 "$PY" benchmarks/profile_ops.py resnet50 --batch 16 --iters 5 \
         --device gpu --top 20; } | tee -a "$OUT/gpu-report.md"
-    PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models mlp cnn --batch 16 \
-      --iters 50 --timeout 60 --modes eager bfs bfs-nocap torch ${quick} | tee -a "$OUT/gpu-report.md"
-    PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --device gpu --models mlp cnn --batch 16 \
-      --iters 50 --timeout 60 --modes eager bfs --dtype float16 ${quick} | tee -a "$OUT/gpu-report.md"
   else  # dry: the benchmark's own code path, on the CPU, one tiny round
-    PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --models mlp --batch 16 --iters 1 --warmup 1 \
-      --modes eager bfs | tee -a "$OUT/gpu-report.md"
+    { PYTHONPATH="$B/py" "$PY" benchmarks/bench_train.py --models mlp --batch 16 --iters 1 \
+        --warmup 1 --modes eager bfs
+      PYTHONPATH="$B/py" "$PY" benchmarks/bench_gpt.py --layers 1 --seq 16 --batch 2 --iters 1 \
+        --warmup 1 --modes graph torch
+      PYTHONPATH="$B/py" "$PY" benchmarks/bench_rnn.py --seq 4 --batch 2 --hidden 8 --iters 1 \
+        --warmup 1 --modes graph torch; } | tee -a "$OUT/gpu-report.md"
   fi
   ! grep -q '| failed |' "$OUT/gpu-report.md"
 }
@@ -250,13 +265,42 @@ compile() {  # torch.compile beside the same rows (its compile is slow: after th
     --iters 10 --warmup 3 --timeout 150 --modes bfs torch torch-compile | tee -a "$OUT/gpu-report.md"
 }
 
+probe() {  # the measurements that decide the next defaults (not in the default steps)
+  # 1. cuDNN's two PyTorch-default settings, one at a time: which buys ResNet-50's speed-up
+  { echo; echo "ResNet-50 b16 float32, singa graph, per cuDNN setting (SINGA_CUDNN_TF32 / SINGA_CUDNN_DETERMINISTIC):"
+    local tf det
+    for tf in 0 1; do for det in 1 0; do
+      echo; echo "SINGA_CUDNN_TF32=$tf SINGA_CUDNN_DETERMINISTIC=$det:"
+      SINGA_CUDNN_TF32=$tf SINGA_CUDNN_DETERMINISTIC=$det PYTHONPATH="$B/py" "$PY" \
+        benchmarks/bench_train.py --device gpu --timeout 60 --models resnet50 --batch 16 \
+        --iters 10 --modes bfs | grep -E '^\|( model| Cases|---)'
+    done; done
+    # 2. where the GPT's GPU step goes
+    echo; echo "GPT on the GPU with the graph's per-operation profile:"
+    PYTHONPATH="$B/py" "$PY" benchmarks/bench_gpt.py --device gpu --iters 10 --timeout 60 \
+      --modes graph torch --profile --top 25
+  } 2>&1 | tee -a "$OUT/gpu-report.md"
+  # 3. the GPU tests under PyTorch's cuDNN settings: what a default change would break
+  (cd /tmp && SINGA_CUDNN_TF32=1 SINGA_CUDNN_DETERMINISTIC=0 PYTHONPATH="$B/py" SINGA_EXPECT_CUDA=1 \
+     SINGA_REQUIRE_GPU=1 "$PY" -m pytest -q -rfE -p no:cacheprovider -n 6 \
+     "$ROOT/tests/python/test_gpu.py" "$ROOT/tests/python/test_gpu_float16.py") \
+    >"$OUT/python-gpu-cudnn.log" 2>&1
+  echo "GPU tests with SINGA_CUDNN_TF32=1 SINGA_CUDNN_DETERMINISTIC=0: $(tail -n 1 "$OUT/python-gpu-cudnn.log")" \
+    | tee -a "$OUT/summary.txt"
+  grep -E '^FAILED ' "$OUT/python-gpu-cudnn.log" | head -n 40
+  return 0  # measurements: the table and the log are the result
+}
+
 pyall() {  # the whole suite against the CUDA build (CPU-only tests may skip), in parallel if xdist
   # -v names each test as it ends, so a run cut short still says which failed; the suite stops
   # 20 s inside the step's limit to leave time for that list. Dry, where a mount namespace can be
   # made, the suite runs without the system's OpenBLAS/oneDNN/GoogleTest/Open MPI, as there.
   local par="" hide=""; "$PY" -c 'import xdist' 2>/dev/null && par="-n ${PYTEST_WORKERS:-14}"
   [ "$DRY" = 1 ] && "$ROOT/tools/hide_system_deps.sh" --can && hide="$ROOT/tools/hide_system_deps.sh"
-  (cd /tmp && PYTHONPATH="$B/py" SINGA_EXPECT_CUDA=$CUDA $hide timeout --kill-after=5 \
+  # one OpenMP thread per worker: 14 workers of 16 threads each on 16 cores spent the second GPU
+  # day's call oversubscribed (95% of the suite in 220 s); the GPU tests (pygpu) keep every core
+  (cd /tmp && PYTHONPATH="$B/py" SINGA_EXPECT_CUDA=$CUDA OMP_NUM_THREADS=${PYALL_OMP_THREADS:-1} \
+     $hide timeout --kill-after=5 \
      $(( ${STEP_LIMIT:-480} - 20 )) "$PY" -m pytest -v -rfEs -p no:cacheprovider $par \
      --ignore="$ROOT/tests/python/test_gpu.py" --ignore="$ROOT/tests/python/test_gpu_float16.py" \
      "$ROOT/tests/python") >"$OUT/python-all.log" 2>&1
@@ -269,12 +313,13 @@ pyall() {  # the whole suite against the CUDA build (CPU-only tests may skip), i
 
 # Each step runs in its own bash (for `timeout`), which sees these through the environment.
 export DEPS PREFIX DRY LIB B BUILD_PY PY CUDA OUT JOBS ROOT
-export -f unpack configure build cpp diag diag_env pygpu bench compile pyall
+export -f unpack configure build cpp diag diag_env pygpu bench compile pyall probe
 rm -f "$B/.diag-env"
 # name:time limit:needs the Python extension:a failure stops the run
+# verification before measurement: a slow day cuts the benchmarks' tail, not the suite
 for row in unpack:120:0:1 configure:120:0:1 build:"${GPU_BUILD_LIMIT:-330}":0:1 cpp:90:0:0 \
-    diag:150:1:0 pygpu:150:1:0 bench:"${GPU_BENCH_LIMIT:-200}":1:0 \
-    pyall:"${GPU_PYALL_LIMIT:-480}":1:0 compile:200:1:0; do
+    diag:150:1:0 pygpu:150:1:0 pyall:"${GPU_PYALL_LIMIT:-240}":1:0 \
+    bench:"${GPU_BENCH_LIMIT:-260}":1:0 compile:200:1:0 probe:200:1:0; do
   IFS=: read -r s limit needs_py fatal <<<"$row"
   want "$s" || continue
   [ "$needs_py" = 1 ] && [ "$BUILD_PY" != ON ] && continue

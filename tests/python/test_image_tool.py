@@ -1,6 +1,5 @@
 """singa.image_tool: each transform against numpy slicing or Pillow's own operation, random ones
 under a fixed seed against the same draws made by hand, and ImageTool's chaining and counts."""
-import os
 import random
 import subprocess
 import sys
@@ -12,6 +11,8 @@ Image = pytest.importorskip("PIL.Image")
 ImageEnhance = pytest.importorskip("PIL.ImageEnhance")
 
 from singa import image_tool  # noqa: E402
+
+from child_env import child_env  # noqa: E402
 
 BILINEAR = getattr(Image, "Resampling", Image).BILINEAR
 
@@ -259,14 +260,13 @@ def test_bad_cases_raise(call):
         call(image_tool.ImageTool().set([_img(_rgb(6, 6))]))
 
 
-def test_import_singa_needs_no_pillow():
+def test_import_singa_needs_no_pillow(tmp_path):
     code = ("import sys; sys.modules['PIL'] = None\n"
             "import singa, singa.tensor, singa.utils, singa.data, singa.snapshot\n"
             "from singa import image_tool\n"
             "tool = image_tool.ImageTool()\n"
             "try:\n    image_tool.load_img('x.png')\nexcept ImportError as e:\n    print(e)\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True,
+                         text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "singa.image_tool needs Pillow" in out.stdout

@@ -17,6 +17,7 @@ from singa import autograd, device, sonnx, tensor  # noqa: E402
 from singa.sonnx import ops_transformer  # noqa: E402
 
 import transformer_zoo  # noqa: E402
+from onnx_versions import with_least_ir  # noqa: E402
 
 DEV = device.get_default_device()
 
@@ -31,9 +32,7 @@ def _graph_model(nodes, feeds, opset, inits=None):
 
     def model(outputs):
         g = helper.make_graph(nodes, "case", inputs, outputs, initializer=inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-        m.ir_version = 8 if opset <= 17 else m.ir_version
-        return m
+        return with_least_ir(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]))
     names = [n for n in nodes[-1].output if n]
     untyped = onnx.shape_inference.infer_shapes(
         model([helper.make_value_info(n, onnx.TypeProto()) for n in names]))

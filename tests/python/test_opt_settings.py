@@ -2,6 +2,8 @@
 step, eagerly and in a replayed graph; the schedules' values; ScheduleError; ReduceLROnPlateau."""
 import math
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -330,10 +332,13 @@ READS = {
     "numpy": lambda step: step.numpy(),
     "to_numpy": lambda step: tensor.to_numpy(step),
     "np.asarray": lambda step: np.asarray(step),
+    "np.from_dlpack": lambda step: np.from_dlpack(step),
     "if": lambda step: 1 if step > 3 else 0,
     "derived": lambda step: float(step / 10 + 1),
     "range": lambda step: range(step),
 }
+if sys.version_info >= (3, 12):  # a Python class's __buffer__ counts from 3.12 (PEP 688)
+    READS["memoryview"] = lambda step: memoryview(step)
 
 
 @pytest.mark.parametrize("how", sorted(READS))

@@ -11,16 +11,17 @@
 // algorithm-bearing directions share that one path (Prepare<Pass<d>>), described by one table
 // with a column per direction (Pass); the bias gradient has no algorithm.
 //
-// float32 runs with CUDNN_FMA_MATH and skips tensor-op algorithms (no TF32 on Ampere and later:
-// the CPU's numbers within float rounding); float16 tensors use CUDNN_DATA_HALF with float
-// compute (PSEUDO_HALF_CONFIG), tensor-op math allowed, and the math type cuDNN lists for the
-// chosen algorithm. The run step only enqueues cuDNN calls on the device's stream.
+// float32 plans may take TF32 tensor-op algorithms on Ampere and later (cuDNN's default math,
+// which Apache SINGA's descriptors keep, and PyTorch's torch.backends.cudnn.allow_tf32 default);
+// SINGA_CUDNN_TF32=0 restricts them to CUDNN_FMA_MATH (the CPU's numbers within float rounding).
+// float16 tensors use CUDNN_DATA_HALF with float compute (PSEUDO_HALF_CONFIG), tensor-op math
+// allowed, and the math type cuDNN lists for the chosen algorithm. The run step only enqueues
+// cuDNN calls on the device's stream.
 //
-// Two measuring knobs, read once per process, both off by default: SINGA_CUDNN_TF32=1 lets
-// float32 plans take TF32 tensor-op algorithms (PyTorch's default for convolutions,
-// torch.backends.cudnn.allow_tf32), SINGA_CUDNN_DETERMINISTIC=0 lets the backward passes take
-// any algorithm (PyTorch's default). The second GPU day measured ResNet-50 float32 at 0.55-0.58x
-// PyTorch with TF32 off and 0.23-0.38x with it on; tools/gpu_check.sh times a row with both.
+// SINGA_CUDNN_DETERMINISTIC=0 lets the backward passes take any algorithm (PyTorch's default;
+// graph replays then may differ from eager steps in the last bits). Both knobs are read once per
+// process. Measured on an H200 (2026-11-28, BENCHMARKS.md), ResNet-50 b16 float32 graph: FMA
+// math 24.1 it/s, TF32 60.2, TF32 without the determinism 60.1, FMA without it 32.9.
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,7 +38,7 @@ namespace {
 
 constexpr size_t kWorkspaceCap = size_t(1) << 30;  // bytes
 
-const bool kAllowTf32 = EnvFlag("SINGA_CUDNN_TF32", false);
+const bool kAllowTf32 = EnvFlag("SINGA_CUDNN_TF32", true);
 const bool kDeterministicBackward = EnvFlag("SINGA_CUDNN_DETERMINISTIC", true);
 
 class ConvDesc : public ConvDescBase {
@@ -108,7 +109,7 @@ std::shared_ptr<const ConvPlan> Cached(const std::string& key, Make&& make) {
 }
 
 // The algorithm of cuDNN's heuristic list (fastest first) as described at the top. float32 plans
-// skip tensor-op entries (TF32) unless SINGA_CUDNN_TF32; a float16 plan (and a TF32 one) takes
+// skip tensor-op entries (TF32) where SINGA_CUDNN_TF32=0; a float16 plan (and a TF32 one) takes
 // the math type cuDNN lists for its pick.
 template <typename Perf>
 int PickAlgo(ConvPlan* p, const Perf* perf, int n, bool want_deterministic, const char* op) {
