@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -152,7 +153,11 @@ TEST(CudaCoreOps, ReductionsOverEveryLayoutFloatAndInt) {
   SINGA_REQUIRE_GPU();
   const Tensor x = RandomTensor({5, 37, 3}, -3.f, 3.f, 13);
   const Tensor wide = RandomTensor({3, 301}, -3.f, 3.f, 14);  // the one-block-per-row kernel
-  for (const Tensor& t : {x, wide}) {
+  // long reduced axes over columns: the column-strip kernel (32 lanes split the rows), with a
+  // partial last strip and, for tall3's axis 1, several outer slabs
+  const Tensor tall = RandomTensor({300, 70}, -3.f, 3.f, 20);
+  const Tensor tall3 = RandomTensor({2, 130, 45}, -3.f, 3.f, 22);
+  for (const Tensor& t : {x, wide, tall, tall3}) {
     for (int axis = 0; axis < int(t.shape().size()); ++axis) {
       SCOPED_TRACE("axis " + std::to_string(axis) + " of " + std::to_string(t.shape().size()));
       const Tensor g = OnGpu(t);
@@ -169,6 +174,23 @@ TEST(CudaCoreOps, ReductionsOverEveryLayoutFloatAndInt) {
     }
     ExpectSameOnGpu(ReduceSum(t, {0, 1}), ReduceSum(OnGpu(t), {0, 1}), 1e-5f);
   }
+}
+
+// NaN in a column strip: max / min / argmax / argmin take it (the first NaN's index) whichever
+// lane read it, and sums propagate it, as on the CPU.
+TEST(CudaCoreOps, ColumnStripReductionsPropagateNaN) {
+  SINGA_REQUIRE_GPU();
+  std::vector<float> v = RandomTensor({300, 70}, -3.f, 3.f, 23).ToVector<float>();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t at : {17 * 70 + 5, 250 * 70 + 5, 40 * 70 + 69, 299 * 70 + 0}) v[at] = nan;
+  Tensor t(Shape{300, 70});
+  t.CopyDataFromHostPtr(v.data(), v.size());
+  const Tensor g = OnGpu(t);
+  ExpectSameOnGpu(ReduceSum(t, {0}), ReduceSum(g, {0}));
+  ExpectSameOnGpu(ReduceMax(t, {0}), ReduceMax(g, {0}), 0.f);
+  ExpectSameOnGpu(ReduceMin(t, {0}), ReduceMin(g, {0}), 0.f);
+  ExpectSameOnGpu(Argmax(t, 0), Argmax(g, 0), 0.f);
+  ExpectSameOnGpu(Argmin(t, 0), Argmin(g, 0), 0.f);
 }
 
 TEST(CudaCoreOps, SoftMaxFamilyAlongEveryAxis) {
@@ -195,7 +217,7 @@ TEST(CudaCoreOps, SoftMaxFamilyAlongEveryAxis) {
 // the same half-rounded data, rounded to half.
 TEST(CudaCoreOps, Float16ReductionsAndSoftMax) {
   SINGA_REQUIRE_GPU();
-  for (const Shape& shape : {Shape{5, 37, 3}, Shape{3, 301}}) {
+  for (const Shape& shape : {Shape{5, 37, 3}, Shape{3, 301}, Shape{300, 70}}) {
     const Tensor x = RoundToHalf(RandomTensor(shape, -3.f, 3.f, 19));
     const Tensor xh = OnGpu(x).AsType(kFloat16);
     for (int axis = 0; axis < int(shape.size()); ++axis) {

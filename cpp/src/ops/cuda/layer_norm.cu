@@ -3,9 +3,9 @@
 // 1 / sqrt(var + eps), and the backward from the saved mean and rstd.
 //
 // Layout: x is (M, N). One block per row (grid-stride over rows) reduces the row in shared
-// memory; dweight / dbias are column sums over the rows: one thread per column walks the rows,
-// so neighbouring threads read neighbouring addresses. Weak spot: few columns with very many
-// rows leave most of the GPU idle in that last kernel.
+// memory; dweight / dbias are column sums over the rows, in column strips whose lanes split the
+// rows (cuda_kernels.cuh). Weak spot: few columns (a strip per 32) with very many rows still
+// leave much of the GPU idle in that last kernel.
 //
 // dtypes: x, y, weight, bias, dy, dx, dweight, dbias float32 or float16 (computed in float);
 // mean and rstd float32.
@@ -15,11 +15,6 @@
 namespace singa {
 namespace cuda {
 namespace {
-
-// One block per row, the grid capped like Blocks() (the kernels' row loops take the rest).
-unsigned RowGrid(size_t rows) {
-  return unsigned(rows == 0 ? 1 : rows < 65535 * 8 ? rows : 65535 * 8);
-}
 
 template <typename T>
 __global__ void LnForward(const T* x, const T* w, const T* b, T* y, float* mean, float* rstd,
@@ -74,18 +69,26 @@ __global__ void LnBackwardX(const T* dy, const T* x, const T* w, const float* me
   }
 }
 
+// dweight and dbias: column sums over the M rows, a strip block per kStripCols columns.
 template <typename T>
-__global__ void LnBackwardParams(const T* dy, const T* x, const float* mean, const float* rstd,
-                                 T* dw, T* db, int64_t M, int64_t N) {
-  SINGA_GRID_STRIDE(j, N) {
-    float sw = 0.f, sb = 0.f;
-    for (int64_t m = 0; m < M; ++m) {
-      const float d = Convert<float>(dy[m * N + j]);
-      sw += d * (Convert<float>(x[m * N + j]) - mean[m]) * rstd[m];
-      sb += d;
+__global__ void __launch_bounds__(kStripCols * kStripLanes)
+    LnBackwardParams(const T* dy, const T* x, const float* mean, const float* rstd, T* dw, T* db,
+                     int64_t M, int64_t N) {
+  __shared__ float2 smem[kStripLanes * kStripCols];
+  for (int64_t s = blockIdx.x; s < Strips(N); s += gridDim.x) {  // the same for the block
+    const int64_t j = s * kStripCols + threadIdx.x;
+    float2 acc = {0.f, 0.f};  // (dweight, dbias)
+    if (j < N)
+      for (int64_t m = threadIdx.y; m < M; m += kStripLanes) {
+        const float d = Convert<float>(dy[m * N + j]);
+        acc.x += d * (Convert<float>(x[m * N + j]) - mean[m]) * rstd[m];
+        acc.y += d;
+      }
+    acc = StripReduce(acc, Float2Sum{}, smem);
+    if (threadIdx.y == 0 && j < N) {
+      dw[j] = Convert<T>(acc.x);
+      db[j] = Convert<T>(acc.y);
     }
-    dw[j] = Convert<T>(sw);
-    db[j] = Convert<T>(sb);
   }
 }
 
@@ -100,7 +103,7 @@ Prepared<LnFwdArgs> PrepareForward(const LnFwdArgs&) {
     cudaStream_t s = Stream(a.x.device()->context());
     WithFloatType("LayerNormForward", a.x.data_type(), [&](auto zero) {
       using T = decltype(zero);
-      LnForward<T><<<RowGrid(a.M), kThreads, 0, s>>>(
+      LnForward<T><<<UnitBlocks(int64_t(a.M)), kThreads, 0, s>>>(
           DevPtr<const T>(a.x), OptPtr<T>(a.weight), OptPtr<T>(a.bias), MutDevPtr<T>(a.y),
           MutDevPtr<float>(a.mean), MutDevPtr<float>(a.rstd), int64_t(a.M), int64_t(a.N), a.eps);
       SINGA_CUDA_CHECK_LAUNCH("LayerNormForward");
@@ -117,12 +120,12 @@ Prepared<LnBwdArgs> PrepareBackward(const LnBwdArgs&) {
       using T = decltype(zero);
       const T *dy = DevPtr<const T>(a.dy), *x = DevPtr<const T>(a.x);
       const float *mean = DevPtr<const float>(a.mean), *rstd = DevPtr<const float>(a.rstd);
-      LnBackwardX<T><<<RowGrid(a.M), kThreads, 0, s>>>(dy, x, OptPtr<T>(a.weight), mean, rstd,
-                                                       MutDevPtr<T>(a.dx), int64_t(a.M),
-                                                       int64_t(a.N));
+      LnBackwardX<T><<<UnitBlocks(int64_t(a.M)), kThreads, 0, s>>>(
+          dy, x, OptPtr<T>(a.weight), mean, rstd, MutDevPtr<T>(a.dx), int64_t(a.M), int64_t(a.N));
       SINGA_CUDA_CHECK_LAUNCH("LayerNormBackward");
       if (a.dweight.empty()) return;
-      LnBackwardParams<T><<<Blocks(a.N), kThreads, 0, s>>>(
+      LnBackwardParams<T><<<UnitBlocks(Strips(int64_t(a.N))), dim3(kStripCols, kStripLanes), 0,
+                            s>>>(
           dy, x, mean, rstd, MutDevPtr<T>(a.dweight), MutDevPtr<T>(a.dbias), int64_t(a.M),
           int64_t(a.N));
       SINGA_CUDA_CHECK_LAUNCH("LayerNormBackward");

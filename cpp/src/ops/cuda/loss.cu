@@ -114,7 +114,7 @@ void LossLaunch(const Tensor& x, const Tensor& t, bool labels, const Tensor& out
   if (N == 0) return;
   const T* px = DevPtr<const T>(x);
   T* py = MutDevPtr<T>(out);
-  const unsigned blocks = unsigned(N < 65535 * 8 ? N : 65535 * 8);
+  const unsigned blocks = UnitBlocks(N);  // a block per row
   cudaStream_t s = Stream(ctx);
   if (!labels)
     LossRows<kind, false, T, T><<<blocks, kThreads, 0, s>>>(px, DevPtr<const T>(t), py, N, C,

@@ -1,9 +1,11 @@
 // CUDA kernels of the reductions and the softmax family on the (outer, mid, inner) layout of
 // kernel_slots.h (fronts: ops/reduce.cc; CPU reference: ops/cpu/reduce.cc).
 //
-// Two shapes of work: inner == 1 (a reduction over the last axis, the common case) gives one
-// block per row and a shared-memory tree; otherwise one thread per output column walks the
-// reduced axis (consecutive threads read consecutive addresses). Numerics follow the CPU
+// Three shapes of work: inner == 1 (a reduction over the last axis, the common case) gives one
+// block per row and a shared-memory tree; a long reduced axis otherwise (a bias gradient's
+// column sums) gives column strips, whose lanes split the rows (cuda_kernels.cuh); short ones
+// one thread per output column walking the reduced axis (consecutive threads read consecutive
+// addresses). Numerics follow the CPU
 // kernels: float32 sums accumulate in double, int32 sums in int64; max/min propagate NaN and
 // argmax/argmin report the first extreme element; softmax subtracts the row maximum and sums in
 // double. float16 data (GPU only) is read as float and each output rounded once to half.
@@ -127,6 +129,29 @@ __global__ void ReduceColumns(Op op, const T* x, ReduceOut<T, Op>* y, int64_t ou
   }
 }
 
+// out[c] over columns c = o * inner + i with many rows: a strip block per kStripCols columns of
+// one o (cuda_kernels.cuh), its lanes splitting the rows.
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kStripCols * kStripLanes)
+    ReduceColumnStrips(Op op, const T* x, ReduceOut<T, Op>* y, int64_t outer, int64_t red,
+                       int64_t inner) {
+  using M = MathType<T>;
+  __shared__ typename Op::State smem[kStripLanes * kStripCols];
+  const int64_t strips = Strips(inner);
+  for (int64_t s = blockIdx.x; s < outer * strips; s += gridDim.x) {  // the same for the block
+    const int64_t o = s / strips, i = (s % strips) * kStripCols + threadIdx.x;
+    auto st = Op::Init();
+    if (i < inner) {
+      const T* col = x + o * red * inner + i;
+      for (int64_t r = threadIdx.y; r < red; r += kStripLanes)
+        Op::Step(st, Convert<M>(col[r * inner]), r);
+    }
+    st = StripReduce(st, op, smem);
+    if (threadIdx.y == 0 && i < inner)
+      y[o * inner + i] = Convert<ReduceOut<T, Op>>(Op::Finish(st, red));
+  }
+}
+
 // inner == 1: one block per row o (grid-stride over rows), a tree over the threads.
 template <typename T, typename Op>
 __global__ void ReduceRows(Op op, const T* x, ReduceOut<T, Op>* y, int64_t outer, int64_t red) {
@@ -141,8 +166,6 @@ __global__ void ReduceRows(Op op, const T* x, ReduceOut<T, Op>* y, int64_t outer
   }
 }
 
-unsigned RowBlocks(size_t rows) { return unsigned(rows < 65535 * 8 ? (rows == 0 ? 1 : rows) : 65535 * 8); }
-
 // T: the stored element type (float, int32_t or __half); Op computes in MathType<T>.
 template <typename T, typename Op>
 void ReduceLaunch(const char* name, const Tensor& src, const Dims3& d, const Tensor& out,
@@ -152,9 +175,12 @@ void ReduceLaunch(const char* name, const Tensor& src, const Dims3& d, const Ten
   const T* x = DevPtr<const T>(src);
   auto* y = MutDevPtr<ReduceOut<T, Op>>(out);
   if (d.inner == 1 && d.mid >= 64)
-    ReduceRows<T, Op><<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(Op{}, x, y,
-                                                                        int64_t(d.outer),
-                                                                        int64_t(d.mid));
+    ReduceRows<T, Op><<<UnitBlocks(int64_t(d.outer)), kThreads, 0, Stream(ctx)>>>(
+        Op{}, x, y, int64_t(d.outer), int64_t(d.mid));
+  else if (d.mid >= 64)
+    ReduceColumnStrips<T, Op>
+        <<<UnitBlocks(int64_t(d.outer) * Strips(int64_t(d.inner))), dim3(kStripCols, kStripLanes),
+           0, Stream(ctx)>>>(Op{}, x, y, int64_t(d.outer), int64_t(d.mid), int64_t(d.inner));
   else
     ReduceColumns<T, Op><<<Blocks(nout), kThreads, 0, Stream(ctx)>>>(
         Op{}, x, y, int64_t(d.outer), int64_t(d.mid), int64_t(d.inner));
@@ -283,7 +309,7 @@ void SoftMaxRun(const Tensor& in, const Dims3& d, const Tensor& out, Context* ct
     const T* x = DevPtr<const T>(in);
     T* y = MutDevPtr<T>(out);
     if (d.inner == 1 && d.mid >= 64)
-      SoftMaxRows<kLog, T><<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(
+      SoftMaxRows<kLog, T><<<UnitBlocks(int64_t(d.outer)), kThreads, 0, Stream(ctx)>>>(
           x, y, int64_t(d.outer), int64_t(d.mid));
     else
       SoftMaxColumns<kLog, T><<<Blocks(lines), kThreads, 0, Stream(ctx)>>>(
@@ -302,7 +328,7 @@ void SoftMaxBackwardRun(const Tensor& dy, const Tensor& y, const Dims3& d, const
     const T* py = DevPtr<const T>(y);
     T* pdx = MutDevPtr<T>(dx);
     if (d.inner == 1 && d.mid >= 64)
-      SoftMaxBackwardRows<T><<<RowBlocks(d.outer), kThreads, 0, Stream(ctx)>>>(
+      SoftMaxBackwardRows<T><<<UnitBlocks(int64_t(d.outer)), kThreads, 0, Stream(ctx)>>>(
           pdy, py, pdx, int64_t(d.outer), int64_t(d.mid));
     else
       SoftMaxBackwardColumns<T><<<Blocks(lines), kThreads, 0, Stream(ctx)>>>(

@@ -133,11 +133,17 @@ __global__ void PlainBackward(const float* h, const float* dhs, float* dh, float
   }
 }
 
-__global__ void ColumnSums(const float* x, float* out, int64_t rows, int64_t cols) {
-  SINGA_GRID_STRIDE(j, cols) {
-    float s = 0.f;
-    for (int64_t r = 0; r < rows; ++r) s += x[r * cols + j];
-    out[j] = s;
+// db = the column sums of the (rows, cols) gate gradients, a strip block per kStripCols columns.
+__global__ void __launch_bounds__(kStripCols * kStripLanes)
+    ColumnSums(const float* x, float* out, int64_t rows, int64_t cols) {
+  __shared__ float smem[kStripLanes * kStripCols];
+  for (int64_t s = blockIdx.x; s < Strips(cols); s += gridDim.x) {  // the same for the block
+    const int64_t j = s * kStripCols + threadIdx.x;
+    float acc = 0.f;
+    if (j < cols)
+      for (int64_t r = threadIdx.y; r < rows; r += kStripLanes) acc += x[r * cols + j];
+    acc = StripReduce(acc, SumMerge{}, smem);
+    if (threadIdx.y == 0 && j < cols) out[j] = acc;
   }
 }
 
@@ -173,7 +179,8 @@ void WeightGrads(const RnnArgs& a, int64_t G, const float* dG, Context* ctx, con
               int(G), op);
   }
   if (!a.db.empty()) {
-    ColumnSums<<<Blocks(size_t(G)), kThreads, 0, st>>>(dG, MutDevPtr<float>(a.db), T * N, G);
+    ColumnSums<<<UnitBlocks(Strips(G)), dim3(kStripCols, kStripLanes), 0, st>>>(
+        dG, MutDevPtr<float>(a.db), T * N, G);
     SINGA_CUDA_CHECK_LAUNCH(op);
   }
 }
