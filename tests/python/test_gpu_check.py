@@ -87,6 +87,28 @@ def test_bench_train_runs_gpu_only_modes_only_on_the_gpu():
     assert [r.split("|")[1].strip() for r in rows] == ["model: disable graph"], p.stdout
 
 
+# The GPU day's other benchmarks (tools/gpu_check.sh's bench and probe steps), at toy sizes on
+# the CPU: each prints its table, every row measured, so none fails for the first time there.
+@pytest.mark.parametrize("script,args,rows", [
+    ("bench_gpt.py", ["--layers", "1", "--seq", "16", "--batch", "2", "--iters", "1",
+                      "--warmup", "1", "--modes", "graph", "torch"], 2),
+    ("bench_rnn.py", ["--seq", "4", "--batch", "2", "--hidden", "8", "--iters", "1",
+                      "--warmup", "1", "--modes", "graph", "torch"], 2),
+    ("bench_gpu_ops.py", ["--batch", "2", "--seq", "16", "--repeat", "1", "--inner", "1"], 7),
+])
+def test_gpu_day_benchmarks_print_their_tables_on_the_cpu(script, args, rows):
+    pytest.importorskip("torch")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script)] + args,
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    table = [line for line in p.stdout.splitlines()
+             if line.startswith("| ") and not line.startswith(("| Cases", "| operation"))]
+    assert len(table) == rows, p.stdout
+    for line in table:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert "failed" not in cells and all(cells[1:3]), line  # measured, singa and torch
+
+
 HIDE = os.path.join(ROOT, "tools", "hide_system_deps.sh")
 
 
