@@ -71,6 +71,12 @@ TEST(CudaAttention, MatchesTheCpuKernels) {
       {{2, 3, 40, 8}, {2, 3, 70, 8}, {2, 3, 70, 8}, {}, false, false, 0.25f},  // dropout
       {{2, 0, 8}, {2, 5, 8}, {2, 5, 8}, {}},  // no query: dk, dv zeros
       {{2, 3, 8}, {2, 0, 8}, {2, 0, 8}, {}},  // no key: zeros out, dq zeros
+      // head sizes with kernels of their own (E == Ev in 16, 32, 64, 128: rows in registers)
+      {{2, 2, 150, 64}, {2, 2, 150, 64}, {2, 2, 150, 64}, {}, false, true},  // causal, 3 tiles
+      {{1, 4, 33, 32}, {1, 4, 47, 32}, {1, 4, 47, 32}, {33, 47}, true},      // keep mask
+      {{1, 3, 40, 32}, {1, 3, 70, 32}, {1, 3, 70, 32}, {}, false, false, 0.25f},  // dropout
+      {{1, 2, 20, 128}, {1, 2, 30, 128}, {1, 2, 30, 128}, {1, 1, 1, 30}},  // additive bias
+      {{1, 9, 16}, {1, 11, 16}, {1, 11, 16}, {}, false, false, 0.f, 0.3f},   // own scale
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(testing::Message() << "case " << i);

@@ -9,9 +9,15 @@
 // over query tiles in shared memory; a block per (batch-head, kRows queries) accumulates dQ over
 // key tiles. No (L, S) matrix exists; dropout regenerates its keep bits from the forward's seed
 // with the hash the CPU uses (attention_kernel.h), so both devices drop the same elements.
-// Head sizes up to kMaxHead (per-thread arrays); larger ones throw NotImplementedError.
+// Head sizes up to kMaxHead (per-thread arrays); larger ones throw NotImplementedError. Each
+// kernel is a template on the head size: for E == Ev in {16, 32, 64, 128} (kHead) every loop
+// over a row has a constant trip count, so the per-thread rows live in registers; with a
+// runtime size (kHead 0) they are indexed at run time, which puts them in local memory (ptxas,
+// sm_90: the runtime-sized kernels keep 1-2 KiB of stack per thread; Forward<64> none, the
+// backward ones at 64 spill 0.2-0.4 KiB). The same arithmetic, row by row, either way.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "../attention_kernel.h"
 #include "cuda_kernels.cuh"
@@ -107,16 +113,20 @@ __device__ void StageKeys(const AttnDev& a, const AttnOffsets& o, int64_t j0, in
   __syncthreads();
 }
 
+template <int kHead>
 __global__ void Forward(AttnDev a, int64_t tile) {
   extern __shared__ float smem[];
+  const int64_t E = kHead ? kHead : a.E, Ev = kHead ? kHead : a.Ev;
   float* ks = smem;
-  float* vs = smem + tile * a.E;
+  float* vs = smem + tile * E;
   const int64_t b = blockIdx.y, i0 = int64_t(blockIdx.x) * kRows, i = i0 + threadIdx.x;
   const AttnOffsets o = AttnOffsetsOf(a.batch, b);
   const bool active = i < a.L;
-  float q[kMaxHead], acc[kMaxHead];
-  for (int64_t e = 0; e < a.E; ++e) q[e] = active ? a.q[o.q + i * a.E + e] : 0.f;
-  for (int64_t e = 0; e < a.Ev; ++e) acc[e] = 0.f;
+  float q[kHead ? kHead : kMaxHead], acc[kHead ? kHead : kMaxHead];
+#pragma unroll
+  for (int64_t e = 0; e < E; ++e) q[e] = active ? a.q[o.q + i * E + e] : 0.f;
+#pragma unroll
+  for (int64_t e = 0; e < Ev; ++e) acc[e] = 0.f;
   float m = -INFINITY, l = 0.f;
   const uint32_t key = active ? RowKey(a, b, i) : 0u;
   const int64_t S = a.causal ? min(a.S, i0 + kRows) : a.S;
@@ -126,20 +136,23 @@ __global__ void Forward(AttnDev a, int64_t tile) {
     if (!active) continue;
     for (int64_t c = 0; c < n; ++c) {
       float dot = 0.f;
-      for (int64_t e = 0; e < a.E; ++e) dot += q[e] * ks[c * a.E + e];
+#pragma unroll
+      for (int64_t e = 0; e < E; ++e) dot += q[e] * ks[c * E + e];
       const float s = Score(a, o, i, j0 + c, dot);
       const float m_new = s > m ? s : m;  // NaN reaches the output through p
       if (m_new == -INFINITY) continue;  // nothing kept so far
       const float corr = m == -INFINITY ? 0.f : expf(m - m_new), p = expf(s - m_new);
       l = l * corr + p;
       const float pd = p * DropFactor(a, key, j0 + c);
-      for (int64_t e = 0; e < a.Ev; ++e) acc[e] = acc[e] * corr + pd * vs[c * a.Ev + e];
+#pragma unroll
+      for (int64_t e = 0; e < Ev; ++e) acc[e] = acc[e] * corr + pd * vs[c * Ev + e];
       m = m_new;
     }
   }
   if (!active) return;
   const float inv = l == 0.f ? 0.f : 1.f / l;  // every key masked: zeros
-  for (int64_t e = 0; e < a.Ev; ++e) a.out[(b * a.L + i) * a.Ev + e] = acc[e] * inv;
+#pragma unroll
+  for (int64_t e = 0; e < Ev; ++e) a.out[(b * a.L + i) * Ev + e] = acc[e] * inv;
   a.lse[b * a.L + i] = l == 0.f ? kAttnMaskedLse : m + logf(l);
 }
 
@@ -155,69 +168,84 @@ __global__ void RowDots(AttnDev a) {
 __device__ __forceinline__ float Prob(float s, float lse) { return expf(s - lse); }
 
 // dK, dV of keys [j0, j0 + kRows): queries staged tile by tile (q, dO, lse, D).
+template <int kHead>
 __global__ void BackwardKV(AttnDev a, int64_t tile) {
   extern __shared__ float smem[];
+  const int64_t E = kHead ? kHead : a.E, Ev = kHead ? kHead : a.Ev;
   float* qs = smem;
-  float* dos = qs + tile * a.E;
-  float* lses = dos + tile * a.Ev;
+  float* dos = qs + tile * E;
+  float* lses = dos + tile * Ev;
   float* Ds = lses + tile;
   const int64_t b = blockIdx.y, j0 = int64_t(blockIdx.x) * kRows, j = j0 + threadIdx.x;
   const AttnOffsets o = AttnOffsetsOf(a.batch, b);
   const bool active = j < a.S;
-  float k[kMaxHead], v[kMaxHead], dk[kMaxHead], dv[kMaxHead];
-  for (int64_t e = 0; e < a.E; ++e) {
-    k[e] = active ? a.k[o.k + j * a.E + e] : 0.f;
+  constexpr int kArr = kHead ? kHead : kMaxHead;
+  float k[kArr], v[kArr], dk[kArr], dv[kArr];
+#pragma unroll
+  for (int64_t e = 0; e < E; ++e) {
+    k[e] = active ? a.k[o.k + j * E + e] : 0.f;
     dk[e] = 0.f;
   }
-  for (int64_t e = 0; e < a.Ev; ++e) {
-    v[e] = active ? a.v[o.v + j * a.Ev + e] : 0.f;
+#pragma unroll
+  for (int64_t e = 0; e < Ev; ++e) {
+    v[e] = active ? a.v[o.v + j * Ev + e] : 0.f;
     dv[e] = 0.f;
   }
   const int64_t first = a.causal ? j0 : 0;  // earlier queries see none of these keys
   for (int64_t i0 = first; i0 < a.L; i0 += tile) {
     const int64_t n = min(tile, a.L - i0);
     __syncthreads();
-    Stage(a.q + o.q, i0, n, a.E, a.L, qs);
-    Stage(a.dout + b * a.L * a.Ev, i0, n, a.Ev, a.L, dos);
+    Stage(a.q + o.q, i0, n, E, a.L, qs);
+    Stage(a.dout + b * a.L * Ev, i0, n, Ev, a.L, dos);
     Stage(a.lse_in + b * a.L, i0, n, 1, a.L, lses);
     Stage(a.D_in + b * a.L, i0, n, 1, a.L, Ds);
     __syncthreads();
     if (!active) continue;
     for (int64_t r = 0; r < n; ++r) {
       const int64_t i = i0 + r;
-      const float* qi = qs + r * a.E;
-      const float* doi = dos + r * a.Ev;
+      const float* qi = qs + r * E;
+      const float* doi = dos + r * Ev;
       float dot = 0.f, dp = 0.f;
-      for (int64_t e = 0; e < a.E; ++e) dot += qi[e] * k[e];
+#pragma unroll
+      for (int64_t e = 0; e < E; ++e) dot += qi[e] * k[e];
       const float p = Prob(Score(a, o, i, j, dot), lses[r]);
       const float drop = DropFactor(a, RowKey(a, b, i), j);
-      for (int64_t e = 0; e < a.Ev; ++e) {
+#pragma unroll
+      for (int64_t e = 0; e < Ev; ++e) {
         dv[e] += p * drop * doi[e];
         dp += doi[e] * v[e];
       }
       const float ds = p * (dp * drop - Ds[r]) * a.scale;
-      for (int64_t e = 0; e < a.E; ++e) dk[e] += ds * qi[e];
+#pragma unroll
+      for (int64_t e = 0; e < E; ++e) dk[e] += ds * qi[e];
     }
   }
   if (!active) return;
-  for (int64_t e = 0; e < a.E; ++e) a.dk[(b * a.S + j) * a.E + e] = dk[e];
-  for (int64_t e = 0; e < a.Ev; ++e) a.dv[(b * a.S + j) * a.Ev + e] = dv[e];
+#pragma unroll
+  for (int64_t e = 0; e < E; ++e) a.dk[(b * a.S + j) * E + e] = dk[e];
+#pragma unroll
+  for (int64_t e = 0; e < Ev; ++e) a.dv[(b * a.S + j) * Ev + e] = dv[e];
 }
 
 // dQ of queries [i0, i0 + kRows): keys and values staged tile by tile.
+template <int kHead>
 __global__ void BackwardQ(AttnDev a, int64_t tile) {
   extern __shared__ float smem[];
+  const int64_t E = kHead ? kHead : a.E, Ev = kHead ? kHead : a.Ev;
   float* ks = smem;
-  float* vs = smem + tile * a.E;
+  float* vs = smem + tile * E;
   const int64_t b = blockIdx.y, i0 = int64_t(blockIdx.x) * kRows, i = i0 + threadIdx.x;
   const AttnOffsets o = AttnOffsetsOf(a.batch, b);
   const bool active = i < a.L;
-  float q[kMaxHead], dO[kMaxHead], dq[kMaxHead];
-  for (int64_t e = 0; e < a.E; ++e) {
-    q[e] = active ? a.q[o.q + i * a.E + e] : 0.f;
+  constexpr int kArr = kHead ? kHead : kMaxHead;
+  float q[kArr], dO[kArr], dq[kArr];
+#pragma unroll
+  for (int64_t e = 0; e < E; ++e) {
+    q[e] = active ? a.q[o.q + i * E + e] : 0.f;
     dq[e] = 0.f;
   }
-  for (int64_t e = 0; e < a.Ev; ++e) dO[e] = active ? a.dout[(b * a.L + i) * a.Ev + e] : 0.f;
+#pragma unroll
+  for (int64_t e = 0; e < Ev; ++e) dO[e] = active ? a.dout[(b * a.L + i) * Ev + e] : 0.f;
   const float lse = active ? a.lse_in[b * a.L + i] : 0.f, D = active ? a.D_in[b * a.L + i] : 0.f;
   const uint32_t key = active ? RowKey(a, b, i) : 0u;
   const int64_t S = a.causal ? min(a.S, i0 + kRows) : a.S;
@@ -226,18 +254,36 @@ __global__ void BackwardQ(AttnDev a, int64_t tile) {
     StageKeys(a, o, j0, n, ks, vs);
     if (!active) continue;
     for (int64_t c = 0; c < n; ++c) {
-      const float* kc = ks + c * a.E;
-      const float* vc = vs + c * a.Ev;
+      const float* kc = ks + c * E;
+      const float* vc = vs + c * Ev;
       float dot = 0.f, dp = 0.f;
-      for (int64_t e = 0; e < a.E; ++e) dot += q[e] * kc[e];
-      for (int64_t e = 0; e < a.Ev; ++e) dp += dO[e] * vc[e];
+#pragma unroll
+      for (int64_t e = 0; e < E; ++e) dot += q[e] * kc[e];
+#pragma unroll
+      for (int64_t e = 0; e < Ev; ++e) dp += dO[e] * vc[e];
       const float p = Prob(Score(a, o, i, j0 + c, dot), lse);
       const float ds = p * (dp * DropFactor(a, key, j0 + c) - D) * a.scale;
-      for (int64_t e = 0; e < a.E; ++e) dq[e] += ds * kc[e];
+#pragma unroll
+      for (int64_t e = 0; e < E; ++e) dq[e] += ds * kc[e];
     }
   }
   if (!active) return;
-  for (int64_t e = 0; e < a.E; ++e) a.dq[(b * a.L + i) * a.E + e] = dq[e];
+#pragma unroll
+  for (int64_t e = 0; e < E; ++e) a.dq[(b * a.L + i) * E + e] = dq[e];
+}
+
+// Calls f(std::integral_constant<int, kHead>) with kHead the head size when E == Ev is one of
+// the specialised sizes, else 0 (the runtime-sized kernels).
+template <typename F>
+void WithHead(const AttentionArgs& a, F&& f) {
+  if (a.E == a.Ev) switch (a.E) {
+      case 16: return f(std::integral_constant<int, 16>{});
+      case 32: return f(std::integral_constant<int, 32>{});
+      case 64: return f(std::integral_constant<int, 64>{});
+      case 128: return f(std::integral_constant<int, 128>{});
+      default: break;
+    }
+  f(std::integral_constant<int, 0>{});
 }
 
 void CheckHead(const AttentionArgs& a, const char* op) {
@@ -261,7 +307,10 @@ void AttentionForward(const AttentionArgs& a, Context* ctx) {
   if (a.L == 0) return;
   const int64_t tile = TileRows(a.E + a.Ev);
   const dim3 grid(unsigned((a.L + kRows - 1) / kRows), unsigned(a.nb));
-  Forward<<<grid, kRows, size_t(tile * (a.E + a.Ev)) * sizeof(float), Stream(ctx)>>>(d, tile);
+  WithHead(a, [&](auto head) {
+    Forward<decltype(head)::value>
+        <<<grid, kRows, size_t(tile * (a.E + a.Ev)) * sizeof(float), Stream(ctx)>>>(d, tile);
+  });
   SINGA_CUDA_CHECK_LAUNCH("ScaledDotProductAttention");
 }
 
@@ -288,13 +337,18 @@ void AttentionBackward(const AttentionArgs& a, Context* ctx) {
   SINGA_CUDA_CHECK_LAUNCH(op);
   const int64_t qtile = TileRows(a.E + a.Ev + 2);
   const dim3 kv_grid(unsigned((a.S + kRows - 1) / kRows), unsigned(a.nb));
-  BackwardKV<<<kv_grid, kRows, size_t(qtile * (a.E + a.Ev + 2)) * sizeof(float),
-               Stream(ctx)>>>(d, qtile);
+  WithHead(a, [&](auto head) {
+    BackwardKV<decltype(head)::value>
+        <<<kv_grid, kRows, size_t(qtile * (a.E + a.Ev + 2)) * sizeof(float), Stream(ctx)>>>(
+            d, qtile);
+  });
   SINGA_CUDA_CHECK_LAUNCH(op);
   const int64_t ktile = TileRows(a.E + a.Ev);
   const dim3 q_grid(unsigned((a.L + kRows - 1) / kRows), unsigned(a.nb));
-  BackwardQ<<<q_grid, kRows, size_t(ktile * (a.E + a.Ev)) * sizeof(float), Stream(ctx)>>>(
-      d, ktile);
+  WithHead(a, [&](auto head) {
+    BackwardQ<decltype(head)::value>
+        <<<q_grid, kRows, size_t(ktile * (a.E + a.Ev)) * sizeof(float), Stream(ctx)>>>(d, ktile);
+  });
   SINGA_CUDA_CHECK_LAUNCH(op);
 }
 
