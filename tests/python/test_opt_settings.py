@@ -441,6 +441,24 @@ def test_reduce_lr_on_plateau_matches_pytorch(rng):
         assert ours.num_reductions > 0
 
 
+@pytest.mark.parametrize("eps,reduced", [(0.5, False), (0.4999, True)])
+def test_reduce_lr_on_plateau_skips_a_change_of_eps_or_less(eps, reduced):
+    # lr 1.0 -> 0.5 is a change of exactly 0.5: PyTorch applies a change only when it exceeds
+    # eps (old - new > eps), so eps 0.5 keeps 1.0
+    sgd = opt.SGD(lr=1.0)
+    plateau = opt.ReduceLROnPlateau(sgd, factor=0.5, patience=0, eps=eps)
+    plateau.step(1.0)
+    plateau.step(1.0)  # no improvement, patience 0: a reduction is due
+    assert sgd.lr.init_value == (0.5 if reduced else 1.0)
+    assert plateau.num_reductions == int(reduced)
+    torch = pytest.importorskip("torch")
+    topt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    tsched = torch.optim.lr_scheduler.ReduceLROnPlateau(topt, factor=0.5, patience=0, eps=eps)
+    tsched.step(1.0)
+    tsched.step(1.0)
+    assert topt.param_groups[0]["lr"] == sgd.lr.init_value
+
+
 def test_reduce_lr_on_plateau_reaches_the_replayed_graph():
     dev = device.create_cpu_device(66)
     m = tiny_nets.compiled(opt.SGD(lr=0.1), dev, use_graph=True)
