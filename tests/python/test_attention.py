@@ -156,6 +156,10 @@ TORCH_CASES = {
     "3-d": dict(q=(3, 70, 16), k=(3, 300, 16), v=(3, 300, 16)),
     "causal L<S": dict(q=(2, 2, 33, 8), k=(2, 2, 70, 8), v=(2, 2, 70, 8), causal=True),
     "causal L>S": dict(q=(1, 2, 130, 8), k=(1, 2, 65, 8), v=(1, 2, 65, 4), causal=True),
+    # the backward skips the keys past a query block's last row (a 256-key tile, 128-query
+    # blocks: the first block sees 128 of them), and a second, partial key tile
+    "causal, several tiles": dict(q=(1, 2, 300, 8), k=(1, 2, 300, 8), v=(1, 2, 300, 6),
+                                  causal=True),
     "bool mask": dict(q=(2, 3, 9, 8), k=(2, 3, 11, 8), v=(2, 3, 11, 8), mask="bool"),
     "key padding": dict(q=(2, 3, 9, 8), k=(2, 3, 11, 8), v=(2, 3, 11, 8), mask="padding"),
     "float mask": dict(q=(2, 3, 9, 8), k=(2, 3, 11, 8), v=(2, 3, 11, 8), mask="float"),

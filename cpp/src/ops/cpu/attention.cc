@@ -282,27 +282,32 @@ void BackwardKeyTile(const AttnTileOps& t, const AttentionArgs& a, const Mem& me
   const int64_t first = a.causal ? j0 / kQ * kQ : 0;  // earlier queries see none of the tile
   for (int64_t i0 = first; i0 < a.L; i0 += kQ) {
     const int64_t bq = std::min(kQ, a.L - i0);
-    Scores(t, a, mem, off, i0, bq, j0, bk, w->kt.data(), kLd, p);
+    // causal: the block's rows see the tile's keys up to its last row only; the keys after
+    // have p = 0 for every row, so their products are skipped (as the forward's KeysSeen
+    // does), not multiplied by zero: at L = S = 256 a quarter of the backward's work
+    const int64_t n = a.causal ? std::min(bk, i0 + bq - j0) : bk;
+    if (n <= 0) continue;
+    Scores(t, a, mem, off, i0, bq, j0, n, w->kt.data(), kLd, p);
     for (int64_t r = 0; r < bq; ++r) {
       float* pr = p + r * kLd;
-      t.exp_shift_sum(pr, bk, lse[i0 + r]);  // a fully masked row: kAttnMaskedLse, p = 0
+      t.exp_shift_sum(pr, n, lse[i0 + r]);  // a fully masked row: kAttnMaskedLse, p = 0
       if (seed.on) {
-        std::copy(pr, pr + bk, pd + r * kLd);
-        t.dropout(pd + r * kLd, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr,
+        std::copy(pr, pr + n, pd + r * kLd);
+        t.dropout(pd + r * kLd, n, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr,
                   seed.inv_keep);
       }
     }
     const float* dout_i = dout + i0 * Ev;
-    t.gemm(bk, Ev, bq, 1.f, pd, 1, kLd, dout_i, Ev, 1.f, dv, Ev);             // dV += Pd^T dO
-    t.gemm(bq, bk, Ev, 1.f, dout_i, Ev, 1, w->vt.data(), kLd, 0.f, dp, kLd);  // dP = dO V^T
+    t.gemm(n, Ev, bq, 1.f, pd, 1, kLd, dout_i, Ev, 1.f, dv, Ev);             // dV += Pd^T dO
+    t.gemm(bq, n, Ev, 1.f, dout_i, Ev, 1, w->vt.data(), kLd, 0.f, dp, kLd);  // dP = dO V^T
     for (int64_t r = 0; r < bq; ++r) {  // through the dropout, then dS = P (dP - D)
       float* dpr = dp + r * kLd;
       if (seed.on)
-        t.dropout(dpr, bk, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr, seed.inv_keep);
-      t.softmax_grad(p + r * kLd, dpr, bk, D[i0 + r]);
+        t.dropout(dpr, n, AttnRowKey(seed.s0, seed.s1, b, i0 + r), j0, seed.thr, seed.inv_keep);
+      t.softmax_grad(p + r * kLd, dpr, n, D[i0 + r]);
     }
-    t.gemm(bq, E, bk, a.scale, dp, kLd, 1, k, E, 1.f, dq + i0 * E, E);  // dQ += scale dS K
-    t.gemm(bk, E, bq, a.scale, dp, 1, kLd, q + i0 * E, E, 1.f, dk, E);  // dK += scale dS^T Q
+    t.gemm(bq, E, n, a.scale, dp, kLd, 1, k, E, 1.f, dq + i0 * E, E);  // dQ += scale dS K
+    t.gemm(n, E, bq, a.scale, dp, 1, kLd, q + i0 * E, E, 1.f, dk, E);  // dK += scale dS^T Q
   }
 }
 
