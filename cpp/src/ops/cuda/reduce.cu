@@ -5,10 +5,10 @@
 // block per row and a shared-memory tree; a long reduced axis otherwise (a bias gradient's
 // column sums) gives column strips, whose lanes split the rows (cuda_kernels.cuh); short ones
 // one thread per output column walking the reduced axis (consecutive threads read consecutive
-// addresses). Numerics follow the CPU
-// kernels: float32 sums accumulate in double, int32 sums in int64; max/min propagate NaN and
-// argmax/argmin report the first extreme element; softmax subtracts the row maximum and sums in
-// double. float16 data (GPU only) is read as float and each output rounded once to half.
+// addresses). Numerics follow the CPU kernels: float32 sums accumulate in double, int32 sums in
+// int64; max/min propagate NaN and argmax/argmin report the first extreme element; softmax
+// subtracts the row maximum and sums in double. float16 data (GPU only) is read as float and each
+// output rounded once to half.
 #include <cmath>
 #include <limits>
 
