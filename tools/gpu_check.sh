@@ -20,8 +20,8 @@
 # Steps (GPU_CHECK_STEPS, comma-separated, run in this order): unpack, configure, build, cpp,
 # diag, pygpu, pyall (the whole Python suite), bench, compile (torch.compile rows), probe (the
 # measurements that decide the next defaults and kernels: cuDNN's settings one by one, the GPU
-# tests under PyTorch's cuDNN settings, the GPT's per-operation profile and its slow operations
-# beside PyTorch's, benchmarks/bench_gpu_ops.py). The default is unpack..bench, one
+# tests under PyTorch's cuDNN settings, the GPT's per-operation profile). The default is
+# unpack..bench (whose tables include the GPT's profile and benchmarks/bench_gpu_ops.py), one
 # call (2026-11-28, H200: build 62 s, cpp 14, pygpu 25, the suite 94-109 s on 14 workers of one
 # OpenMP thread each, bench 215; 438 s in all); GPU_CHECK_STEPS=suite is
 # unpack,configure,build,diag,pyall. The session's device time is 15 minutes, starts included.
@@ -233,7 +233,10 @@ bench() {  # the seed's table on the GPU (ResNet-50 224), then the small models 
         | grep -E '^\|( model| Cases|---)'; } | tee -a "$OUT/gpu-report.md"
     { echo; echo "GPT (benchmarks/bench_gpt.py --device gpu; float32 and bf16 AMP):"
       PYTHONPATH="$B/py" "$PY" benchmarks/bench_gpt.py --device gpu --iters 20 --timeout 60 \
-        --modes graph graph-bf16 eager torch torch-bf16; } | tee -a "$OUT/gpu-report.md"
+        --modes graph graph-bf16 eager torch torch-bf16 --profile --top 12
+      echo; echo "The GPT's slow operations alone (benchmarks/bench_gpu_ops.py --device gpu):"
+      PYTHONPATH="$B/py" timeout 120 "$PY" benchmarks/bench_gpu_ops.py --device gpu; } \
+      | tee -a "$OUT/gpu-report.md"
     { echo; echo "LSTM (benchmarks/bench_rnn.py --device gpu; cuda/rnn.cu beside PyTorch's cuDNN):"
       PYTHONPATH="$B/py" "$PY" benchmarks/bench_rnn.py --device gpu --iters 20 --timeout 60 \
         --modes graph eager torch; } | tee -a "$OUT/gpu-report.md"
@@ -278,12 +281,10 @@ probe() {  # the measurements that decide the next defaults (not in the default 
         benchmarks/bench_train.py --device gpu --timeout 60 --models resnet50 --batch 16 \
         --iters 10 --modes bfs | grep -E '^\|( model| Cases|---)'
     done; done
-    # 2. where the GPT's GPU step goes, and its slow operations one at a time beside PyTorch's
+    # 2. where the GPT's GPU step goes (the bench step profiles it too, with fewer rows)
     echo; echo "GPT on the GPU with the graph's per-operation profile:"
     PYTHONPATH="$B/py" "$PY" benchmarks/bench_gpt.py --device gpu --iters 10 --timeout 60 \
       --modes graph torch --profile --top 25
-    echo; echo "The GPT's slow operations alone (benchmarks/bench_gpu_ops.py --device gpu):"
-    PYTHONPATH="$B/py" timeout 120 "$PY" benchmarks/bench_gpu_ops.py --device gpu
   } 2>&1 | tee -a "$OUT/gpu-report.md"
   # 3. the GPU tests under PyTorch's cuDNN settings: what a default change would break
   (cd /tmp && SINGA_CUDNN_TF32=1 SINGA_CUDNN_DETERMINISTIC=0 PYTHONPATH="$B/py" SINGA_EXPECT_CUDA=1 \
