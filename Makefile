@@ -168,7 +168,7 @@ clean:
 #                       downloaded (not installed) into .gpu-deps/ for the device call to carry
 # make gpu-check        tools/gpu_check.sh on this machine (on the GPU machine: the whole check)
 # make gpu-check-dry    the rehearsal here: unpack, configure against the prefix, build, CPU half
-# make gpu-check-suite-dry  the second device call's whole Python suite here, with the system's
+# make gpu-check-suite-dry  the suite step (pyall) here, with the system's
 #                       OpenBLAS/oneDNN/GoogleTest/Open MPI hidden as on the GPU image (~7 min)
 GPU_DEBS := libopenblas-openmp-dev libopenblas0-openmp libgfortran5 libquadmath0 libdnnl-dev \
   libdnnl2 ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers libgtest-dev
